@@ -1,0 +1,44 @@
+# Folio build targets. `make test` is the README's test command and what CI runs.
+GO ?= go
+FUZZTIME ?= 15s
+PROTOS := internal/wire/v3/protocolpb/bookkeeper_protocol.proto internal/metadata/formatpb/data_formats.proto
+
+.PHONY: all build test vet unit fuzz-smoke fuzz proto proto-check bench
+
+all: build
+
+build:
+	$(GO) build ./...
+
+# test: everything CI checks.
+test: vet unit fuzz-smoke
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go') | grep -v '\.pb\.go$$')" || \
+		{ echo "gofmt would change:"; gofmt -l .; exit 1; }
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race -timeout 20m ./...
+
+# fuzz-smoke runs every fuzz target for FUZZTIME so that a crash fails CI.
+fuzz-smoke:
+	./scripts/fuzz.sh $(FUZZTIME)
+
+# fuzz: the long run, not part of CI.
+fuzz:
+	./scripts/fuzz.sh 10m
+
+# proto regenerates the committed Go code from the .proto files.
+proto:
+	for p in $(PROTOS); do \
+		protoc --plugin=protoc-gen-go="$$($(GO) tool -n protoc-gen-go)" \
+			-I $$(dirname $$p) --go_out=$$(dirname $$p) --go_opt=paths=source_relative $$p || exit 1; \
+	done
+
+# proto-check fails when the committed generated code differs from `make proto`.
+proto-check: proto
+	git diff --exit-code -- '*.pb.go'
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -1,0 +1,111 @@
+package wire
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+)
+
+// MaxFrameSize is the largest frame, length prefix included (Java's
+// nettyMaxFrameSizeBytes default, on client and bookie alike).
+const MaxFrameSize = 5 << 20
+
+// FramePrefixSize is the size of the length prefix.
+const FramePrefixSize = 4
+
+// MaxPayloadSize is the largest payload a frame carries.
+const MaxPayloadSize = MaxFrameSize - FramePrefixSize
+
+// FrameReader reads frames from a stream. It reuses one buffer: the payload
+// returned by Next is valid until the next call to Next. It never allocates
+// more than the announced length, and never more than MaxFrameSize.
+type FrameReader struct {
+	r      io.Reader
+	prefix [FramePrefixSize]byte
+	buf    []byte
+	max    int
+}
+
+// NewFrameReader returns a reader of frames up to MaxFrameSize from r. r is
+// read with io.ReadFull, so it should be buffered (bufio.Reader).
+func NewFrameReader(r io.Reader) *FrameReader {
+	return &FrameReader{r: r, max: MaxFrameSize}
+}
+
+// Next reads one frame and returns its payload. At a clean end of stream
+// (no byte of a new frame read) it returns io.EOF; a stream that ends inside a
+// frame gives an error wrapping ErrTruncated. A frame over the limit gives
+// ErrFrameTooLarge as soon as its prefix is read, and an empty frame
+// ErrEmptyFrame. After an error the stream is out of step: close it.
+func (fr *FrameReader) Next() ([]byte, error) {
+	if _, err := io.ReadFull(fr.r, fr.prefix[:]); err != nil {
+		if err == io.EOF {
+			return nil, io.EOF
+		}
+		if err == io.ErrUnexpectedEOF {
+			return nil, fmt.Errorf("%w: stream ended inside a frame's length prefix", ErrTruncated)
+		}
+		return nil, err
+	}
+	n, err := PayloadLen(fr.prefix[:], fr.max)
+	if err != nil {
+		return nil, err
+	}
+	if cap(fr.buf) < n {
+		fr.buf = make([]byte, n)
+	}
+	payload := fr.buf[:n]
+	if _, err := io.ReadFull(fr.r, payload); err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return nil, fmt.Errorf("%w: stream ended inside a %d-byte frame", ErrTruncated, n)
+		}
+		return nil, err
+	}
+	return payload, nil
+}
+
+// Detach hands the current payload's buffer to the caller, who may keep it:
+// the next Next reads into a new buffer. A server that queues a decoded add
+// (whose body aliases the frame) detaches before reading on.
+func (fr *FrameReader) Detach() { fr.buf = nil }
+
+// PayloadLen validates a 4-byte length prefix against a frame limit
+// (max counts the prefix, as Netty does) and returns the payload length.
+func PayloadLen(prefix []byte, max int) (int, error) {
+	n := binary.BigEndian.Uint32(prefix)
+	if n == 0 {
+		return 0, ErrEmptyFrame
+	}
+	// Netty reads the length unsigned: 2^31 and above are over any limit.
+	if uint64(n)+FramePrefixSize > uint64(max) {
+		return 0, fmt.Errorf("%w: %d bytes announced, limit %d including the 4-byte prefix", ErrFrameTooLarge, n, max)
+	}
+	return int(n), nil
+}
+
+// BeginFrame appends a placeholder length prefix to dst and returns the
+// buffer and the prefix's offset; append the payload, then call EndFrame.
+func BeginFrame(dst []byte) ([]byte, int) {
+	return append(dst, 0, 0, 0, 0), len(dst)
+}
+
+// EndFrame fills in the length prefix at off for everything appended after
+// it. It fails, leaving dst unusable, if the frame exceeds MaxFrameSize: the
+// peer would close the connection on it.
+func EndFrame(dst []byte, off int) ([]byte, error) {
+	n := len(dst) - off - FramePrefixSize
+	if n <= 0 {
+		return dst, ErrEmptyFrame
+	}
+	if n > MaxPayloadSize {
+		return dst, fmt.Errorf("%w: %d-byte payload, limit %d", ErrFrameTooLarge, n, MaxPayloadSize)
+	}
+	binary.BigEndian.PutUint32(dst[off:], uint32(n))
+	return dst, nil
+}
+
+// AppendFrame appends payload to dst as one frame.
+func AppendFrame(dst, payload []byte) ([]byte, error) {
+	dst, off := BeginFrame(dst)
+	return EndFrame(append(dst, payload...), off)
+}
