@@ -1,0 +1,5 @@
+// Package lint holds tests that keep the import rules of DESIGN.md §8:
+// dependencies point down the layer list, nothing imports the command tree,
+// and the pure packages (ledger, bookie, storage, and the codecs) do no
+// network or OS I/O and read no wall clock. It has no code of its own.
+package lint
