@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Runs every Go fuzz target of the module for the given time each (default
-# 15s), one after another, and fails on the first crash. Fuzz targets are
+# Runs every Go fuzz target of the module for the given -fuzztime each (default
+# 100000x executions), one after another; it fails if any of them finds a failure. Fuzz targets are
 # found by name: func FuzzXxx(f *testing.F) in a _test.go file.
 set -euo pipefail
-fuzztime="${1:-15s}"
+fuzztime="${1:-100000x}"
 cd "$(dirname "$0")/.."
 status=0
 while IFS=: read -r file name; do
