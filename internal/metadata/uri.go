@@ -1,0 +1,127 @@
+package metadata
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// URI is a parsed metadata service URI, as BookKeeper's ServiceURI:
+// `etcd://host1:2379;host2:2379/ledgers`.
+type URI struct {
+	// Scheme is the driver name, lower case ("etcd", "zk", "memory").
+	// For `zk+hierarchical://…` it is "zk" and SchemeType "hierarchical".
+	Scheme     string
+	SchemeType string
+	// Hosts are the authority's hosts in order (';' or ',' separated),
+	// each `host[:port]`.
+	Hosts []string
+	// Scope is the percent-decoded path, e.g. "/ledgers": the prefix of every
+	// key. It is non-empty and has no trailing slash (Java would build
+	// `/ledgers//layout` from `/ledgers/`, a different cluster).
+	Scope string
+}
+
+// String renders the URI back (hosts joined by ';').
+func (u *URI) String() string {
+	s := u.Scheme
+	if u.SchemeType != "" {
+		s += "+" + u.SchemeType
+	}
+	return s + "://" + strings.Join(u.Hosts, ";") + (&url.URL{Path: u.Scope}).EscapedPath()
+}
+
+// ParseURI parses and checks a metadata service URI. Errors wrap ErrBadURI.
+// The scheme is not checked against the registered drivers (Open does it).
+func ParseURI(s string) (*URI, error) {
+	bad := func(why string) error { return fmt.Errorf("%w %q: %s", ErrBadURI, s, why) }
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok || scheme == "" {
+		return nil, bad("want scheme://hosts/path, e.g. etcd://127.0.0.1:2379/ledgers")
+	}
+	u := &URI{}
+	u.Scheme, u.SchemeType, _ = strings.Cut(strings.ToLower(scheme), "+")
+	authority, path, _ := strings.Cut(rest, "/")
+	if i := strings.LastIndex(authority, "@"); i >= 0 {
+		authority = authority[i+1:] // user info: parsed and unused, as in Java
+	}
+	for _, h := range strings.FieldsFunc(authority, func(r rune) bool { return r == ';' || r == ',' }) {
+		if h = strings.TrimSpace(h); h != "" {
+			u.Hosts = append(u.Hosts, h)
+		}
+	}
+	if strings.ContainsAny(path, "?#") {
+		return nil, bad("query and fragment are not allowed")
+	}
+	scope, err := url.PathUnescape("/" + path)
+	if err != nil {
+		return nil, bad(err.Error())
+	}
+	if scope == "/" || scope == "" {
+		return nil, bad("the path (the metadata scope, e.g. /ledgers) must not be empty")
+	}
+	if strings.HasSuffix(scope, "/") {
+		return nil, bad("the path must not end with '/'")
+	}
+	u.Scope = scope
+	return u, nil
+}
+
+// Options are given to a driver factory.
+type Options struct {
+	// DialTimeout bounds connecting to the store; 0 means the driver's
+	// default.
+	DialTimeout time.Duration
+}
+
+// Factory opens a driver for a parsed URI.
+type Factory func(ctx context.Context, u *URI, opts Options) (Driver, error)
+
+var registry struct {
+	sync.Mutex
+	factories map[string]Factory
+}
+
+// RegisterDriver makes a driver available to Open under scheme (lower
+// case). Driver packages call it from init; registering a scheme twice
+// panics (a wiring bug).
+func RegisterDriver(scheme string, f Factory) {
+	registry.Lock()
+	defer registry.Unlock()
+	if registry.factories == nil {
+		registry.factories = map[string]Factory{}
+	}
+	if _, dup := registry.factories[scheme]; dup {
+		panic("metadata: driver registered twice: " + scheme)
+	}
+	registry.factories[scheme] = f
+}
+
+// Open parses uri and opens the driver registered for its scheme. `zk` and
+// `zk+<type>` give ErrNotBuilt; an unknown or unregistered scheme gives
+// ErrBadURI listing the registered ones.
+func Open(ctx context.Context, uri string, opts Options) (Driver, error) {
+	u, err := ParseURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	registry.Lock()
+	f := registry.factories[u.Scheme]
+	var known []string
+	for k := range registry.factories {
+		known = append(known, k)
+	}
+	registry.Unlock()
+	if f == nil {
+		if u.Scheme == "zk" {
+			return nil, fmt.Errorf("%w (use etcd://host:2379/ledgers)", ErrNotBuilt)
+		}
+		sort.Strings(known)
+		return nil, fmt.Errorf("%w %q: unknown scheme %q (known: %s)", ErrBadURI, uri, u.Scheme, strings.Join(known, ", "))
+	}
+	return f(ctx, u, opts)
+}
