@@ -1,0 +1,164 @@
+package entrylog
+
+// entryKey identifies an entry in the caches.
+type entryKey struct{ ledgerID, entryID int64 }
+
+// entryOverheadBytes is charged per cached entry on top of its body, for
+// the map slot and bookkeeping, so that many tiny entries cannot blow the
+// memory bound.
+const entryOverheadBytes = 64
+
+// arenaChunkBytes is the size of the slabs entry bodies are copied into, so
+// an add does not allocate per entry. Bodies larger than a quarter chunk get
+// their own allocation.
+const arenaChunkBytes = 1 << 20
+
+type cachedEntry struct {
+	key  entryKey
+	body []byte // aliases an arena chunk or its own allocation
+}
+
+// generation is one half of the write cache: the active generation takes
+// adds; a frozen one is being flushed and is immutable.
+type generation struct {
+	entries []cachedEntry
+	pos     map[entryKey]int // key -> index in entries
+	bytes   int64            // charged bytes (bodies + overhead)
+	chunks  [][]byte         // arena slabs; the last one is being filled
+	// dropped holds ledgers deleted while this generation was frozen; their
+	// placements are not handed to apply.
+	dropped map[int64]struct{}
+}
+
+func newGeneration(free [][]byte) *generation {
+	g := &generation{pos: make(map[entryKey]int)}
+	if len(free) > 0 {
+		g.chunks = append(g.chunks, free[len(free)-1][:0])
+	}
+	return g
+}
+
+// copyIn copies body into the arena and returns the copy.
+func (g *generation) copyIn(body []byte, free *[][]byte) []byte {
+	if len(body) > arenaChunkBytes/4 {
+		return append([]byte(nil), body...)
+	}
+	if n := len(g.chunks); n > 0 {
+		c := g.chunks[n-1]
+		if cap(c)-len(c) >= len(body) {
+			start := len(c)
+			c = append(c, body...)
+			g.chunks[n-1] = c
+			return c[start:len(c):len(c)]
+		}
+	}
+	var c []byte
+	if f := *free; len(f) > 0 {
+		c = f[len(f)-1][:0]
+		*free = f[:len(f)-1]
+	} else {
+		c = make([]byte, 0, arenaChunkBytes)
+	}
+	c = append(c, body...)
+	g.chunks = append(g.chunks, c)
+	return c[0:len(body):len(body)]
+}
+
+// put adds or replaces an entry.
+func (g *generation) put(k entryKey, body []byte, free *[][]byte) {
+	cp := g.copyIn(body, free)
+	if i, ok := g.pos[k]; ok {
+		// The old copy stays in the arena until the generation is released;
+		// its bytes stay charged, which over-counts and so stays safe.
+		g.entries[i].body = cp
+		g.bytes += int64(len(body))
+		return
+	}
+	g.pos[k] = len(g.entries)
+	g.entries = append(g.entries, cachedEntry{key: k, body: cp})
+	g.bytes += int64(len(body)) + entryOverheadBytes
+}
+
+func (g *generation) get(k entryKey) ([]byte, bool) {
+	if g == nil {
+		return nil, false
+	}
+	i, ok := g.pos[k]
+	if !ok {
+		return nil, false
+	}
+	return g.entries[i].body, true
+}
+
+// removeLedger deletes a ledger's entries from an active generation.
+func (g *generation) removeLedger(ledgerID int64) {
+	kept := g.entries[:0]
+	for _, e := range g.entries {
+		if e.key.ledgerID == ledgerID {
+			delete(g.pos, e.key)
+			g.bytes -= int64(len(e.body)) + entryOverheadBytes
+			continue
+		}
+		g.pos[e.key] = len(kept)
+		kept = append(kept, e)
+	}
+	clear(g.entries[len(kept):])
+	g.entries = kept
+}
+
+// readCache holds entries read from entry logs (the target of a read and
+// what read-ahead found after it), bounded in bytes, evicting the oldest
+// insertion first. Sequential catch-up reads of a ledger hit it because a
+// flush writes each ledger's entries contiguously.
+type readCache struct {
+	maxBytes int64
+	bytes    int64
+	m        map[entryKey][]byte
+	fifo     []entryKey // insertion order; head is fifo[head]
+	head     int
+}
+
+func newReadCache(maxBytes int64) *readCache {
+	return &readCache{maxBytes: maxBytes, m: make(map[entryKey][]byte)}
+}
+
+func (c *readCache) get(k entryKey) ([]byte, bool) {
+	b, ok := c.m[k]
+	return b, ok
+}
+
+// put stores body (owned by the cache from now on).
+func (c *readCache) put(k entryKey, body []byte) {
+	size := int64(len(body)) + entryOverheadBytes
+	if c.maxBytes <= 0 || size > c.maxBytes {
+		return
+	}
+	if _, ok := c.m[k]; ok {
+		return
+	}
+	for c.bytes+size > c.maxBytes && c.head < len(c.fifo) {
+		old := c.fifo[c.head]
+		c.head++
+		if b, ok := c.m[old]; ok {
+			c.bytes -= int64(len(b)) + entryOverheadBytes
+			delete(c.m, old)
+		}
+	}
+	if c.head > len(c.fifo)/2 {
+		c.fifo = append(c.fifo[:0], c.fifo[c.head:]...)
+		c.head = 0
+	}
+	c.m[k] = body
+	c.fifo = append(c.fifo, k)
+	c.bytes += size
+}
+
+func (c *readCache) removeLedger(ledgerID int64) {
+	for k, b := range c.m {
+		if k.ledgerID == ledgerID {
+			c.bytes -= int64(len(b)) + entryOverheadBytes
+			delete(c.m, k)
+		}
+	}
+	// Stale keys left in fifo are skipped at eviction (not in m).
+}

@@ -1,0 +1,833 @@
+package entrylog
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Options configure a Store. Zero fields take the documented defaults.
+type Options struct {
+	// WriteCacheBytes bounds the write cache (active plus frozen
+	// generation), counting bodies plus a per-entry overhead. Default
+	// 64 MiB; BookKeeper's default is 25% of direct memory.
+	WriteCacheBytes int64
+	// MaxAddWait is how long an Add waits for space in a full write cache
+	// before failing with ErrWriteCacheFull. Default 10 s (BookKeeper's
+	// dbStorage_maxThrottleTimeMs). Negative: fail at once.
+	MaxAddWait time.Duration
+	// MaxLogBytes is the size at which the current entry log is sealed and
+	// a new one started. Default 1 GiB (BookKeeper's logSizeLimit).
+	MaxLogBytes int64
+	// ReadCacheBytes bounds the read cache. Default 16 MiB. Negative: none.
+	ReadCacheBytes int64
+	// ReadAheadBytes is how much a read from an entry log reads past the
+	// wanted record, to cache the ledger's following entries for
+	// sequential catch-up reads. Default 64 KiB. Negative: no read-ahead.
+	ReadAheadBytes int64
+	// WriteBufferBytes is the size of the writes issued while flushing and
+	// compacting. Default 1 MiB.
+	WriteBufferBytes int
+	// Clock is required.
+	Clock Clock
+	// CompactionLimiter throttles compaction reads and writes. Default:
+	// unlimited. See NewRateLimiter.
+	CompactionLimiter Limiter
+}
+
+func (o *Options) ensureDefaults() {
+	if o.WriteCacheBytes <= 0 {
+		o.WriteCacheBytes = 64 << 20
+	}
+	if o.MaxAddWait == 0 {
+		o.MaxAddWait = 10 * time.Second
+	}
+	if o.MaxLogBytes <= 0 {
+		o.MaxLogBytes = 1 << 30
+	}
+	if o.ReadCacheBytes == 0 {
+		o.ReadCacheBytes = 16 << 20
+	}
+	if o.ReadAheadBytes == 0 {
+		o.ReadAheadBytes = 64 << 10
+	}
+	if o.WriteBufferBytes <= 0 {
+		o.WriteBufferBytes = 1 << 20
+	}
+	if o.CompactionLimiter == nil {
+		o.CompactionLimiter = unlimited{}
+	}
+}
+
+// logFile is one entry log known to the store. Readers hold mu.RLock while
+// using f; removal takes mu.Lock, so a file is never closed under a reader.
+type logFile struct {
+	id   uint64
+	path string
+	mu   sync.RWMutex
+	f    vfs.File // read handle; nil once removed
+	// Below: guarded by Store.mu.
+	removed bool
+	size    int64 // bytes of verified records + header (scan end or written and synced)
+	ledgers map[int64]int64
+	total   int64 // sum of ledgers: record bytes (headers + bodies)
+}
+
+// logWriter appends to one entry log. It is owned by whoever holds the
+// corresponding store mutex (flushMu for the current log, compactMu for a
+// compaction output).
+type logWriter struct {
+	lf     *logFile
+	f      vfs.File
+	offset int64 // file size after everything written so far
+	buf    []byte
+	synced bool
+}
+
+// Store is the entry-log store: write cache, entry logs, read cache and
+// compaction. All methods are safe for concurrent use. Lock order:
+// compactMu, then flushMu, then dropMu, then mu, then a logFile.mu.
+type Store struct {
+	fs   vfs.FS
+	dir  string
+	opts Options
+
+	flushWanted chan struct{}
+
+	// flushMu serialises Flush (one writer of the current log).
+	flushMu sync.Mutex
+	current *logWriter // guarded by flushMu
+	// sealedInFlush lists logs sealed by the running Flush; guarded by
+	// flushMu. Flush releases them to GC when it returns.
+	sealedInFlush []uint64
+	// dropMu is held by Flush across filtering and applying placements and
+	// by DropLedger, so a dropped ledger is never indexed after DropLedger.
+	dropMu sync.Mutex
+	// compactMu serialises GC and CompactLog.
+	compactMu sync.Mutex
+
+	mu struct {
+		sync.Mutex
+		closed    bool
+		active    *generation
+		frozen    *generation // nil unless a flush is in progress or failed
+		freeChunk [][]byte
+		// spaceFreed is closed (and replaced) whenever the write cache
+		// shrinks; waiting adds select on it.
+		spaceFreed chan struct{}
+		readCache  *readCache
+		logs       map[uint64]*logFile
+		removed    map[uint64]struct{}
+		nextLogID  uint64
+		// writing holds logs open for writing (current or compaction
+		// output); they are not sealed and never compacted.
+		writing map[uint64]struct{}
+	}
+}
+
+// Open opens (creating dir if needed) the entry logs in dir. It removes
+// leftover compaction outputs and empty logs from a crash, scans every log
+// to rebuild per-ledger usage, and never appends to an existing log: the
+// first Flush starts a new one.
+func Open(fs vfs.FS, dir string, opts Options) (*Store, error) {
+	opts.ensureDefaults()
+	if opts.Clock == nil {
+		return nil, errors.New("entrylog: Options.Clock is required")
+	}
+	s := &Store{fs: fs, dir: dir, opts: opts, flushWanted: make(chan struct{}, 1)}
+	s.mu.active = newGeneration(nil)
+	s.mu.spaceFreed = make(chan struct{})
+	s.mu.readCache = newReadCache(opts.ReadCacheBytes)
+	s.mu.logs = make(map[uint64]*logFile)
+	s.mu.removed = make(map[uint64]struct{})
+	s.mu.writing = make(map[uint64]struct{})
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("entrylog: create %s: %w", dir, err)
+	}
+	// Sync the parent so that a newly created dir survives a crash (the
+	// logs' own directory entries are synced as they are created).
+	if err := syncDir(fs, fs.PathDir(dir)); err != nil {
+		return nil, err
+	}
+	names, err := fs.List(dir)
+	if err != nil {
+		return nil, fmt.Errorf("entrylog: list %s: %w", dir, err)
+	}
+	slices.Sort(names)
+	changed := false
+	for _, name := range names {
+		path := fs.PathJoin(dir, name)
+		if strings.HasSuffix(name, compactingSufix) {
+			if err := fs.Remove(path); err != nil {
+				return nil, fmt.Errorf("entrylog: remove unfinished compaction output %s: %w", path, err)
+			}
+			changed = true
+			continue
+		}
+		id, ok := parseLogFileName(name)
+		if !ok {
+			continue
+		}
+		s.mu.nextLogID = max(s.mu.nextLogID, id+1)
+		lf, empty, err := s.openLog(id, path)
+		if err != nil {
+			s.closeLogs()
+			return nil, err
+		}
+		if empty {
+			// Created but its header never reached the disk: no record was
+			// ever written to it, so nothing can refer to it.
+			if err := fs.Remove(path); err != nil {
+				s.closeLogs()
+				return nil, fmt.Errorf("entrylog: remove empty log %s: %w", path, err)
+			}
+			changed = true
+			continue
+		}
+		s.mu.logs[id] = lf
+	}
+	if changed {
+		if err := s.syncDir(); err != nil {
+			s.closeLogs()
+			return nil, err
+		}
+	}
+	if s.mu.nextLogID == 0 {
+		s.mu.nextLogID = 1
+	}
+	return s, nil
+}
+
+// openLog opens log id for reading and scans it. empty reports a file whose
+// header is missing or all zero (a crash right after creation).
+func (s *Store) openLog(id uint64, path string) (lf *logFile, empty bool, err error) {
+	f, err := s.fs.Open(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("entrylog: open %s: %w", path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, false, fmt.Errorf("entrylog: stat %s: %w", path, err)
+	}
+	var hdr [HeaderSize]byte
+	if fi.Size() < HeaderSize {
+		f.Close()
+		return nil, true, nil
+	}
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		f.Close()
+		return nil, false, fmt.Errorf("entrylog: read header of %s: %w", path, err)
+	}
+	if hdr == ([HeaderSize]byte{}) {
+		f.Close()
+		return nil, true, nil
+	}
+	if reason := checkHeader(hdr[:], id); reason != "" {
+		f.Close()
+		return nil, false, &CorruptionError{File: path, Offset: 0, Reason: reason}
+	}
+	lf = &logFile{id: id, path: path, f: f, ledgers: make(map[int64]int64)}
+	end, err := scanLog(f, path, fi.Size(), unlimited{}, func(r record, _ int64, size int) error {
+		lf.ledgers[r.ledgerID] += int64(size)
+		lf.total += int64(size)
+		return nil
+	})
+	if err != nil {
+		f.Close()
+		return nil, false, err
+	}
+	lf.size = end
+	return lf, false, nil
+}
+
+// scanLog calls fn for every verified record of the file after the header,
+// in order, and returns the offset where verified data ends (the first
+// record that is torn or does not verify, or the file size). Reads go
+// through lim. The record passed to fn aliases a buffer reused afterwards.
+func scanLog(f vfs.File, path string, fileSize int64, lim Limiter, fn func(r record, off int64, size int) error) (int64, error) {
+	const chunk = 256 << 10
+	buf := make([]byte, 0, chunk)
+	off := int64(HeaderSize) // file offset of buf[0]
+	for {
+		r, total, need, reason := parseRecord(buf)
+		if reason != "" {
+			return off, nil
+		}
+		if need > 0 {
+			if off+int64(len(buf)) >= fileSize {
+				return off, nil // torn tail
+			}
+			if off+int64(need) > fileSize {
+				return off, nil
+			}
+			want := max(need, chunk)
+			if cap(buf) < want {
+				nb := make([]byte, len(buf), want)
+				copy(nb, buf)
+				buf = nb
+			}
+			n := min(int64(want-len(buf)), fileSize-off-int64(len(buf)))
+			if err := lim.Wait(n); err != nil {
+				return off, err
+			}
+			start := len(buf)
+			buf = buf[:start+int(n)]
+			if _, err := f.ReadAt(buf[start:], off+int64(start)); err != nil && !errors.Is(err, io.EOF) {
+				return off, fmt.Errorf("entrylog: read %s at offset %d: %w", path, off+int64(start), err)
+			}
+			continue
+		}
+		if err := fn(r, off, total); err != nil {
+			return off, err
+		}
+		off += int64(total)
+		// Shift the unconsumed tail to the front of the buffer.
+		rest := copy(buf, buf[total:])
+		buf = buf[:rest]
+	}
+}
+
+func (s *Store) syncDir() error { return syncDir(s.fs, s.dir) }
+
+func syncDir(fs vfs.FS, dir string) error {
+	d, err := fs.OpenDir(dir)
+	if err != nil {
+		return fmt.Errorf("entrylog: open dir %s: %w", dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("entrylog: sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+func (s *Store) closeLogs() {
+	for _, lf := range s.mu.logs {
+		lf.mu.Lock()
+		if lf.f != nil {
+			lf.f.Close()
+			lf.f = nil
+		}
+		lf.mu.Unlock()
+	}
+}
+
+// Close releases the files. Entries still in the write cache are dropped
+// (the journal holds them); call Flush first for a clean shutdown.
+func (s *Store) Close() error {
+	s.compactMu.Lock()
+	defer s.compactMu.Unlock()
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return nil
+	}
+	s.mu.closed = true
+	close(s.mu.spaceFreed)
+	var err error
+	if s.current != nil {
+		err = s.current.f.Close()
+		s.current = nil
+	}
+	s.closeLogs()
+	return err
+}
+
+// FlushWanted receives a value when the write cache is half full or an
+// Add is waiting for space: the flush loop should call Flush now rather
+// than at its next interval.
+func (s *Store) FlushWanted() <-chan struct{} { return s.flushWanted }
+
+func (s *Store) signalFlush() {
+	select {
+	case s.flushWanted <- struct{}{}:
+	default:
+	}
+}
+
+// Add copies body into the write cache as entry (ledgerID, entryID),
+// replacing a cached copy of the same entry. It does not touch the disk.
+// When the cache has no room it signals FlushWanted and waits up to
+// Options.MaxAddWait (on the Clock) for a flush to free space, then fails
+// with ErrWriteCacheFull. body is not retained.
+func (s *Store) Add(ledgerID, entryID int64, body []byte) error {
+	if ledgerID < 0 || entryID < 0 {
+		return fmt.Errorf("%w: ledger %d entry %d", ErrInvalidID, ledgerID, entryID)
+	}
+	need := int64(len(body)) + entryOverheadBytes
+	if len(body) > MaxEntryBytes || need > s.opts.WriteCacheBytes {
+		return fmt.Errorf("%w: %d bytes (write cache %d bytes, record limit %d)",
+			ErrEntryTooLarge, len(body), s.opts.WriteCacheBytes, MaxEntryBytes)
+	}
+	var deadline <-chan time.Time
+	s.mu.Lock()
+	for {
+		if s.mu.closed {
+			s.mu.Unlock()
+			return ErrClosed
+		}
+		if s.usedLocked()+need <= s.opts.WriteCacheBytes {
+			break
+		}
+		wake := s.mu.spaceFreed
+		s.mu.Unlock()
+		s.signalFlush()
+		if s.opts.MaxAddWait < 0 {
+			return fmt.Errorf("%w: %d bytes cached, limit %d", ErrWriteCacheFull, s.used(), s.opts.WriteCacheBytes)
+		}
+		if deadline == nil {
+			deadline = s.opts.Clock.After(s.opts.MaxAddWait)
+		}
+		select {
+		case <-wake:
+		case <-deadline:
+			return fmt.Errorf("%w: waited %v, %d bytes cached, limit %d",
+				ErrWriteCacheFull, s.opts.MaxAddWait, s.used(), s.opts.WriteCacheBytes)
+		}
+		s.mu.Lock()
+	}
+	g := s.mu.active
+	g.put(entryKey{ledgerID, entryID}, body, &s.mu.freeChunk)
+	half := g.bytes >= s.opts.WriteCacheBytes/2
+	s.mu.Unlock()
+	if half {
+		s.signalFlush()
+	}
+	return nil
+}
+
+func (s *Store) usedLocked() int64 {
+	n := s.mu.active.bytes
+	if s.mu.frozen != nil {
+		n += s.mu.frozen.bytes
+	}
+	return n
+}
+
+func (s *Store) used() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.usedLocked()
+}
+
+// CachedBytes reports the bytes charged in the write cache.
+func (s *Store) CachedBytes() int64 { return s.used() }
+
+// ReadCached returns a copy of the entry if it is in the write cache
+// (not yet flushed, or being flushed). The caller owns the result.
+func (s *Store) ReadCached(ledgerID, entryID int64) ([]byte, bool) {
+	k := entryKey{ledgerID, entryID}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b, ok := s.mu.active.get(k); ok {
+		return append([]byte(nil), b...), true
+	}
+	if b, ok := s.mu.frozen.get(k); ok {
+		return append([]byte(nil), b...), true
+	}
+	return nil, false
+}
+
+// Read returns the body of entry (ledgerID, entryID) stored at loc (from
+// the index), from the read cache or the entry log. The caller owns the
+// result. Errors: ErrLogRemoved (look loc up again), ErrNoLog, a
+// *CorruptionError (the record at loc is not that entry or does not
+// verify), or an I/O error. Read never reports "no such entry": only the
+// index can say an entry does not exist.
+func (s *Store) Read(ledgerID, entryID int64, loc Location) ([]byte, error) {
+	k := entryKey{ledgerID, entryID}
+	s.mu.Lock()
+	if b, ok := s.mu.readCache.get(k); ok && len(b) == int(loc.Size) {
+		out := append([]byte(nil), b...)
+		s.mu.Unlock()
+		return out, nil
+	}
+	lf, ok := s.mu.logs[loc.LogID]
+	_, removed := s.mu.removed[loc.LogID]
+	closed := s.mu.closed
+	s.mu.Unlock()
+	switch {
+	case closed:
+		return nil, ErrClosed
+	case removed:
+		return nil, fmt.Errorf("%w: %s", ErrLogRemoved, loc)
+	case !ok:
+		return nil, fmt.Errorf("%w: %s (ledger %d entry %d)", ErrNoLog, loc, ledgerID, entryID)
+	}
+
+	want := RecordHeaderSize + int(loc.Size)
+	n := want
+	if s.opts.ReadAheadBytes > 0 {
+		n += int(s.opts.ReadAheadBytes)
+	}
+	buf := make([]byte, n)
+	lf.mu.RLock()
+	if lf.f == nil {
+		lf.mu.RUnlock()
+		return nil, fmt.Errorf("%w: %s", ErrLogRemoved, loc)
+	}
+	got, err := lf.f.ReadAt(buf, loc.Offset)
+	lf.mu.RUnlock()
+	if err != nil && !(errors.Is(err, io.EOF) && got >= want) {
+		if errors.Is(err, io.EOF) {
+			return nil, &CorruptionError{File: lf.path, Offset: loc.Offset,
+				Reason: fmt.Sprintf("record of ledger %d entry %d runs past the end of the file", ledgerID, entryID)}
+		}
+		return nil, fmt.Errorf("entrylog: read %s at offset %d: %w", lf.path, loc.Offset, err)
+	}
+	buf = buf[:got]
+	r, total, _, reason := parseRecord(buf)
+	switch {
+	case reason != "":
+	case total == 0:
+		reason = "truncated record"
+	case r.ledgerID != ledgerID || r.entryID != entryID:
+		reason = fmt.Sprintf("record holds ledger %d entry %d, want ledger %d entry %d", r.ledgerID, r.entryID, ledgerID, entryID)
+	case len(r.body) != int(loc.Size):
+		reason = fmt.Sprintf("record body is %d bytes, index says %d", len(r.body), loc.Size)
+	}
+	if reason != "" {
+		return nil, &CorruptionError{File: lf.path, Offset: loc.Offset, Reason: reason}
+	}
+	out := append([]byte(nil), r.body...)
+	if s.opts.ReadAheadBytes > 0 && s.opts.ReadCacheBytes > 0 {
+		s.readAhead(ledgerID, buf[total:])
+	}
+	return out, nil
+}
+
+// readAhead caches the records of ledgerID that follow in b, stopping at
+// another ledger or an incomplete or unverified record.
+func (s *Store) readAhead(ledgerID int64, b []byte) {
+	type found struct {
+		k    entryKey
+		body []byte
+	}
+	var fs []found
+	for {
+		r, total, _, reason := parseRecord(b)
+		if reason != "" || total == 0 || r.ledgerID != ledgerID {
+			break
+		}
+		fs = append(fs, found{entryKey{r.ledgerID, r.entryID}, r.body})
+		b = b[total:]
+	}
+	if len(fs) == 0 {
+		return
+	}
+	s.mu.Lock()
+	for _, f := range fs {
+		s.mu.readCache.put(f.k, f.body) // aliases the read buffer, owned by the cache now
+	}
+	s.mu.Unlock()
+}
+
+// DropLedger forgets ledgerID in the write and read caches, so its cached
+// entries are never flushed or returned again. It waits for an in-progress
+// flush to finish applying placements. Call it before deleting the ledger
+// from the index. Records already in entry logs are reclaimed by GC once
+// the liveness predicate reports the ledger dead.
+func (s *Store) DropLedger(ledgerID int64) {
+	s.dropMu.Lock()
+	defer s.dropMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	before := s.usedLocked()
+	s.mu.active.removeLedger(ledgerID)
+	if g := s.mu.frozen; g != nil {
+		if g.dropped == nil {
+			g.dropped = make(map[int64]struct{})
+		}
+		g.dropped[ledgerID] = struct{}{}
+	}
+	s.mu.readCache.removeLedger(ledgerID)
+	if s.usedLocked() < before {
+		s.wakeAddersLocked()
+	}
+}
+
+func (s *Store) wakeAddersLocked() {
+	if s.mu.closed {
+		return
+	}
+	close(s.mu.spaceFreed)
+	s.mu.spaceFreed = make(chan struct{})
+}
+
+// Flush is the write-cache flush loop body. It freezes the active
+// generation (or retries a frozen one left by a failed flush), writes its
+// entries sorted by (ledger, entry) to the current entry log (rotating at
+// Options.MaxLogBytes), fsyncs, and calls apply with the placements. apply
+// must record them in the index (a NoSync write is enough: the journal
+// covers them until the next checkpoint, which syncs the index) and must
+// not call back into DropLedger or Flush. Only after apply returns nil is
+// the frozen generation released, so an entry is always readable from the
+// cache or through the index. On any error the generation stays frozen and
+// readable, and the next Flush writes it again into a new log (a log whose
+// write or sync failed is never written again).
+//
+// Flush returns nil at once if there is nothing to flush.
+func (s *Store) Flush(apply func([]Placement) error) error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	if s.mu.frozen == nil {
+		if len(s.mu.active.entries) == 0 {
+			s.mu.Unlock()
+			return nil
+		}
+		s.mu.frozen = s.mu.active
+		s.mu.active = newGeneration(s.mu.freeChunk)
+		if len(s.mu.freeChunk) > 0 {
+			s.mu.freeChunk = s.mu.freeChunk[:len(s.mu.freeChunk)-1]
+		}
+	}
+	g := s.mu.frozen
+	s.mu.Unlock()
+	defer s.releaseSealed()
+
+	// The frozen generation is immutable; sort a copy of its entry list.
+	order := slices.Clone(g.entries)
+	slices.SortFunc(order, func(a, b cachedEntry) int {
+		if c := cmp.Compare(a.key.ledgerID, b.key.ledgerID); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.key.entryID, b.key.entryID)
+	})
+	placements := make([]Placement, 0, len(order))
+	usage := make(map[*logFile]map[int64]int64)
+	for _, e := range order {
+		w, err := s.currentWriter(int64(RecordHeaderSize + len(e.body)))
+		if err != nil {
+			return err
+		}
+		loc := Location{LogID: w.lf.id, Offset: w.offset, Size: uint32(len(e.body))}
+		if err := s.appendTo(w, e.key.ledgerID, e.key.entryID, e.body); err != nil {
+			s.abandonCurrent()
+			return err
+		}
+		placements = append(placements, Placement{LedgerID: e.key.ledgerID, EntryID: e.key.entryID, Loc: loc})
+		u := usage[w.lf]
+		if u == nil {
+			u = make(map[int64]int64)
+			usage[w.lf] = u
+		}
+		u[e.key.ledgerID] += int64(RecordHeaderSize + len(e.body))
+	}
+	if w := s.current; w != nil {
+		if err := s.syncWriter(w); err != nil {
+			s.abandonCurrent()
+			return err
+		}
+	}
+	s.mu.Lock()
+	for lf, u := range usage {
+		for l, n := range u {
+			lf.ledgers[l] += n
+			lf.total += n
+		}
+	}
+	if s.current != nil {
+		s.current.lf.size = s.current.offset
+	}
+	s.mu.Unlock()
+
+	s.dropMu.Lock()
+	defer s.dropMu.Unlock()
+	s.mu.Lock()
+	if len(g.dropped) > 0 {
+		placements = slices.DeleteFunc(placements, func(p Placement) bool {
+			_, gone := g.dropped[p.LedgerID]
+			return gone
+		})
+	}
+	s.mu.Unlock()
+	if err := apply(placements); err != nil {
+		return fmt.Errorf("entrylog: apply flushed placements: %w", err)
+	}
+	s.mu.Lock()
+	s.mu.frozen = nil
+	for _, c := range g.chunks {
+		if cap(c) == arenaChunkBytes && len(s.mu.freeChunk) < 4 {
+			s.mu.freeChunk = append(s.mu.freeChunk, c[:0])
+		}
+	}
+	s.wakeAddersLocked()
+	s.mu.Unlock()
+	return nil
+}
+
+// releaseSealed lets GC compact the logs sealed during this flush.
+// REQUIRES: flushMu held.
+func (s *Store) releaseSealed() {
+	if len(s.sealedInFlush) == 0 {
+		return
+	}
+	s.mu.Lock()
+	for _, id := range s.sealedInFlush {
+		delete(s.mu.writing, id)
+	}
+	s.mu.Unlock()
+	s.sealedInFlush = s.sealedInFlush[:0]
+}
+
+// currentWriter returns the log to append a record of n bytes to, sealing
+// the current one (synced) when the record would take it past MaxLogBytes.
+// REQUIRES: flushMu held.
+func (s *Store) currentWriter(n int64) (*logWriter, error) {
+	if w := s.current; w != nil {
+		if w.offset+n <= s.opts.MaxLogBytes || w.offset == HeaderSize {
+			return w, nil
+		}
+		if err := s.syncWriter(w); err != nil {
+			s.abandonCurrent()
+			return nil, err
+		}
+		// The sealed log stays in mu.writing (so GC leaves it alone) until
+		// the flush that wrote it has applied its placements: compacting
+		// it earlier would relocate entries the index does not hold yet
+		// and then remove the file they are about to be indexed at.
+		s.mu.Lock()
+		w.lf.size = w.offset
+		s.mu.Unlock()
+		s.sealedInFlush = append(s.sealedInFlush, w.lf.id)
+		s.current = nil
+		if err := w.f.Close(); err != nil {
+			return nil, fmt.Errorf("entrylog: close %s: %w", w.lf.path, err)
+		}
+	}
+	w, err := s.createLog(false)
+	if err != nil {
+		return nil, err
+	}
+	s.current = w
+	return w, nil
+}
+
+// abandonCurrent drops the current writer after a failed write or sync: the
+// file is never written or synced again. It stays readable for the records
+// that an earlier successful sync made durable.
+// REQUIRES: flushMu held.
+func (s *Store) abandonCurrent() {
+	w := s.current
+	if w == nil {
+		return
+	}
+	s.current = nil
+	s.mu.Lock()
+	delete(s.mu.writing, w.lf.id)
+	s.mu.Unlock()
+	_ = w.f.Close() // the write error is what matters
+}
+
+// createLog creates a new entry log (or, for compaction, a ".compacting"
+// file), writes and syncs its header, syncs the directory, and registers it
+// for reading. A compaction output is registered only by publishCompacted.
+func (s *Store) createLog(compacting bool) (*logWriter, error) {
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	id := s.mu.nextLogID
+	s.mu.nextLogID++
+	s.mu.Unlock()
+	name := LogFileName(id)
+	if compacting {
+		name = compactingFileName(id)
+	}
+	path := s.fs.PathJoin(s.dir, name)
+	f, err := s.fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return nil, fmt.Errorf("entrylog: create %s: %w", path, err)
+	}
+	var hdr [HeaderSize]byte
+	encodeHeader(hdr[:], id)
+	if _, err := f.Write(hdr[:]); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("entrylog: write header of %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("entrylog: sync %s: %w", path, err)
+	}
+	if err := s.syncDir(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	logPath := s.fs.PathJoin(s.dir, LogFileName(id))
+	lf := &logFile{id: id, path: logPath, size: HeaderSize, ledgers: make(map[int64]int64)}
+	w := &logWriter{lf: lf, f: f, offset: HeaderSize, buf: make([]byte, 0, s.opts.WriteBufferBytes)}
+	if compacting {
+		return w, nil
+	}
+	r, err := s.fs.Open(path)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("entrylog: open %s for reading: %w", path, err)
+	}
+	lf.f = r
+	s.mu.Lock()
+	s.mu.logs[id] = lf
+	s.mu.writing[id] = struct{}{}
+	s.mu.Unlock()
+	return w, nil
+}
+
+// appendTo buffers one record, writing the buffer out when it is full.
+func (s *Store) appendTo(w *logWriter, ledgerID, entryID int64, body []byte) error {
+	if len(w.buf)+RecordHeaderSize+len(body) > cap(w.buf) && len(w.buf) > 0 {
+		if err := s.writeOut(w); err != nil {
+			return err
+		}
+	}
+	w.buf = appendRecord(w.buf, ledgerID, entryID, body)
+	w.offset += int64(RecordHeaderSize + len(body))
+	w.synced = false
+	return nil
+}
+
+// writeOut writes the buffered bytes to the file.
+func (s *Store) writeOut(w *logWriter) error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	start := w.offset - int64(len(w.buf))
+	if _, err := w.f.Write(w.buf); err != nil {
+		return fmt.Errorf("entrylog: write %s at offset %d: %w", w.lf.path, start, err)
+	}
+	w.buf = w.buf[:0]
+	return nil
+}
+
+// syncWriter writes out the buffer and fsyncs the file.
+func (s *Store) syncWriter(w *logWriter) error {
+	if err := s.writeOut(w); err != nil {
+		return err
+	}
+	if w.synced {
+		return nil
+	}
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("entrylog: sync %s: %w", w.lf.path, err)
+	}
+	w.synced = true
+	return nil
+}
