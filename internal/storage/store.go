@@ -1,0 +1,127 @@
+// Package storage holds what the bookie sees of its storage engine: the
+// Store interface, its options and errors. The engine itself lives below:
+// journal/ (write-ahead log, group commit), entrylog/ (entry logs, write
+// cache, compaction), index/ (Pebble index and per-ledger state) and
+// ledgerstore/ (the Store that ties them together, checkpoints and replay).
+// All of it does file I/O through a vfs.FS and reads time from an injected
+// clock (DESIGN.md §4).
+package storage
+
+import (
+	"context"
+	"errors"
+)
+
+// Store is what a bookie needs from its storage engine
+// (internal/storage/ledgerstore implements it). Every method is safe for
+// concurrent use. Errors are the sentinels below (wrapped with detail);
+// anything else is an I/O failure, reported to clients as EIO, never as "no
+// such entry".
+//
+// Durability contract (DESIGN.md §6): AddEntry completes without error only
+// once the entry is durable (journal fsync), unless DeferredSync is set; Fence
+// and SetExplicitLAC return only once durable. Fence bits and master keys
+// survive crashes and ledger deletion.
+type Store interface {
+	// AddEntry stores body, a digested entry whose first 16 bytes are
+	// (ledgerID, entryID), for the ledger. On the ledger's first write or
+	// fence the store records masterKey; later calls must present the same
+	// key (ErrUnauthorized otherwise). Unless opts.Recovery, a fenced ledger
+	// refuses the add with ErrFenced; the fence check and the add are atomic
+	// with respect to Fence. A ledger fenced and then deleted refuses even
+	// recovery adds (ErrFenced). Re-adding an existing entry overwrites it.
+	//
+	// AddEntry does not block on I/O: it queues the add and calls
+	// done.AddComplete exactly once, from another goroutine, when the entry is
+	// durable or the add failed. A queue that stays full for the store's
+	// bounded wait fails the add with ErrTooManyRequests. The store may
+	// retain body until done is called: the caller must not modify it before.
+	AddEntry(ledgerID, entryID int64, masterKey, body []byte, opts AddOptions, done AddCompletion)
+
+	// Fence marks the ledger fenced, creating it (with masterKey) if unknown,
+	// and returns once the fence is durable. Fencing is idempotent and
+	// permanent. ErrUnauthorized on a key mismatch.
+	Fence(ctx context.Context, ledgerID int64, masterKey []byte) error
+
+	// ReadEntry returns the stored body of an entry, byte for byte; entryID
+	// -1 means the entry with the highest id. ErrNoLedger when the ledger is
+	// unknown, ErrNoEntry when it is known and the entry is absent; both only
+	// when the store is certain. The returned slice is the caller's.
+	ReadEntry(ledgerID, entryID int64) ([]byte, error)
+
+	// LastAddConfirmed is the bookie's known LAC of the ledger: the largest
+	// of the LAC fields of its stored entries and of the explicit LAC.
+	// ErrNoLedger if unknown. -1 when nothing is confirmed.
+	LastAddConfirmed(ledgerID int64) (int64, error)
+
+	// WatchLAC registers interest in the ledger's LAC moving past previous.
+	// It returns the current known LAC; if that is ≤ previous, notify is
+	// closed when it grows (or the ledger is deleted). cancel releases the
+	// watch (always call it). ErrNoLedger if the ledger is unknown.
+	WatchLAC(ledgerID, previous int64) (lac int64, notify <-chan struct{}, cancel func(), err error)
+
+	// SetExplicitLAC stores the WRITE_LAC body (ledgerId, lac, digest)
+	// unchanged, raises the known LAC to its lac field, and returns once
+	// durable. Key checked as for adds; fenced ledgers accept it.
+	SetExplicitLAC(ctx context.Context, ledgerID int64, masterKey, body []byte) error
+
+	// ExplicitLAC returns the stored WRITE_LAC body, ErrNoEntry if none was
+	// stored, ErrNoLedger if the ledger is unknown.
+	ExplicitLAC(ledgerID int64) ([]byte, error)
+
+	// Force makes every add already acknowledged for the ledger durable (for
+	// DEFERRED_SYNC writers).
+	Force(ctx context.Context, ledgerID int64) error
+
+	// Entries calls fn with the ids of the ledger's stored entries,
+	// ascending, until fn returns false. ErrNoLedger if unknown.
+	Entries(ledgerID int64, fn func(entryID int64) bool) error
+
+	// Ledgers calls fn with the ids of every ledger the store holds
+	// (deleted-and-fenced markers excluded), until fn returns false.
+	Ledgers(fn func(ledgerID int64) bool) error
+
+	// DeleteLedger drops the ledger's entries. A fenced ledger stays known as
+	// fenced-and-deleted.
+	DeleteLedger(ctx context.Context, ledgerID int64) error
+
+	// DiskUsage reports the bytes of the volumes holding the store.
+	DiskUsage() (DiskUsage, error)
+
+	// Failed is closed when the store stops accepting writes for good (a
+	// failed fsync, a write error): the bookie turns read-only. Err says why.
+	Failed() <-chan struct{}
+	Err() error
+}
+
+// AddOptions qualify an add.
+type AddOptions struct {
+	// Recovery: a RECOVERY_ADD, accepted on fenced ledgers.
+	Recovery bool
+	// DeferredSync: acknowledge once written, before the fsync; Force makes
+	// it durable.
+	DeferredSync bool
+}
+
+// AddCompletion receives the outcome of one AddEntry. An interface rather
+// than a func so a request can complete itself without a closure
+// allocation.
+type AddCompletion interface {
+	AddComplete(err error)
+}
+
+// DiskUsage of the volumes under a store's directories, in bytes.
+type DiskUsage struct {
+	Total, Free, Used uint64
+}
+
+// Storage errors.
+var (
+	ErrNoLedger           = errors.New("ledger not found on this bookie")
+	ErrNoEntry            = errors.New("entry not found on this bookie")
+	ErrFenced             = errors.New("ledger fenced")
+	ErrUnauthorized       = errors.New("master key does not match the ledger's")
+	ErrTooManyRequests    = errors.New("storage queue full")
+	ErrReadOnly           = errors.New("storage is read-only")
+	ErrUnknownLedgerState = errors.New("ledger state unknown")
+)
