@@ -1,0 +1,216 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/foliodb/folio/internal/metadata"
+	// The metadata drivers a URI can name register themselves.
+	_ "github.com/foliodb/folio/internal/metadata/etcd"
+	_ "github.com/foliodb/folio/internal/metadata/memory"
+)
+
+func init() {
+	shellSubcommands = append(shellSubcommands, newListLedgersCommand, newLedgerMetadataCommand)
+}
+
+// openMetadata opens the driver the shell options name, with a hint when the
+// store cannot be reached or the URI is wrong.
+func openMetadata(ctx context.Context, o *ShellOptions) (metadata.Driver, error) {
+	uri := o.MetadataURI()
+	d, err := metadata.Open(ctx, uri, metadata.Options{})
+	switch {
+	case err == nil:
+		return d, nil
+	case errors.Is(err, metadata.ErrBadURI), errors.Is(err, metadata.ErrNotBuilt):
+		return nil, WithHint(err, "set --metadata-service-uri or $"+MetadataURIEnv+", e.g. "+DefaultMetadataURI)
+	}
+	return nil, WithHint(fmt.Errorf("cannot open the metadata store %s: %w", uri, err),
+		"check that the metadata store is running and reachable")
+}
+
+// listLedgersPage is how many ids one ListLedgers call fetches.
+const listLedgersPage = 1000
+
+// LedgerListRow is one row of `listledgers`; its JSON is {"ledgerId":N}.
+type LedgerListRow struct {
+	LedgerID int64 `json:"ledgerId"`
+}
+
+func newListLedgersCommand(o *ShellOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "listledgers",
+		Short: "List the ids of all ledgers, ascending",
+		Long: "List the ids of all ledgers in the metadata store, in ascending order.\n" +
+			"With -o json: [{\"ledgerId\": N}, ...], ids as exact integers.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			d, err := openMetadata(ctx, o)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			rows := []LedgerListRow{} // `[]`, not `null`, when there are none
+			for start := int64(0); ; {
+				ids, err := d.ListLedgers(ctx, start, listLedgersPage)
+				if err != nil {
+					return fmt.Errorf("listing ledgers: %w", err)
+				}
+				if len(ids) == 0 {
+					break
+				}
+				for _, id := range ids {
+					rows = append(rows, LedgerListRow{LedgerID: id})
+				}
+				start = ids[len(ids)-1] + 1
+			}
+			return o.Printer(cmd).Print(rows, func(w io.Writer) error {
+				t := Table{Headers: []string{"LEDGER ID"}}
+				for _, r := range rows {
+					t.Append(r.LedgerID)
+				}
+				_, err := t.WriteTo(w)
+				return err
+			})
+		},
+	}
+}
+
+// LedgerMetadataView is what `ledgermetadata` prints: the ledger's metadata
+// as stored, with its version. The password is never printed (as Java's
+// LedgerMetadata.toString omits it); customMetadata values are bytes, in
+// JSON as base64.
+type LedgerMetadataView struct {
+	LedgerID        int64             `json:"ledgerId"`
+	Version         int64             `json:"version"`
+	FormatVersion   int               `json:"formatVersion"`
+	State           string            `json:"state"`
+	EnsembleSize    int               `json:"ensembleSize"`
+	WriteQuorumSize int               `json:"writeQuorumSize"`
+	AckQuorumSize   int               `json:"ackQuorumSize"`
+	LastEntryID     int64             `json:"lastEntryId"`
+	Length          int64             `json:"length"`
+	DigestType      string            `json:"digestType,omitempty"`
+	HasPassword     bool              `json:"hasPassword"`
+	Ensembles       []EnsembleView    `json:"ensembles"`
+	CustomMetadata  map[string][]byte `json:"customMetadata,omitempty"`
+	Ctime           *int64            `json:"ctime,omitempty"`
+	CToken          int64             `json:"cToken"`
+}
+
+// EnsembleView is one segment: the bookies storing entries from FirstEntryID.
+type EnsembleView struct {
+	FirstEntryID int64    `json:"firstEntryId"`
+	Bookies      []string `json:"bookies"`
+}
+
+func newLedgerMetadataView(id int64, md *metadata.LedgerMetadata, v metadata.Version) LedgerMetadataView {
+	view := LedgerMetadataView{
+		LedgerID: id, Version: int64(v), FormatVersion: md.FormatVersion, State: md.State.String(),
+		EnsembleSize: md.EnsembleSize, WriteQuorumSize: md.WriteQuorum, AckQuorumSize: md.AckQuorum,
+		LastEntryID: md.LastEntryID, Length: md.Length,
+		HasPassword: md.HasPassword, CustomMetadata: md.CustomMetadata, CToken: md.CToken,
+		Ensembles: []EnsembleView{},
+	}
+	if md.HasPassword {
+		view.DigestType = md.DigestType.String()
+	}
+	if md.StoreCtime {
+		view.Ctime = &md.Ctime
+	}
+	for _, s := range md.Ensembles {
+		e := EnsembleView{FirstEntryID: s.FirstEntryID, Bookies: []string{}}
+		for _, b := range s.Ensemble {
+			e.Bookies = append(e.Bookies, string(b))
+		}
+		view.Ensembles = append(view.Ensembles, e)
+	}
+	return view
+}
+
+func (v LedgerMetadataView) writeText(w io.Writer) error {
+	t := Table{}
+	t.Append("ledgerId", v.LedgerID)
+	t.Append("version", v.Version)
+	t.Append("formatVersion", v.FormatVersion)
+	t.Append("state", v.State)
+	t.Append("ensembleSize", v.EnsembleSize)
+	t.Append("writeQuorumSize", v.WriteQuorumSize)
+	t.Append("ackQuorumSize", v.AckQuorumSize)
+	t.Append("lastEntryId", v.LastEntryID)
+	t.Append("length", v.Length)
+	if v.HasPassword {
+		t.Append("digestType", v.DigestType)
+		t.Append("password", "(present, not shown)")
+	} else {
+		t.Append("digestType", "(none: no password stored)")
+	}
+	for _, e := range v.Ensembles {
+		t.Append(fmt.Sprintf("ensemble@%d", e.FirstEntryID), strings.Join(e.Bookies, ","))
+	}
+	for _, k := range slices.Sorted(maps.Keys(v.CustomMetadata)) {
+		t.Append("custom["+strconv.Quote(k)+"]", strconv.Quote(string(v.CustomMetadata[k])))
+	}
+	if v.Ctime != nil {
+		t.Append("ctime", *v.Ctime)
+	}
+	t.Append("cToken", v.CToken)
+	_, err := t.WriteTo(w)
+	return err
+}
+
+func newLedgerMetadataCommand(o *ShellOptions) *cobra.Command {
+	var flagID string
+	cmd := &cobra.Command{
+		Use:   "ledgermetadata <ledger-id>",
+		Short: "Print a ledger's metadata",
+		Long: "Print the metadata of one ledger as stored in the metadata store, with its\n" +
+			"version (the etcd mod revision). The id may also be given as --ledgerid, as\n" +
+			"in BookKeeper's shell. The password is never printed.",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			raw := flagID
+			switch {
+			case len(args) == 1 && flagID != "":
+				return Usagef(cmd, "give the ledger id once: as an argument or as --ledgerid")
+			case len(args) == 1:
+				raw = args[0]
+			case flagID == "":
+				return Usagef(cmd, "missing ledger id")
+			}
+			id, err := strconv.ParseInt(raw, 10, 64)
+			if err != nil || id < 0 || id > metadata.MaxLedgerID {
+				return Usagef(cmd, "bad ledger id %q: want an integer in [0, %d]", raw, int64(metadata.MaxLedgerID))
+			}
+			ctx := cmd.Context()
+			d, err := openMetadata(ctx, o)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			md, v, err := d.ReadLedger(ctx, id)
+			switch {
+			case errors.Is(err, metadata.ErrNoSuchLedger):
+				return fmt.Errorf("ledger %d does not exist", id)
+			case errors.Is(err, metadata.ErrCorruptMetadata):
+				return WithHint(fmt.Errorf("ledger %d: %w", id, err),
+					"the stored value cannot be read by Folio or Java BookKeeper; inspect the key with etcdctl")
+			case err != nil:
+				return fmt.Errorf("reading ledger %d: %w", id, err)
+			}
+			view := newLedgerMetadataView(id, md, v)
+			return o.Printer(cmd).Print(view, view.writeText)
+		},
+	}
+	cmd.Flags().StringVar(&flagID, "ledgerid", "", "the ledger id (alternative to the argument)")
+	return cmd
+}

@@ -1,0 +1,90 @@
+// Package etcd is Folio's etcd metadata driver. It stores exactly what Apache
+// BookKeeper 4.17's etcd driver (metadata-drivers/etcd) stores, key for key
+// and byte for byte, so Java BookKeeper clients and bookies can share the
+// cluster (spec/metadata.md §2). It registers itself for the `etcd` URI
+// scheme: metadata.Open(ctx, "etcd://h1:2379;h2:2379/ledgers", …) (import
+// this package for its side effect).
+//
+// # Keys
+//
+// The scope is the URI's path, e.g. "/ledgers"; every key starts with it.
+//
+//	<scope>                              ""  cluster marker; its create_revision guards init
+//	<scope>/layout                       "2\norg.apache.bookkeeper.metadata.etcd.EtcdLedgerManagerFactory:0"
+//	<scope>/instanceid                   random UUID v4 text (cookies must carry it)
+//	<scope>/cookies                      ""  placeholder
+//	<scope>/cookies/<bookieId>           cookie text (opaque here; §4)
+//	<scope>/bookies                      ""  placeholder
+//	<scope>/bookies/writable             ""  placeholder
+//	<scope>/bookies/readonly             ""  placeholder
+//	<scope>/bookies/writable/<bookieId>  ""  under the bookie's lease
+//	<scope>/bookies/readonly/<bookieId>  ""  under the bookie's lease
+//	<scope>/ledgers                      ""  placeholder
+//	<scope>/ledgers/<uuid>               ledger metadata, format 3 (§1.2)
+//	<scope>/buckets                      ""  placeholder
+//	<scope>/buckets/NNN                  ""  NNN = 000..127; the key's version is the id counter
+//	<scope>/underreplication             ""  placeholder (Java never uses it)
+//
+// <uuid> is Java's `new UUID(0, ledgerId)` text (LedgerUUID): id 1 is
+// 00000000-0000-0000-0000-000000000001 and 5<<56|1 is
+// 00000000-0000-0000-0500-000000000001. InitNewCluster writes the ten
+// placeholder keys (with layout and instance id) in one txn guarded by
+// `create_revision(<scope>) == 0`.
+//
+// Folio-only keys: none yet. AutoRecovery (under-replication records, their
+// locks, auditor election, the replication switch and the lost-bookie
+// recovery delay; metadata.AutoRecoveryDriver) will keep its keys under
+// `<scope>/underreplication/`, a subtree no Java component reads
+// (spec/metadata.md §6 risk 7). That interface is declared in package
+// metadata and not implemented by this driver yet: the type assertion to
+// metadata.AutoRecoveryDriver fails and callers report ErrNotSupported.
+//
+// # Versions and compare-and-set
+//
+// A value's version is the key's mod_revision; the version a write returns
+// is the txn header revision (the new mod_revision). Create is `if
+// create_revision == 0 then put`, write `if mod_revision == expected then put
+// else get` (the else branch tells BadVersion from NoSuchLedger), delete `if
+// mod_revision == expected` or, with VersionAny, `if create_revision > 0`.
+// Revisions are store-wide, so a re-created key never reuses an old
+// version. A value that does not parse is reported as ErrCorruptMetadata
+// naming the key, never as "no such ledger".
+//
+// # Listing
+//
+// ListLedgers is a keys-only, key-sorted range scan from the key of id 0 to
+// the key of MaxInt64 (exclusive), the range Java bookies' garbage collector
+// scans. A key in that range that is not a canonical ledger UUID fails the
+// listing, naming it (Java's GC stops on it too); it is never skipped.
+//
+// # Ledger ids
+//
+// GenerateLedgerID is Java's Etcd64bitIdGenerator: 128 buckets, a random
+// start, round-robin; one txn puts "" at `buckets/NNN` and gets it back; id =
+// bucket<<56 | key version. Java and Folio clients share the counters.
+//
+// # Registration and sessions
+//
+// A Session is one lease (TTL in whole seconds) kept alive by the client.
+// RegisterBookie is `if create_revision(key) == 0 then put(key, "", lease)
+// and delete the other mode's key`; a key held by another lease is waited
+// for up to 2×TTL (Config.RegistrationWait) and then fails with
+// ErrBookieRegistered ("previous bookie registration still exists"). When
+// the lease is lost, Session.Done closes; the owner opens a new session and
+// registers again. Values are empty: Java's etcd driver stores no
+// BookieServiceInfo, so bookie ids must be resolvable host:port.
+//
+// # Watches
+//
+// WatchLedger watches one key from the revision it read (a DELETE ends it);
+// WatchBookies watches [<scope>/bookies/, <scope>/bookies0). Both coalesce
+// while the reader is slow and, if the revisions they need were compacted,
+// re-read and continue.
+//
+// # Format
+//
+// Format refuses while any key other than the placeholders exists in
+// [<scope>/bookies, <scope>/bookies0), and then deletes `<scope>` and every
+// key under `<scope>/`. Unlike Java's nuke, which deletes [<scope>,
+// <scope>0), it leaves sibling clusters such as `<scope>-x` alone.
+package etcd

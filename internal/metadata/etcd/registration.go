@@ -1,0 +1,434 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/foliodb/folio/internal/metadata"
+)
+
+// session is one etcd lease, kept alive by the client's keepalive loop
+// (a request every TTL/3). When keepalives stop getting answers for a TTL,
+// or the lease is revoked or expires, the keepalive channel closes and Done
+// closes: the registrations under the lease are gone, and the owner opens a
+// new session (a new lease) and registers again, as Java's
+// EtcdBookieRegister re-grants on keepalive failure.
+type session struct {
+	d     *Driver
+	lease clientv3.LeaseID
+	ttl   time.Duration // as granted (etcd may raise it to its minimum)
+
+	done     chan struct{}
+	doneOnce sync.Once
+	stopKA   context.CancelFunc
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// OpenSession grants a lease of opts.TTL (whole seconds, rounded up, at
+// least 1 s; etcd may raise it to its own minimum) and keeps it alive.
+func (d *Driver) OpenSession(ctx context.Context, opts metadata.SessionOptions) (metadata.Session, error) {
+	ttl := opts.TTL
+	if ttl <= 0 {
+		ttl = metadata.DefaultSessionTTL
+	}
+	secs := int64((ttl + time.Second - 1) / time.Second)
+	if err := d.checkOpen(); err != nil {
+		return nil, err
+	}
+	grant, err := d.cli.Grant(ctx, secs)
+	if err != nil {
+		return nil, d.storeErr(fmt.Sprintf("grant a %ds lease", secs), err)
+	}
+	s := &session{d: d, lease: grant.ID, ttl: time.Duration(grant.TTL) * time.Second, done: make(chan struct{})}
+	kctx, cancel := context.WithCancel(context.Background())
+	s.stopKA = cancel
+	revoke := func() {
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.DialTimeout)
+		defer rcancel()
+		_, _ = d.cli.Revoke(rctx, grant.ID) // best effort: else it expires after its TTL
+	}
+	ka, err := d.cli.KeepAlive(kctx, grant.ID)
+	if err != nil {
+		cancel()
+		revoke()
+		return nil, d.storeErr("keep lease alive", err)
+	}
+	d.mu.Lock()
+	if d.mu.closed {
+		d.mu.Unlock()
+		cancel()
+		revoke()
+		return nil, metadata.ErrClosed
+	}
+	d.mu.sessions[s] = struct{}{}
+	d.wg.Add(1)
+	d.mu.Unlock()
+	go func() {
+		defer d.wg.Done()
+		for range ka { // drain keepalive answers until the lease is lost or stopped
+		}
+		s.markDone()
+	}()
+	return s, nil
+}
+
+// LeaseID returns the session's etcd lease id.
+func (s *session) LeaseID() clientv3.LeaseID { return s.lease }
+
+// TTL returns the lease TTL etcd granted.
+func (s *session) TTL() time.Duration { return s.ttl }
+
+func (s *session) Done() <-chan struct{} { return s.done }
+
+func (s *session) markDone() {
+	s.doneOnce.Do(func() { close(s.done) })
+	s.d.mu.Lock()
+	delete(s.d.mu.sessions, s)
+	s.d.mu.Unlock()
+}
+
+func (s *session) expired() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Close revokes the lease: etcd deletes every key attached to it at once.
+func (s *session) Close(ctx context.Context) error { return s.close(ctx) }
+
+func (s *session) close(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		s.stopKA()
+		s.markDone()
+		// Revoke even if the keepalive loop already gave up: it may have
+		// lost contact with a lease that still exists.
+		_, err := s.d.cli.Revoke(ctx, s.lease)
+		if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			s.closeErr = s.d.storeErr(fmt.Sprintf("revoke lease %x", int64(s.lease)), err)
+		}
+	})
+	return s.closeErr
+}
+
+func (s *session) expiredErr(id metadata.BookieID) error {
+	return fmt.Errorf("register bookie %s (lease %x): %w", id, int64(s.lease), metadata.ErrSessionExpired)
+}
+
+// RegisterBookie puts `bookies/writable/<id>` (or `bookies/readonly/<id>`)
+// with an empty value under the session's lease and deletes the other mode's
+// key, in one txn guarded by `create_revision(key) == 0` (§2.6). A key
+// already held by this lease is a no-op (the other mode's key is still
+// removed). A key held by another lease is waited for (its DELETE) up to
+// Config.RegistrationWait (default 2×TTL), then ErrBookieRegistered.
+func (s *session) RegisterBookie(ctx context.Context, id metadata.BookieID, readOnly bool) error {
+	if err := checkBookieID(id); err != nil {
+		return err
+	}
+	if s.expired() {
+		return s.expiredErr(id)
+	}
+	if err := s.d.checkOpen(); err != nil {
+		return err
+	}
+	key, other := s.d.k.registration(id, readOnly), s.d.k.registration(id, !readOnly)
+	wait := s.d.cfg.RegistrationWait
+	if wait <= 0 {
+		wait = 2 * s.ttl
+	}
+	var deadline time.Time
+	for {
+		resp, err := s.d.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, "", clientv3.WithLease(s.lease)), clientv3.OpDelete(other)).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			s.stopKA()
+			s.markDone()
+			return s.expiredErr(id)
+		}
+		if err != nil {
+			return s.d.storeErr("register bookie at "+key, err)
+		}
+		if resp.Succeeded {
+			return nil
+		}
+		kvs := resp.Responses[0].GetResponseRange().GetKvs()
+		if len(kvs) == 1 && kvs[0].Lease == int64(s.lease) {
+			if _, err := s.d.cli.Delete(ctx, other); err != nil {
+				return s.d.storeErr("unregister "+other, err)
+			}
+			return nil
+		}
+		holder := int64(0)
+		if len(kvs) == 1 {
+			holder = kvs[0].Lease
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(wait)
+		}
+		gone, err := s.waitDeleted(ctx, key, resp.Header.Revision, time.Until(deadline))
+		if err != nil {
+			return err
+		}
+		if !gone {
+			return fmt.Errorf("register bookie %s: %w: %s is held by lease %x, not ours (%x), and was not released within %v (another process with this bookie id, or a crashed one whose lease has not expired)",
+				id, metadata.ErrBookieRegistered, key, holder, int64(s.lease), wait)
+		}
+	}
+}
+
+// waitDeleted waits up to d for a DELETE of key after revision rev. It
+// reports whether one happened; ErrSessionExpired if our own session ends.
+func (s *session) waitDeleted(ctx context.Context, key string, rev int64, d time.Duration) (bool, error) {
+	if d <= 0 {
+		return false, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	wch := s.d.cli.Watch(wctx, key, clientv3.WithRev(rev+1), clientv3.WithFilterPut())
+	for {
+		select {
+		case <-s.done:
+			return false, fmt.Errorf("register bookie at %s: %w", key, metadata.ErrSessionExpired)
+		case wr, ok := <-wch:
+			if !ok {
+				if ctx.Err() != nil {
+					return false, s.d.storeErr("register bookie at "+key, ctx.Err())
+				}
+				return false, nil // our wait is over
+			}
+			if wr.CompactRevision != 0 {
+				return true, nil // history gone: let the caller look again
+			}
+			if err := wr.Err(); err != nil {
+				return false, s.d.storeErr("watch "+key, err)
+			}
+			for _, e := range wr.Events {
+				if e.Type == mvccpb.DELETE {
+					return true, nil
+				}
+			}
+		}
+	}
+}
+
+// UnregisterBookie deletes the registration key, whoever holds it (as Java
+// does: a restarted bookie may remove its crashed predecessor's key).
+func (s *session) UnregisterBookie(ctx context.Context, id metadata.BookieID, readOnly bool) error {
+	if err := checkBookieID(id); err != nil {
+		return err
+	}
+	if err := s.d.checkOpen(); err != nil {
+		return err
+	}
+	key := s.d.k.registration(id, readOnly)
+	if _, err := s.d.cli.Delete(ctx, key); err != nil {
+		return s.d.storeErr("unregister bookie at "+key, err)
+	}
+	return nil
+}
+
+// WritableBookies lists `bookies/writable/` (keys only).
+func (d *Driver) WritableBookies(ctx context.Context) ([]metadata.BookieID, error) {
+	if err := d.checkOpen(); err != nil {
+		return nil, err
+	}
+	return d.listIDs(ctx, d.k.writable)
+}
+
+// ReadOnlyBookies lists `bookies/readonly/` (keys only).
+func (d *Driver) ReadOnlyBookies(ctx context.Context) ([]metadata.BookieID, error) {
+	if err := d.checkOpen(); err != nil {
+		return nil, err
+	}
+	return d.listIDs(ctx, d.k.readonly)
+}
+
+// idsOf turns the keys under prefix into bookie ids; a key that is not a
+// valid bookie id is an error naming it (Java's discovery fails likewise).
+func idsOf(prefix string, kvs []*mvccpb.KeyValue) ([]metadata.BookieID, error) {
+	var ids []metadata.BookieID
+	for _, kv := range kvs {
+		key := string(kv.Key)
+		id := metadata.BookieID(key[len(prefix):])
+		if err := metadata.ValidateBookieID(id); err != nil {
+			return nil, metadata.Corrupt(key, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// membership is the state a bookie watch maintains.
+type membership struct {
+	writable, readonly map[metadata.BookieID]bool
+}
+
+func (m *membership) event() metadata.BookiesEvent {
+	sorted := func(set map[metadata.BookieID]bool) []metadata.BookieID {
+		var ids []metadata.BookieID
+		for id := range set {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	return metadata.BookiesEvent{Writable: sorted(m.writable), ReadOnly: sorted(m.readonly)}
+}
+
+// readMembership reads both sets at one revision.
+func (d *Driver) readMembership(ctx context.Context) (*membership, int64, error) {
+	resp, err := d.cli.Txn(ctx).Then(
+		clientv3.OpGet(d.k.writable+"/", clientv3.WithRange(prefixEnd(d.k.writable)), clientv3.WithKeysOnly()),
+		clientv3.OpGet(d.k.readonly+"/", clientv3.WithRange(prefixEnd(d.k.readonly)), clientv3.WithKeysOnly()),
+	).Commit()
+	if err != nil {
+		return nil, 0, d.storeErr("read bookie membership", err)
+	}
+	m := &membership{writable: map[metadata.BookieID]bool{}, readonly: map[metadata.BookieID]bool{}}
+	for i, prefix := range []string{d.k.writable + "/", d.k.readonly + "/"} {
+		ids, err := idsOf(prefix, resp.Responses[i].GetResponseRange().GetKvs())
+		if err != nil {
+			return nil, 0, err
+		}
+		set := m.writable
+		if i == 1 {
+			set = m.readonly
+		}
+		for _, id := range ids {
+			set[id] = true
+		}
+	}
+	return m, resp.Header.Revision, nil
+}
+
+// apply updates m with one watch event; keys outside the two sets (the
+// placeholders) are ignored.
+func (d *Driver) apply(m *membership, e *clientv3.Event) error {
+	key := string(e.Kv.Key)
+	var set map[metadata.BookieID]bool
+	var id metadata.BookieID
+	switch {
+	case strings.HasPrefix(key, d.k.writable+"/"):
+		set, id = m.writable, metadata.BookieID(key[len(d.k.writable)+1:])
+	case strings.HasPrefix(key, d.k.readonly+"/"):
+		set, id = m.readonly, metadata.BookieID(key[len(d.k.readonly)+1:])
+	default:
+		return nil
+	}
+	if err := metadata.ValidateBookieID(id); err != nil {
+		return metadata.Corrupt(key, err)
+	}
+	if e.Type == mvccpb.DELETE {
+		delete(set, id)
+	} else {
+		set[id] = true
+	}
+	return nil
+}
+
+// WatchBookies reads both sets at one revision, then watches
+// [<scope>/bookies/, <scope>/bookies0) from the next one. While the reader
+// is slow, snapshots are coalesced (the newest wins).
+func (d *Driver) WatchBookies(ctx context.Context) (<-chan metadata.BookiesEvent, error) {
+	if err := d.checkOpen(); err != nil {
+		return nil, err
+	}
+	m, rev, err := d.readMembership(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan metadata.BookiesEvent)
+	err = d.goWatch(ctx, func(ctx context.Context) {
+		defer close(out)
+		d.runBookieWatch(ctx, m, rev, out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (d *Driver) runBookieWatch(ctx context.Context, m *membership, rev int64, out chan<- metadata.BookiesEvent) {
+	first := m.event()
+	pending, final := &first, false
+	var wch clientv3.WatchChan
+	var stopWatch context.CancelFunc = func() {}
+	defer func() { stopWatch() }()
+	watchFrom := func(rev int64) {
+		stopWatch()
+		var wctx context.Context
+		wctx, stopWatch = context.WithCancel(ctx)
+		wch = d.cli.Watch(wctx, d.k.bookies+"/", clientv3.WithRange(prefixEnd(d.k.bookies)), clientv3.WithRev(rev+1))
+	}
+	watchFrom(rev)
+	fail := func(err error) {
+		pending, final = &metadata.BookiesEvent{Err: err}, true
+	}
+	for {
+		if pending == nil && final {
+			return
+		}
+		var send chan<- metadata.BookiesEvent
+		var ev metadata.BookiesEvent
+		if pending != nil {
+			send, ev = out, *pending
+		}
+		var recv clientv3.WatchChan
+		if !final {
+			recv = wch
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case send <- ev:
+			pending = nil
+		case wr, ok := <-recv:
+			switch {
+			case !ok:
+				if ctx.Err() != nil {
+					return
+				}
+				fail(d.storeErr("watch bookies", errors.New("watch closed")))
+			case wr.CompactRevision != 0:
+				nm, nrev, err := d.readMembership(ctx)
+				if err != nil {
+					fail(err)
+					continue
+				}
+				m = nm
+				snap := m.event()
+				pending = &snap
+				watchFrom(nrev)
+			case wr.Err() != nil:
+				fail(d.storeErr("watch bookies", wr.Err()))
+			default:
+				for _, e := range wr.Events {
+					if err := d.apply(m, e); err != nil {
+						fail(err)
+						break
+					}
+				}
+				if !final {
+					snap := m.event()
+					pending = &snap
+				}
+			}
+		}
+	}
+}
