@@ -1,0 +1,102 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Clock is the journal's time source: group-wait deadlines and bounded
+// back-pressure waits read it. Production passes a wall clock built outside
+// internal/storage (which may not call time.Now); tests and the simulator
+// pass a manual one. Its method set matches entrylog.Clock, so one value
+// serves both.
+type Clock interface {
+	// Now returns the current time.
+	Now() time.Time
+	// After returns a channel that receives once d has passed on this clock.
+	After(d time.Duration) <-chan time.Time
+}
+
+// Options configure a Journal. Zero fields take the defaults named below.
+type Options struct {
+	// Clock is required.
+	Clock Clock
+
+	// MaxGroupWait is how long a group may wait for more records before it
+	// is written. 0 (the default) writes a group as soon as the writer is
+	// free: at low load each append is written at once (latency ≈ one
+	// fdatasync), under load records gather while the previous fdatasync
+	// runs. This is BookKeeper's journalFlushWhenQueueEmpty=true; its
+	// default of 2 ms adds that much latency at low load for little gain.
+	MaxGroupWait time.Duration
+
+	// MaxGroupBytes closes a group once it holds this many bytes (a single
+	// larger record forms a group of its own). Default 512 KiB, BookKeeper's
+	// journalBufferedWritesThreshold: at ≥256 KiB per fdatasync the disk
+	// streams (spec/performance.md §3.2).
+	MaxGroupBytes int
+
+	// MaxQueueBytes and MaxQueueRecords bound what is queued and in flight
+	// (not yet completed). An append that would exceed either waits up to
+	// QueueWait for space, then fails with ErrQueueFull. Defaults 64 MiB and
+	// 10,000 records (BookKeeper's journalQueueSize).
+	MaxQueueBytes   int64
+	MaxQueueRecords int
+
+	// QueueWait bounds how long Append blocks for queue space. Default 1 s;
+	// negative means fail at once.
+	QueueWait time.Duration
+
+	// PreallocBytes is the chunk of zeros written (and synced) ahead of the
+	// write position whenever a group would not fit the zeros already
+	// there. Default 4 MiB; 4–16 MiB is sensible. Larger chunks mean fewer
+	// but longer stalls of the writer.
+	PreallocBytes int64
+
+	// MaxFileBytes rotates to a new file once a group ends at or beyond
+	// this offset (a file may exceed it by one group). Default 256 MiB.
+	// Smaller files let checkpoints free space sooner.
+	MaxFileBytes int64
+
+	// Manual, if set, starts no writer goroutine: the owner (a test or the
+	// simulator) calls Flush to run group commits.
+	Manual bool
+
+	// OnFailure, if set, is called once, from the goroutine running Flush,
+	// when the journal fails (see ErrFailed), before the failed appends'
+	// callbacks run. It must not block and must not call Close.
+	OnFailure func(error)
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Clock == nil {
+		return o, errors.New("journal: Options.Clock is required")
+	}
+	if o.MaxGroupBytes <= 0 {
+		o.MaxGroupBytes = 512 << 10
+	}
+	if o.MaxQueueBytes <= 0 {
+		o.MaxQueueBytes = 64 << 20
+	}
+	if o.MaxQueueRecords <= 0 {
+		o.MaxQueueRecords = 10000
+	}
+	if o.QueueWait == 0 {
+		o.QueueWait = time.Second
+	}
+	if o.PreallocBytes <= 0 {
+		o.PreallocBytes = 4 << 20
+	}
+	if o.MaxFileBytes <= 0 {
+		o.MaxFileBytes = 256 << 20
+	}
+	if o.MaxGroupWait < 0 {
+		return o, fmt.Errorf("journal: negative MaxGroupWait %v", o.MaxGroupWait)
+	}
+	o.PreallocBytes = alignUp(o.PreallocBytes)
+	if o.MaxFileBytes < 2*FirstGroupOffset {
+		return o, fmt.Errorf("journal: MaxFileBytes %d too small", o.MaxFileBytes)
+	}
+	return o, nil
+}

@@ -1,0 +1,282 @@
+package journal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// ReplayFunc receives one record during replay, with the Position just
+// after it (the same value its append's callback received). rec.Body is
+// valid only until ReplayFunc returns. A non-nil error stops the replay and
+// is returned by Replay.
+type ReplayFunc func(pos Position, rec Record) error
+
+// Replay delivers, in order, every record of the journal in dir at or after
+// from (the zero Position means from the beginning), across files. It cuts
+// a torn tail silently and returns a *CorruptionError (errors.Is
+// ErrCorrupt) for damage anywhere else. It must not run while a Journal is
+// writing to dir; use Journal.Replay then. Replay may deliver records that
+// were never acknowledged, and records delivered by an earlier replay; see
+// the package comment.
+func Replay(fs vfs.FS, dir string, from Position, fn ReplayFunc) error {
+	ids, err := listFiles(fs, dir, false)
+	if err != nil {
+		return err
+	}
+	return replayFiles(fs, dir, ids, from, nil, fn)
+}
+
+// link is what a file header says about the file before it.
+type link struct {
+	prevID  uint64
+	prevEnd int64
+}
+
+func replayFiles(fs vfs.FS, dir string, ids []uint64, from Position, last *link, fn ReplayFunc) error {
+	i, found := slices.BinarySearch(ids, from.File)
+	if from.File != 0 && !found {
+		return fmt.Errorf("journal: replay must start in file %s of %s, which is missing",
+			fileName(from.File), dir)
+	}
+	var prevID uint64
+	var prevEnd int64
+	for ; i < len(ids); i++ {
+		id := ids[i]
+		start := int64(FirstGroupOffset)
+		if id == from.File {
+			start = max(from.Offset, FirstGroupOffset)
+		}
+		end, hdr, err := scanFile(fs, fs.PathJoin(dir, fileName(id)), id, start, fn)
+		if err != nil {
+			return err
+		}
+		if prevID != 0 {
+			if err := checkLink(fs, dir, prevID, prevEnd, id, link{hdr.prevID, hdr.prevEnd}); err != nil {
+				return err
+			}
+		}
+		prevID, prevEnd = id, end
+	}
+	if last != nil && prevID != 0 && last.prevID == prevID {
+		return checkLink(fs, dir, prevID, prevEnd, prevID+1, *last)
+	}
+	return nil
+}
+
+// checkLink verifies that file prevID still ends where the header of the
+// file after it says it ended when that file was created.
+func checkLink(fs vfs.FS, dir string, prevID uint64, prevEnd int64, id uint64, l link) error {
+	switch {
+	case l.prevID == 0:
+		return nil
+	case l.prevID != prevID:
+		return &CorruptionError{File: fs.PathJoin(dir, fileName(id)), Offset: 0,
+			Reason: fmt.Sprintf("header says the previous file is %s, but it is %s (a journal file is missing?)",
+				fileName(l.prevID), fileName(prevID))}
+	case l.prevEnd != prevEnd:
+		return &CorruptionError{File: fs.PathJoin(dir, fileName(prevID)), Offset: min(prevEnd, l.prevEnd),
+			Reason: fmt.Sprintf("records end at offset %d, but %s recorded that they ended at %d (synced data lost)",
+				prevEnd, fileName(id), l.prevEnd)}
+	}
+	return nil
+}
+
+// scanFile delivers the records of one file from offset start (nil fn:
+// none) and returns the offset where its log ends, with its header.
+func scanFile(fs vfs.FS, path string, id uint64, start int64, fn ReplayFunc) (int64, fileHeader, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return 0, fileHeader{}, fmt.Errorf("journal: opening %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, fileHeader{}, fmt.Errorf("journal: stat %s: %w", path, err)
+	}
+	r := &fileReader{f: f, path: path, id: id, size: st.Size(), window: 1 << 20}
+	hb, err := r.at(0, fileHeaderUsed)
+	if err != nil {
+		return 0, fileHeader{}, err
+	}
+	hdr, err := decodeFileHeader(hb, id)
+	if err != nil {
+		return 0, hdr, &CorruptionError{File: path, Offset: 0, Reason: err.Error()}
+	}
+	if start > r.size {
+		return 0, hdr, &CorruptionError{File: path, Offset: r.size,
+			Reason: fmt.Sprintf("replay starts at offset %d, beyond the end of the file", start)}
+	}
+	end, err := r.scan(start, fn)
+	return end, hdr, err
+}
+
+// fileReader reads one journal file through a window buffer.
+type fileReader struct {
+	f      vfs.File
+	path   string
+	id     uint64
+	size   int64
+	window int
+	buf    []byte
+	bufOff int64
+	rec    Record
+}
+
+// at returns the bytes [off, off+n) clipped to the file size. The slice is
+// valid until the next call.
+func (r *fileReader) at(off int64, n int) ([]byte, error) {
+	if off >= r.size || n <= 0 {
+		return nil, nil
+	}
+	n = int(min(int64(n), r.size-off))
+	if off >= r.bufOff && off+int64(n) <= r.bufOff+int64(len(r.buf)) {
+		return r.buf[off-r.bufOff : off-r.bufOff+int64(n)], nil
+	}
+	want := int(min(int64(max(n, r.window)), r.size-off))
+	if cap(r.buf) < want {
+		r.buf = make([]byte, want)
+	}
+	r.buf = r.buf[:want]
+	k, err := r.f.ReadAt(r.buf, off)
+	if k < want {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		r.buf = r.buf[:0]
+		return nil, fmt.Errorf("journal: reading %s at offset %d: %w", r.path, off, err)
+	}
+	r.bufOff = off
+	return r.buf[:n], nil
+}
+
+// record parses the record at off. ok is false if no valid record is
+// there (zeros, torn or damaged bytes); err is set only for read errors and
+// for valid records this version cannot decode.
+func (r *fileReader) record(off int64) (size int64, flags byte, ok bool, err error) {
+	h, err := r.at(off, RecordHeaderSize)
+	if err != nil || len(h) < RecordHeaderSize {
+		return 0, 0, false, err
+	}
+	length := int64(binary.LittleEndian.Uint32(h[4:]))
+	if length > MaxPayloadBytes || off+RecordHeaderSize+length > r.size {
+		return 0, 0, false, nil
+	}
+	size = RecordHeaderSize + length
+	b, err := r.at(off, int(size))
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if binary.LittleEndian.Uint32(b) != recordCRC(r.id, off, b) {
+		return 0, 0, false, nil
+	}
+	flags = b[9]
+	if err := decodePayload(RecordType(b[8]), flags, b[RecordHeaderSize:], &r.rec); err != nil {
+		return 0, 0, false, &CorruptionError{File: r.path, Offset: off, Reason: err.Error()}
+	}
+	return size, flags, true, nil
+}
+
+// scan walks the records from start and returns where the log ends.
+func (r *fileReader) scan(start int64, fn ReplayFunc) (int64, error) {
+	pos := start
+	for {
+		size, flags, ok, err := r.record(pos)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			if flags&flagGroupStart != 0 && pos%GroupAlignment != 0 {
+				return 0, &CorruptionError{File: r.path, Offset: pos, Reason: "group start at an unaligned offset"}
+			}
+			pos += size
+			if fn != nil {
+				if err := fn(Position{File: r.id, Offset: pos}, r.rec); err != nil {
+					return 0, err
+				}
+			}
+			continue
+		}
+		// No valid record at pos: either the padding after a group, the end
+		// of the log, or damage (see the package comment).
+		next := alignUp(pos)
+		damaged := pos
+		if next > pos {
+			isGap, err := r.zeros(pos, next)
+			if err != nil {
+				return 0, err
+			}
+			if isGap {
+				damaged = next // padding is intact: a group start belongs at next
+				if ok, err := r.groupStartAt(next); err != nil {
+					return 0, err
+				} else if ok {
+					pos = next
+					continue
+				}
+			}
+		}
+		later, err := r.findGroupStart(alignUp(pos + 1))
+		if err != nil {
+			return 0, err
+		}
+		if later >= 0 {
+			return 0, &CorruptionError{File: r.path, Offset: damaged, Reason: fmt.Sprintf(
+				"no valid record here, but a group written later (after this offset was synced) starts at offset %d", later)}
+		}
+		return pos, nil
+	}
+}
+
+// zeros reports whether [from, to) holds only zero bytes (bytes past the
+// end of the file count as zeros).
+func (r *fileReader) zeros(from, to int64) (bool, error) {
+	b, err := r.at(from, int(to-from))
+	if err != nil {
+		return false, err
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// groupStartAt reports whether a valid group-start record is at off.
+func (r *fileReader) groupStartAt(off int64) (bool, error) {
+	h, err := r.at(off, RecordHeaderSize)
+	if err != nil || len(h) < RecordHeaderSize || h[9]&flagGroupStart == 0 {
+		return false, err
+	}
+	_, flags, ok, err := r.record(off)
+	if err != nil {
+		var ce *CorruptionError
+		if errors.As(err, &ce) {
+			// A checksummed record this version cannot decode: whatever it
+			// is, it was written there on purpose.
+			return true, nil
+		}
+		return false, err
+	}
+	return ok && flags&flagGroupStart != 0, nil
+}
+
+// findGroupStart returns the first aligned offset ≥ from holding a valid
+// group start, or -1.
+func (r *fileReader) findGroupStart(from int64) (int64, error) {
+	for off := from; off+RecordHeaderSize <= r.size; off += GroupAlignment {
+		ok, err := r.groupStartAt(off)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			return off, nil
+		}
+	}
+	return -1, nil
+}
