@@ -1,0 +1,176 @@
+package ledgerstore
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/foliodb/folio/internal/storage/entrylog"
+	"github.com/foliodb/folio/internal/storage/journal"
+)
+
+// Clock is the store's time source (the method set of journal.Clock and
+// entrylog.Clock). internal/storage may not read the wall clock: the bookie
+// process passes clock.Real{} from internal/clock, tests and the simulator
+// a manual clock.
+type Clock interface {
+	// Now returns the current time.
+	Now() time.Time
+	// After returns a channel that receives once d has passed on this clock.
+	After(d time.Duration) <-chan time.Time
+}
+
+// Config configures Open. Zero fields take the defaults named below. The
+// directory lists fix the sharding (ledger id mod count) and are recorded
+// on disk: reopening with a different number of journal or ledger
+// directories, or with them in another order, is refused.
+type Config struct {
+	// JournalDirs are the journal directories, at least one. Ledgers are
+	// sharded over them by ledger id mod len(JournalDirs), one group-commit
+	// writer each; put them on separate devices to add fsync bandwidth.
+	JournalDirs []string
+	// LedgerDirs are the ledger directories, at least one. Each holds an
+	// entry-log store ("entrylogs/") and a Pebble index ("index/") for the
+	// ledgers with ledger id mod len(LedgerDirs) == its position.
+	LedgerDirs []string
+
+	// Clock is required.
+	Clock Clock
+
+	// WriteCacheBytes bounds the write caches in total (split evenly over
+	// the ledger directories). Default 64 MiB. An add that finds its cache
+	// full waits up to MaxAddWait for a flush, then fails with
+	// storage.ErrTooManyRequests.
+	WriteCacheBytes int64
+	// MaxAddWait: see WriteCacheBytes. Default 10 s (BookKeeper's
+	// dbStorage_maxThrottleTimeMs). Negative: fail at once.
+	MaxAddWait time.Duration
+	// ReadCacheBytes bounds the read-ahead caches in total. Default 16 MiB;
+	// negative disables them.
+	ReadCacheBytes int64
+	// ReadAheadBytes is how much an entry-log read reads past the wanted
+	// entry to cache the ledger's next entries (catch-up reads). Default
+	// 64 KiB; negative disables read-ahead.
+	ReadAheadBytes int64
+	// IndexCacheBytes is each Pebble index's block cache. Default 32 MiB.
+	IndexCacheBytes int64
+	// MaxEntryLogBytes seals an entry log at this size. Default 1 GiB.
+	MaxEntryLogBytes int64
+
+	// Group commit, per journal (see journal.Options for each knob).
+	// MaxGroupWait 0 (default) writes a group as soon as the writer is free.
+	JournalMaxGroupWait    time.Duration
+	JournalMaxGroupBytes   int   // default 512 KiB
+	JournalMaxQueueBytes   int64 // default 64 MiB
+	JournalMaxQueueRecords int   // default 10,000
+	// JournalQueueWait bounds how long an add waits for journal queue space
+	// before failing with storage.ErrTooManyRequests. Default 1 s.
+	JournalQueueWait     time.Duration
+	JournalPreallocBytes int64 // default 4 MiB
+	JournalMaxFileBytes  int64 // default 256 MiB
+
+	// CheckpointInterval is how often the background loop checkpoints
+	// (BookKeeper's flushInterval). Default 10 s. It bounds journal replay
+	// after a crash.
+	CheckpointInterval time.Duration
+
+	// GCInterval is how often the background loop garbage-collects entry
+	// logs. Default 15 min (BookKeeper's gcWaitTime is 10–15 min).
+	GCInterval time.Duration
+	// GCThreshold: sealed entry logs whose live fraction is below it are
+	// compacted; wholly dead logs are removed. Default 0.2 (BookKeeper's
+	// minor compaction); 0.5 is its major compaction.
+	GCThreshold float64
+	// CompactionBytesPerSecond rate-limits compaction reads and writes.
+	// Default 32 MiB/s; negative: unlimited.
+	CompactionBytesPerSecond int64
+
+	// Manual starts no background goroutines besides the journals' writers:
+	// the owner calls FlushWriteCache, Checkpoint and GC (tests, simulator).
+	Manual bool
+	// ManualJournal also runs the journals without writer goroutines: the
+	// owner calls StepJournals to run group commits. Adds, fences and
+	// explicit LACs then complete only when StepJournals runs.
+	ManualJournal bool
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Clock == nil {
+		return c, errors.New("ledgerstore: Config.Clock is required")
+	}
+	if len(c.JournalDirs) == 0 || len(c.LedgerDirs) == 0 {
+		return c, errors.New("ledgerstore: at least one journal directory and one ledger directory are required")
+	}
+	seen := map[string]bool{}
+	for _, d := range append(append([]string(nil), c.JournalDirs...), c.LedgerDirs...) {
+		if d == "" {
+			return c, errors.New("ledgerstore: empty directory name")
+		}
+		if seen[d] {
+			return c, fmt.Errorf("ledgerstore: directory %s listed twice", d)
+		}
+		seen[d] = true
+	}
+	if c.WriteCacheBytes <= 0 {
+		c.WriteCacheBytes = 64 << 20
+	}
+	if c.MaxAddWait == 0 {
+		c.MaxAddWait = 10 * time.Second
+	}
+	if c.ReadCacheBytes == 0 {
+		c.ReadCacheBytes = 16 << 20
+	}
+	if c.IndexCacheBytes <= 0 {
+		c.IndexCacheBytes = 32 << 20
+	}
+	if c.CheckpointInterval <= 0 {
+		c.CheckpointInterval = 10 * time.Second
+	}
+	if c.GCInterval <= 0 {
+		c.GCInterval = 15 * time.Minute
+	}
+	if c.GCThreshold <= 0 {
+		c.GCThreshold = 0.2
+	}
+	if c.GCThreshold > 1 {
+		return c, fmt.Errorf("ledgerstore: GCThreshold %v above 1", c.GCThreshold)
+	}
+	if c.CompactionBytesPerSecond == 0 {
+		c.CompactionBytesPerSecond = 32 << 20
+	}
+	return c, nil
+}
+
+func (c Config) journalOptions(onFailure func(error)) journal.Options {
+	return journal.Options{
+		Clock:           c.Clock,
+		MaxGroupWait:    c.JournalMaxGroupWait,
+		MaxGroupBytes:   c.JournalMaxGroupBytes,
+		MaxQueueBytes:   c.JournalMaxQueueBytes,
+		MaxQueueRecords: c.JournalMaxQueueRecords,
+		QueueWait:       c.JournalQueueWait,
+		PreallocBytes:   c.JournalPreallocBytes,
+		MaxFileBytes:    c.JournalMaxFileBytes,
+		Manual:          c.ManualJournal,
+		OnFailure:       onFailure,
+	}
+}
+
+func (c Config) entrylogOptions() entrylog.Options {
+	n := int64(len(c.LedgerDirs))
+	o := entrylog.Options{
+		WriteCacheBytes: max(c.WriteCacheBytes/n, 64<<10),
+		MaxAddWait:      c.MaxAddWait,
+		MaxLogBytes:     c.MaxEntryLogBytes,
+		ReadCacheBytes:  c.ReadCacheBytes,
+		ReadAheadBytes:  c.ReadAheadBytes,
+		Clock:           c.Clock,
+	}
+	if c.ReadCacheBytes > 0 {
+		o.ReadCacheBytes = max(c.ReadCacheBytes/n, 64<<10)
+	}
+	if c.CompactionBytesPerSecond > 0 {
+		o.CompactionLimiter = entrylog.NewRateLimiter(c.Clock, c.CompactionBytesPerSecond, max(c.CompactionBytesPerSecond/10, 1<<20))
+	}
+	return o
+}

@@ -1,0 +1,98 @@
+// Package ledgerstore is the bookie's storage engine: it ties the journal
+// (internal/storage/journal), the entry logs with their write cache
+// (internal/storage/entrylog) and the Pebble index (internal/storage/index)
+// into a storage.Store, and owns checkpoints, journal replay, ledger
+// deletion and garbage collection (DESIGN.md §4, issue 4).
+//
+// # Layout and sharding
+//
+// Config.JournalDirs: one Journal (one group-commit writer) per directory;
+// a ledger's records all go to journal ledgerID mod len(JournalDirs), so
+// they keep their order. Each journal directory also holds CHECKPOINT.
+//
+// Config.LedgerDirs: each directory is a shard with its own entry logs
+// ("entrylogs/") and index ("index/"), holding the ledgers with ledger id
+// mod len(LedgerDirs) equal to its position. A shard per directory keeps
+// every ledger's entries, locations and state in one place (one fsync
+// domain per checkpoint step, no cross-directory lookups) and spreads flush
+// and compaction I/O over the devices. Each holds a LAYOUT file; Open
+// refuses a changed number or order of directories (ErrLayout), since that
+// would reshuffle ledgers.
+//
+// # Files
+//
+// CHECKPOINT (44 bytes, big-endian, replaced atomically by write-temp,
+// fsync, rename, fsync-directory):
+//
+//	+----------+---------+-----------+-----------+-----------+----------+------------+---------+
+//	| magic (8)| vers (4)| journal(4)| journals(4)| ledger    | file id  | offset (8) | CRC32C  |
+//	| FOLIOCKP | 1       | index     | count      | dirs (4)  | (8)      |            | (4)     |
+//	+----------+---------+-----------+-----------+-----------+----------+------------+---------+
+//
+// (file id, offset) is a journal.Position: every record of this journal
+// before it is durable in the entry logs and indexes. The zero position
+// means "replay everything". LAYOUT (24 bytes): magic "FOLIOLDR", version
+// 1, shard index, shard count, CRC32C.
+//
+// # Add, fence and the per-ledger lock
+//
+// Each ledger has a lock under which AddEntry checks the master key
+// (recording it on first use: index state + a journaled master-key
+// record), checks the fence bit (Recovery adds pass; a fenced-and-deleted
+// ledger refuses all adds), copies the entry into the write cache, raises
+// the known LAC (max of body[16:24]) and queues the journal record. The add
+// completes from the journal's callback once its group is durable. Fence
+// sets the bit under the same lock and waits for its journal record, which
+// is queued after every add admitted before it: so after Fence returns,
+// every such add is durable (or failed), which closes BookKeeper's
+// fence/add race (spec/protocol.md §7, PR #4701).
+//
+// Every change is applied in memory (write cache, index without sync)
+// BEFORE its journal record is queued. That ordering is what makes
+// checkpoints sound: when a checkpoint captures a journal's durable
+// Position P, every record at or before P has already been applied, so
+// flushing the write cache and syncing the index covers all of them.
+//
+// # Checkpoint
+//
+// See Store.Checkpoint: capture positions → flush write caches (entry logs
+// fsynced) → index Sync → CHECKPOINT written atomically → journal files
+// before it deleted. A crash between any two steps replays from the
+// previous CHECKPOINT; replay is idempotent.
+//
+// # Replay
+//
+// Open replays each journal from its CHECKPOINT before returning (see
+// Store.replay for the per-record rules), then checkpoints, so a bookie
+// listens only after replay and repeated crashes do not lengthen replay.
+//
+// # Deletion
+//
+// The journal has no delete record. DeleteLedger therefore checkpoints
+// first (the ledger's records then lie before every journal's checkpoint
+// and are never replayed), then drops the cached entries, deletes the
+// index records and syncs the index. Replay skips records of ledgers that
+// have no state (their master-key record would have come first), so late
+// records of a deleted ledger do not resurrect it. A ledger fenced and then
+// deleted keeps a fenced-and-deleted state and refuses every add.
+//
+// # Failures
+//
+// A journal write or fsync failure fails every add not yet synced
+// (journal semantics) and puts the store in the failed state: Failed() is
+// closed, Err says why, and later adds, fences and explicit LACs fail with
+// storage.ErrReadOnly. Reads keep working. Write-cache flush, index sync
+// and checkpoint-file errors fail the store the same way (nothing is lost:
+// the journal still holds the records). Only the index answers "no such
+// entry"; a ledger state that cannot be read is storage.ErrUnknownLedgerState
+// and an entry log that cannot produce an indexed entry is an I/O error.
+//
+// # Background loops
+//
+// Without Config.Manual, Open starts: one flush loop per ledger directory
+// (on entrylog.FlushWanted), a checkpoint loop (Config.CheckpointInterval)
+// and a GC loop (Config.GCInterval). Their bodies are FlushWriteCache,
+// Checkpoint and GC, which tests and the simulator call directly; with
+// ManualJournal they also step group commits with StepJournals. Time comes
+// only from Config.Clock.
+package ledgerstore

@@ -1,0 +1,173 @@
+package ledgerstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/foliodb/folio/internal/storage"
+	"github.com/foliodb/folio/internal/storage/index"
+)
+
+// ledger is the in-memory state of one ledger. Every ledger the store has
+// touched since Open has one; it is loaded from the index on first use.
+//
+// mu is the per-ledger lock: the master-key check, the fence check and the
+// enqueueing of an add (write cache + journal) happen under it, as does
+// setting the fence bit, so "check fenced, then add" is atomic with respect
+// to Fence (spec/protocol.md §7, BookKeeper PR #4701). Journal callbacks
+// never take mu (an adder holding mu may wait for journal queue space that
+// only the callbacks free).
+type ledger struct {
+	id int64
+	mu struct {
+		sync.Mutex
+		loaded bool // state below reflects the index (or was created)
+		// known: the ledger exists here (it has a master key). A ledger
+		// fenced and then deleted stays known with deleted set.
+		known     bool
+		masterKey []byte
+		fenced    bool
+		deleted   bool
+		explicit  []byte // the last WRITE_LAC body, nil if none
+		// lastEntry is the highest entry id added since Open (replay
+		// included); the index holds the rest. -1: none.
+		lastEntry int64
+		// lac is the known LAC (max LAC field of entries added since Open
+		// and of the explicit LAC); lacLoaded says whether the stored
+		// entries' LAC has been merged in.
+		lac       int64
+		lacLoaded bool
+		// watch is closed when lac grows or the ledger is deleted.
+		watch chan struct{}
+	}
+	// fenceDurable: a fence of this ledger is known durable (journal synced
+	// or loaded from the index after Open's checkpoint). Set from journal
+	// callbacks, hence atomic.
+	fenceDurable atomic.Bool
+}
+
+// ledgerMap holds the ledger objects, sharded to spread lock contention.
+type ledgerMap struct {
+	shards [64]struct {
+		sync.Mutex
+		m map[int64]*ledger
+	}
+}
+
+func (lm *ledgerMap) get(id int64) *ledger {
+	sh := &lm.shards[uint64(id)%uint64(len(lm.shards))]
+	sh.Lock()
+	defer sh.Unlock()
+	if sh.m == nil {
+		sh.m = make(map[int64]*ledger)
+	}
+	l := sh.m[id]
+	if l == nil {
+		l = &ledger{id: id}
+		l.mu.lastEntry, l.mu.lac = -1, -1
+		sh.m[id] = l
+	}
+	return l
+}
+
+func (lm *ledgerMap) peek(id int64) *ledger {
+	sh := &lm.shards[uint64(id)%uint64(len(lm.shards))]
+	sh.Lock()
+	defer sh.Unlock()
+	return sh.m[id]
+}
+
+// loadLocked fills l from the index on first use.
+// REQUIRES: l.mu held.
+func (l *ledger) loadLocked(ix *index.Index) error {
+	if l.mu.loaded {
+		return nil
+	}
+	st, err := ix.LedgerState(l.id)
+	if errors.Is(err, index.ErrNoLedger) {
+		l.mu.loaded = true
+		return nil
+	}
+	if err != nil {
+		// Neither "absent" nor a state we can trust: never let a caller
+		// take this for an unknown ledger (DESIGN.md §6.6).
+		return fmt.Errorf("%w: ledger %d: %w", storage.ErrUnknownLedgerState, l.id, err)
+	}
+	l.mu.loaded = true
+	l.mu.known = true
+	l.mu.masterKey = st.MasterKey
+	l.mu.fenced = st.Fenced
+	l.mu.deleted = st.Deleted
+	l.mu.explicit = st.ExplicitLAC
+	if st.Fenced {
+		// Open synced the index before serving, so a fence found there is
+		// durable.
+		l.fenceDurable.Store(true)
+	}
+	if lac, ok := explicitLACValue(st.ExplicitLAC); ok {
+		l.raiseLACLocked(lac)
+	}
+	return nil
+}
+
+// state returns the index form of l's state.
+// REQUIRES: l.mu held.
+func (l *ledger) stateLocked() index.State {
+	return index.State{MasterKey: l.mu.masterKey, Fenced: l.mu.fenced, Deleted: l.mu.deleted, ExplicitLAC: l.mu.explicit}
+}
+
+// raiseLACLocked raises the known LAC and wakes watchers.
+// REQUIRES: l.mu held.
+func (l *ledger) raiseLACLocked(lac int64) {
+	if lac <= l.mu.lac {
+		return
+	}
+	l.mu.lac = lac
+	if l.mu.watch != nil {
+		close(l.mu.watch)
+		l.mu.watch = nil
+	}
+}
+
+// forgetLocked resets l after deletion; a fenced ledger stays known as
+// fenced-and-deleted.
+// REQUIRES: l.mu held.
+func (l *ledger) forgetLocked() {
+	fenced := l.mu.known && l.mu.fenced
+	key := l.mu.masterKey
+	l.mu.known, l.mu.fenced, l.mu.deleted = fenced, fenced, fenced
+	l.mu.masterKey = nil
+	if fenced {
+		l.mu.masterKey = key
+	}
+	l.mu.explicit = nil
+	l.mu.lastEntry, l.mu.lac, l.mu.lacLoaded = -1, -1, false
+	if !fenced {
+		l.fenceDurable.Store(false)
+	}
+	if l.mu.watch != nil {
+		close(l.mu.watch)
+		l.mu.watch = nil
+	}
+}
+
+// entryLAC returns the LAC field of a BookKeeper entry body (ledgerId,
+// entryId, lastAddConfirmed, ... big-endian; spec/wire-protocol.md §5).
+func entryLAC(body []byte) (int64, bool) {
+	if len(body) < 24 {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(body[16:24])), true
+}
+
+// explicitLACValue returns the lac field of a WRITE_LAC body (ledgerId,
+// lac, digest).
+func explicitLACValue(body []byte) (int64, bool) {
+	if len(body) < 16 {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(body[8:16])), true
+}

@@ -1,0 +1,536 @@
+package ledgerstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/foliodb/folio/internal/storage"
+	"github.com/foliodb/folio/internal/storage/entrylog"
+	"github.com/foliodb/folio/internal/storage/index"
+	"github.com/foliodb/folio/internal/storage/journal"
+)
+
+// addOp carries one add from the journal's callback to the caller's
+// AddCompletion. Pooled, so an add allocates nothing here.
+type addOp struct {
+	jr   *journalShard
+	done storage.AddCompletion
+}
+
+var addOpPool = sync.Pool{New: func() any { return new(addOp) }}
+
+// AppendDone runs on the journal's writer goroutine once the entry's group
+// is durable (err == nil) or has failed; it never blocks on store locks.
+func (op *addOp) AppendDone(pos journal.Position, err error) {
+	jr, done := op.jr, op.done
+	op.jr, op.done = nil, nil
+	addOpPool.Put(op)
+	if err != nil {
+		done.AddComplete(fmt.Errorf("ledgerstore: add not durable: %w", err))
+		return
+	}
+	jr.advance(pos)
+	done.AddComplete(nil)
+}
+
+// AddEntry implements storage.Store. Under the ledger's lock it checks the
+// master key (recording it, journaled, on first use) and the fence bit,
+// copies the entry into the write cache, raises the known LAC, and queues
+// the journal record; done runs when the journal group is durable. An
+// entry is put in the write cache before its journal record is queued, so
+// that a checkpoint covering the record's Position always covers the entry
+// (see Checkpoint). DeferredSync adds are acknowledged after the fsync too
+// (the journal has no earlier completion point): stronger than asked.
+func (s *Store) AddEntry(ledgerID, entryID int64, masterKey, body []byte, opts storage.AddOptions, done storage.AddCompletion) {
+	if err := s.addEntry(ledgerID, entryID, masterKey, body, opts, done); err != nil {
+		// The contract: done runs on another goroutine.
+		go done.AddComplete(err)
+	}
+}
+
+func (s *Store) addEntry(ledgerID, entryID int64, masterKey, body []byte, opts storage.AddOptions, done storage.AddCompletion) error {
+	if ledgerID < 0 || entryID < 0 {
+		return fmt.Errorf("ledgerstore: invalid ids: ledger %d entry %d", ledgerID, entryID)
+	}
+	if err := s.writable(); err != nil {
+		return err
+	}
+	sh, jr := s.shardFor(ledgerID), s.journalFor(ledgerID)
+	l := s.ledgers.get(ledgerID)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := s.admitLocked(l, sh, jr, masterKey); err != nil {
+		return err
+	}
+	if l.mu.deleted || (l.mu.fenced && !opts.Recovery) {
+		return fmt.Errorf("%w: ledger %d", storage.ErrFenced, ledgerID)
+	}
+	if err := sh.el.Add(ledgerID, entryID, body); err != nil {
+		if errors.Is(err, entrylog.ErrWriteCacheFull) {
+			return fmt.Errorf("%w: %w", storage.ErrTooManyRequests, err)
+		}
+		return err
+	}
+	l.mu.lastEntry = max(l.mu.lastEntry, entryID)
+	if lac, ok := entryLAC(body); ok {
+		l.raiseLACLocked(lac)
+	}
+	op := addOpPool.Get().(*addOp)
+	op.jr, op.done = jr, done
+	if err := jr.j.AppendEntry(ledgerID, entryID, body, op); err != nil {
+		op.jr, op.done = nil, nil
+		addOpPool.Put(op)
+		// The entry stays in the write cache: an add that fails may still
+		// be stored (as after a timeout), never half.
+		return journalErr(err)
+	}
+	return nil
+}
+
+// admitLocked loads l, checks the master key, and creates the ledger on
+// first use: its state goes to the index (unsynced) and a master-key
+// record to the journal before any other record of the ledger, so replay
+// can always rebuild the state that later records rely on.
+// REQUIRES: l.mu held.
+func (s *Store) admitLocked(l *ledger, sh *ledgerShard, jr *journalShard, masterKey []byte) error {
+	if err := l.loadLocked(sh.ix); err != nil {
+		return err
+	}
+	if l.mu.known {
+		if !bytes.Equal(l.mu.masterKey, masterKey) {
+			return fmt.Errorf("%w: ledger %d", storage.ErrUnauthorized, l.id)
+		}
+		return nil
+	}
+	key := bytes.Clone(masterKey)
+	st := index.State{MasterKey: key}
+	if err := sh.ix.PutState(l.id, st); err != nil {
+		s.fail(err)
+		return err
+	}
+	if err := jr.j.AppendMasterKey(l.id, key, jr); err != nil {
+		// Not journaled: stay unknown so the next add records it again
+		// (an entry must never be acknowledged after a key that replay
+		// cannot find).
+		return journalErr(err)
+	}
+	l.mu.known, l.mu.masterKey = true, key
+	l.mu.fenced, l.mu.deleted, l.mu.explicit = false, false, nil
+	return nil
+}
+
+// journalErr maps a journal Append error to the storage contract.
+func journalErr(err error) error {
+	switch {
+	case errors.Is(err, journal.ErrQueueFull):
+		return fmt.Errorf("%w: %w", storage.ErrTooManyRequests, err)
+	case errors.Is(err, journal.ErrFailed), errors.Is(err, journal.ErrClosed):
+		return fmt.Errorf("%w: %w", storage.ErrReadOnly, err)
+	}
+	return err
+}
+
+// syncWaiter waits for one journal record to be durable.
+type syncWaiter struct {
+	jr  *journalShard
+	ch  chan error
+	l   *ledger
+	set bool // on success, mark l's fence durable
+}
+
+func (w *syncWaiter) AppendDone(pos journal.Position, err error) {
+	if err == nil {
+		w.jr.advance(pos)
+		if w.set {
+			w.l.fenceDurable.Store(true)
+		}
+	}
+	w.ch <- err
+}
+
+func (w *syncWaiter) wait(ctx context.Context) error {
+	select {
+	case err := <-w.ch:
+		if err != nil {
+			return fmt.Errorf("ledgerstore: not durable: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Fence implements storage.Store: it sets the fence bit under the ledger's
+// lock (so no add admitted after it passes the fence check) and returns
+// once a fence record, queued after every add admitted before it, is
+// durable; those adds are therefore durable (or failed) too. A ledger
+// already fenced durably returns at once.
+func (s *Store) Fence(ctx context.Context, ledgerID int64, masterKey []byte) error {
+	if ledgerID < 0 {
+		return fmt.Errorf("ledgerstore: invalid ledger id %d", ledgerID)
+	}
+	sh, jr := s.shardFor(ledgerID), s.journalFor(ledgerID)
+	l := s.ledgers.get(ledgerID)
+	l.mu.Lock()
+	if err := l.loadLocked(sh.ix); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	if l.mu.known && !bytes.Equal(l.mu.masterKey, masterKey) {
+		l.mu.Unlock()
+		return fmt.Errorf("%w: ledger %d", storage.ErrUnauthorized, ledgerID)
+	}
+	if l.mu.known && l.mu.fenced && l.fenceDurable.Load() {
+		l.mu.Unlock()
+		return nil
+	}
+	if err := s.writable(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	if err := s.admitLocked(l, sh, jr, masterKey); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	if !l.mu.fenced {
+		l.mu.fenced = true
+		if err := sh.ix.PutState(ledgerID, l.stateLocked()); err != nil {
+			l.mu.Unlock()
+			s.fail(err)
+			return err
+		}
+	}
+	w := &syncWaiter{jr: jr, ch: make(chan error, 1), l: l, set: true}
+	err := jr.j.AppendFence(ledgerID, w)
+	l.mu.Unlock()
+	if err != nil {
+		return journalErr(err)
+	}
+	return w.wait(ctx)
+}
+
+// SetExplicitLAC implements storage.Store.
+func (s *Store) SetExplicitLAC(ctx context.Context, ledgerID int64, masterKey, body []byte) error {
+	if ledgerID < 0 {
+		return fmt.Errorf("ledgerstore: invalid ledger id %d", ledgerID)
+	}
+	if err := s.writable(); err != nil {
+		return err
+	}
+	sh, jr := s.shardFor(ledgerID), s.journalFor(ledgerID)
+	l := s.ledgers.get(ledgerID)
+	l.mu.Lock()
+	if err := s.admitLocked(l, sh, jr, masterKey); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	if l.mu.deleted {
+		l.mu.Unlock()
+		return fmt.Errorf("%w: ledger %d was fenced and deleted", storage.ErrFenced, ledgerID)
+	}
+	l.mu.explicit = bytes.Clone(body)
+	if lac, ok := explicitLACValue(body); ok {
+		l.raiseLACLocked(lac)
+	}
+	if err := sh.ix.PutState(ledgerID, l.stateLocked()); err != nil {
+		l.mu.Unlock()
+		s.fail(err)
+		return err
+	}
+	w := &syncWaiter{jr: jr, ch: make(chan error, 1)}
+	err := jr.j.AppendExplicitLAC(ledgerID, body, w)
+	l.mu.Unlock()
+	if err != nil {
+		return journalErr(err)
+	}
+	return w.wait(ctx)
+}
+
+// Force implements storage.Store. Every add is acknowledged only after its
+// journal fsync (DeferredSync included), so what was acknowledged is
+// already durable.
+func (s *Store) Force(ctx context.Context, ledgerID int64) error {
+	return ctx.Err()
+}
+
+// lookup returns the loaded ledger, or an error matching
+// storage.ErrNoLedger if the store does not hold it (fenced-and-deleted
+// ledgers included). It does not keep objects for unknown ids.
+func (s *Store) lookup(ledgerID int64) (*ledger, error) {
+	if ledgerID < 0 {
+		return nil, fmt.Errorf("%w: invalid ledger id %d", storage.ErrNoLedger, ledgerID)
+	}
+	l := s.ledgers.peek(ledgerID)
+	if l == nil {
+		st, err := s.shardFor(ledgerID).ix.LedgerState(ledgerID)
+		switch {
+		case isNoLedger(err):
+			return nil, fmt.Errorf("%w: ledger %d", storage.ErrNoLedger, ledgerID)
+		case err != nil:
+			return nil, fmt.Errorf("%w: ledger %d: %w", storage.ErrUnknownLedgerState, ledgerID, err)
+		case st.Deleted:
+			return nil, fmt.Errorf("%w: ledger %d was deleted", storage.ErrNoLedger, ledgerID)
+		}
+		l = s.ledgers.get(ledgerID)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.loadLocked(s.shardFor(ledgerID).ix); err != nil {
+		return nil, err
+	}
+	if !l.mu.known || l.mu.deleted {
+		return nil, fmt.Errorf("%w: ledger %d", storage.ErrNoLedger, ledgerID)
+	}
+	return l, nil
+}
+
+func isNoLedger(err error) bool { return errors.Is(err, index.ErrNoLedger) }
+
+// ReadEntry implements storage.Store: the write cache, then the index and
+// the entry log. Only the index may say "no such entry"; an entry log that
+// cannot produce an indexed entry is an error.
+func (s *Store) ReadEntry(ledgerID, entryID int64) ([]byte, error) {
+	l, err := s.lookup(ledgerID)
+	if err != nil {
+		return nil, err
+	}
+	sh := s.shardFor(ledgerID)
+	if entryID == -1 {
+		l.mu.Lock()
+		last := l.mu.lastEntry
+		l.mu.Unlock()
+		id, _, err := sh.ix.LastEntry(ledgerID)
+		switch {
+		case err == nil:
+			last = max(last, id)
+		case !errors.Is(err, index.ErrNoEntry):
+			return nil, err
+		}
+		if last < 0 {
+			return nil, fmt.Errorf("%w: ledger %d has no entries", storage.ErrNoEntry, ledgerID)
+		}
+		entryID = last
+	}
+	if entryID < 0 {
+		return nil, fmt.Errorf("%w: ledger %d entry %d", storage.ErrNoEntry, ledgerID, entryID)
+	}
+	return s.readEntry(sh, ledgerID, entryID)
+}
+
+func (s *Store) readEntry(sh *ledgerShard, ledgerID, entryID int64) ([]byte, error) {
+	if b, ok := sh.el.ReadCached(ledgerID, entryID); ok {
+		return b, nil
+	}
+	// A flush indexes an entry before dropping it from the cache, so a
+	// cache miss followed by an index miss means absent. A compaction may
+	// remove the log between lookup and read: look up again (the index
+	// already holds the new place).
+	for attempt := 0; ; attempt++ {
+		loc, err := sh.ix.Get(ledgerID, entryID)
+		if errors.Is(err, index.ErrNoEntry) {
+			return nil, fmt.Errorf("%w: ledger %d entry %d", storage.ErrNoEntry, ledgerID, entryID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		b, err := sh.el.Read(ledgerID, entryID, loc)
+		if errors.Is(err, entrylog.ErrLogRemoved) && attempt < 3 {
+			continue
+		}
+		return b, err
+	}
+}
+
+// LastAddConfirmed implements storage.Store.
+func (s *Store) LastAddConfirmed(ledgerID int64) (int64, error) {
+	l, err := s.lookup(ledgerID)
+	if err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := s.loadLACLocked(l); err != nil {
+		return 0, err
+	}
+	return l.mu.lac, nil
+}
+
+// loadLACLocked merges the LAC field of the ledger's last stored entry
+// into the known LAC, once.
+// REQUIRES: l.mu held.
+func (s *Store) loadLACLocked(l *ledger) error {
+	if l.mu.lacLoaded {
+		return nil
+	}
+	sh := s.shardFor(l.id)
+	id, _, err := sh.ix.LastEntry(l.id)
+	switch {
+	case errors.Is(err, index.ErrNoEntry):
+	case err != nil:
+		return err
+	default:
+		b, err := s.readEntry(sh, l.id, id)
+		if err != nil {
+			return err
+		}
+		if lac, ok := entryLAC(b); ok {
+			l.raiseLACLocked(lac)
+		}
+	}
+	l.mu.lacLoaded = true
+	return nil
+}
+
+var (
+	closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+	noCancel   = func() {}
+)
+
+// WatchLAC implements storage.Store. Watchers of one ledger share one
+// channel, closed when the LAC grows or the ledger is deleted; cancel is a
+// no-op (nothing is registered per watcher).
+func (s *Store) WatchLAC(ledgerID, previous int64) (int64, <-chan struct{}, func(), error) {
+	l, err := s.lookup(ledgerID)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := s.loadLACLocked(l); err != nil {
+		return 0, nil, nil, err
+	}
+	if l.mu.lac > previous || !l.mu.known {
+		return l.mu.lac, closedChan, noCancel, nil
+	}
+	if l.mu.watch == nil {
+		l.mu.watch = make(chan struct{})
+	}
+	return l.mu.lac, l.mu.watch, noCancel, nil
+}
+
+// ExplicitLAC implements storage.Store.
+func (s *Store) ExplicitLAC(ledgerID int64) ([]byte, error) {
+	l, err := s.lookup(ledgerID)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.explicit == nil {
+		return nil, fmt.Errorf("%w: ledger %d has no explicit LAC", storage.ErrNoEntry, ledgerID)
+	}
+	return bytes.Clone(l.mu.explicit), nil
+}
+
+// Entries implements storage.Store. It flushes the ledger's write cache
+// first (the cache cannot list one ledger), so the index holds every
+// entry added before the call.
+func (s *Store) Entries(ledgerID int64, fn func(entryID int64) bool) error {
+	if _, err := s.lookup(ledgerID); err != nil {
+		return err
+	}
+	sh := s.shardFor(ledgerID)
+	if err := sh.flush(); err != nil {
+		s.fail(err)
+		return err
+	}
+	return sh.ix.Entries(ledgerID, 0, func(entryID int64, _ entrylog.Location) bool { return fn(entryID) })
+}
+
+// Ledgers implements storage.Store: every ledger with a state record, by
+// ledger directory and ascending id within one.
+func (s *Store) Ledgers(fn func(ledgerID int64) bool) error {
+	for _, sh := range s.shards {
+		stopped := false
+		err := sh.ix.Ledgers(func(id int64, st index.State) bool {
+			if st.Deleted {
+				return true
+			}
+			stopped = !fn(id)
+			return !stopped
+		})
+		if err != nil || stopped {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteLedger implements storage.Store. It first checkpoints, so that
+// every journal record of the ledger written so far lies before the
+// journal's checkpoint and is never replayed (the journal has no delete
+// record); then, under the ledger's lock, it drops the cached entries,
+// deletes the ledger from the index (a fenced ledger stays as
+// fenced-and-deleted) and syncs the index before returning.
+func (s *Store) DeleteLedger(ctx context.Context, ledgerID int64) error {
+	if ledgerID < 0 {
+		return fmt.Errorf("ledgerstore: invalid ledger id %d", ledgerID)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.writable(); err != nil {
+		return err
+	}
+	if err := s.Checkpoint(); err != nil {
+		return err
+	}
+	s.at("delete:checkpointed")
+	sh := s.shardFor(ledgerID)
+	l := s.ledgers.get(ledgerID)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.loadLocked(sh.ix); err != nil {
+		return err
+	}
+	if !l.mu.known || l.mu.deleted {
+		return nil
+	}
+	sh.el.DropLedger(ledgerID)
+	if err := sh.ix.DeleteLedger(ledgerID); err != nil {
+		s.fail(err)
+		return err
+	}
+	if err := sh.ix.Sync(); err != nil {
+		s.fail(err)
+		return err
+	}
+	l.forgetLocked()
+	return nil
+}
+
+// DiskUsage implements storage.Store. Directories may share a volume and
+// vfs does not say which, so it reports the fullest volume holding any of
+// the store's directories: the one a read-only threshold must watch.
+func (s *Store) DiskUsage() (storage.DiskUsage, error) {
+	var best storage.DiskUsage
+	var bestFrac float64 = -1
+	var firstErr error
+	for _, dir := range append(append([]string(nil), s.cfg.LedgerDirs...), s.cfg.JournalDirs...) {
+		u, err := s.fs.GetDiskUsage(dir)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("ledgerstore: disk usage of %s: %w", dir, err)
+			}
+			continue
+		}
+		if u.TotalBytes == 0 {
+			continue
+		}
+		frac := float64(u.UsedBytes) / float64(u.TotalBytes)
+		if frac > bestFrac {
+			bestFrac = frac
+			best = storage.DiskUsage{Total: u.TotalBytes, Free: u.AvailBytes, Used: u.UsedBytes}
+		}
+	}
+	if bestFrac < 0 {
+		if firstErr == nil {
+			firstErr = errors.New("ledgerstore: no disk usage reported")
+		}
+		return storage.DiskUsage{}, firstErr
+	}
+	return best, nil
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package ledgerstore
+
+const raceEnabled = false

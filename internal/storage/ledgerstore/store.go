@@ -1,0 +1,354 @@
+package ledgerstore
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/foliodb/folio/internal/storage"
+	"github.com/foliodb/folio/internal/storage/entrylog"
+	"github.com/foliodb/folio/internal/storage/index"
+	"github.com/foliodb/folio/internal/storage/journal"
+)
+
+// Store is the bookie's storage engine; it implements storage.Store. See
+// the package comment for the design.
+type Store struct {
+	fs       vfs.FS
+	cfg      Config
+	journals []*journalShard
+	shards   []*ledgerShard
+	ledgers  ledgerMap
+	// shardCacheBytes is each ledger directory's write-cache bound.
+	shardCacheBytes int64
+
+	// ckptMu serialises Checkpoint (and the deletion protocol built on it).
+	ckptMu sync.Mutex
+
+	failedCh chan struct{}
+	mu       struct {
+		sync.Mutex
+		failed  error // first failure; the store is read-only from then on
+		closing bool
+		closed  bool
+	}
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	// hook, if set (tests only), is called at named points of Checkpoint
+	// and DeleteLedger, to crash the file system between steps.
+	hook func(point string)
+}
+
+var _ storage.Store = (*Store)(nil)
+
+// journalShard is one journal directory and its checkpoint bookkeeping.
+type journalShard struct {
+	index int
+	dir   string
+	j     *journal.Journal
+
+	mu struct {
+		sync.Mutex
+		// durable is the highest Position whose record is durable in the
+		// journal (callbacks run in Position order). Every record at or
+		// before it was applied to the write cache / index before it was
+		// appended, so a checkpoint that captures durable first and then
+		// flushes and syncs covers it.
+		durable journal.Position
+		// checkpointed is the Position recorded in CHECKPOINT.
+		checkpointed journal.Position
+	}
+}
+
+// AppendDone makes journalShard a journal.Callback for records nobody
+// waits for (master keys): it only advances the durable position.
+func (jr *journalShard) AppendDone(pos journal.Position, err error) {
+	if err == nil {
+		jr.advance(pos)
+	}
+}
+
+func (jr *journalShard) advance(pos journal.Position) {
+	jr.mu.Lock()
+	if pos.Compare(jr.mu.durable) > 0 {
+		jr.mu.durable = pos
+	}
+	jr.mu.Unlock()
+}
+
+func (jr *journalShard) positions() (durable, checkpointed journal.Position) {
+	jr.mu.Lock()
+	defer jr.mu.Unlock()
+	return jr.mu.durable, jr.mu.checkpointed
+}
+
+// ledgerShard is one ledger directory: entry logs and their index.
+type ledgerShard struct {
+	index int
+	dir   string
+	el    *entrylog.Store
+	ix    *index.Index
+}
+
+// flush writes the shard's write cache to its entry log and index
+// (unsynced index: the journal covers it until the next checkpoint).
+func (sh *ledgerShard) flush() error {
+	if err := sh.el.Flush(sh.ix.PutLocations); err != nil {
+		return fmt.Errorf("ledgerstore: flushing write cache of %s: %w", sh.dir, err)
+	}
+	return nil
+}
+
+func (s *Store) journalFor(ledgerID int64) *journalShard {
+	return s.journals[uint64(ledgerID)%uint64(len(s.journals))]
+}
+
+func (s *Store) shardFor(ledgerID int64) *ledgerShard {
+	return s.shards[uint64(ledgerID)%uint64(len(s.shards))]
+}
+
+// Open opens (creating if needed) the store in cfg's directories on fs:
+// it opens the indexes and entry logs, replays every journal from its
+// checkpoint (restoring entries, master keys, fence bits and explicit
+// LACs), checkpoints, and only then returns, with the background loops
+// running (unless cfg.Manual). A bookie must not serve before Open
+// returns.
+func Open(fs vfs.FS, cfg Config) (*Store, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{fs: fs, cfg: cfg, failedCh: make(chan struct{}), stop: make(chan struct{})}
+	if err := s.open(); err != nil {
+		s.closeAll()
+		return nil, err
+	}
+	if !cfg.Manual {
+		s.startLoops()
+	}
+	return s, nil
+}
+
+func (s *Store) open() error {
+	var err error
+	nl := uint32(len(s.cfg.LedgerDirs))
+	s.shardCacheBytes = s.cfg.entrylogOptions().WriteCacheBytes
+	for i, dir := range s.cfg.LedgerDirs {
+		if err := s.fs.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("ledgerstore: create %s: %w", dir, err)
+		}
+		if err := syncDir(s.fs, s.fs.PathDir(dir)); err != nil {
+			return err
+		}
+		if err := checkLayout(s.fs, dir, uint32(i), nl); err != nil {
+			return err
+		}
+		sh := &ledgerShard{index: i, dir: dir}
+		s.shards = append(s.shards, sh)
+		if sh.ix, err = index.Open(s.fs, s.fs.PathJoin(dir, "index"), index.Options{CacheBytes: s.cfg.IndexCacheBytes}); err != nil {
+			return err
+		}
+		if sh.el, err = entrylog.Open(s.fs, s.fs.PathJoin(dir, "entrylogs"), s.cfg.entrylogOptions()); err != nil {
+			return err
+		}
+	}
+	nj := uint32(len(s.cfg.JournalDirs))
+	for i, dir := range s.cfg.JournalDirs {
+		if err := s.fs.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("ledgerstore: create %s: %w", dir, err)
+		}
+		if err := syncDir(s.fs, s.fs.PathDir(dir)); err != nil {
+			return err
+		}
+		pos, err := readCheckpoint(s.fs, dir, checkpoint{journalIndex: uint32(i), journalCount: nj, ledgerDirCount: nl})
+		if err != nil {
+			return err
+		}
+		jr := &journalShard{index: i, dir: dir}
+		jr.mu.durable, jr.mu.checkpointed = pos, pos
+		s.journals = append(s.journals, jr)
+		if jr.j, err = journal.Open(s.fs, dir, s.cfg.journalOptions(s.fail)); err != nil {
+			return err
+		}
+	}
+	for _, jr := range s.journals {
+		if err := s.replay(jr); err != nil {
+			return err
+		}
+	}
+	// Make what replay rebuilt durable and drop the replayed journal files,
+	// so repeated crashes do not lengthen replay.
+	return s.Checkpoint()
+}
+
+// closeAll releases whatever open() managed to open.
+func (s *Store) closeAll() error {
+	var errs []error
+	for _, jr := range s.journals {
+		if jr.j != nil {
+			errs = append(errs, jr.j.Close())
+		}
+	}
+	for _, sh := range s.shards {
+		if sh.el != nil {
+			errs = append(errs, sh.el.Close())
+		}
+		if sh.ix != nil {
+			errs = append(errs, sh.ix.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// fail puts the store in the failed (read-only) state; the first cause
+// wins. It is the journals' OnFailure hook, so it must not block.
+func (s *Store) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.failed != nil {
+		return
+	}
+	s.mu.failed = err
+	close(s.failedCh)
+}
+
+// Failed is closed when the store stops accepting writes for good.
+func (s *Store) Failed() <-chan struct{} { return s.failedCh }
+
+// Err returns why the store failed, or nil.
+func (s *Store) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.failed
+}
+
+// writable returns nil if the store accepts writes, else an error matching
+// storage.ErrReadOnly (with the cause).
+func (s *Store) writable() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.mu.failed != nil:
+		return fmt.Errorf("%w: %w", storage.ErrReadOnly, s.mu.failed)
+	case s.mu.closing:
+		return fmt.Errorf("%w: store closed", storage.ErrReadOnly)
+	}
+	return nil
+}
+
+// Close stops the background loops, completes the journals' queued
+// records, checkpoints (unless the store failed: then the journals keep
+// what they hold for the next Open's replay) and closes every file.
+// Idempotent.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.mu.closing {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.closing = true
+	s.mu.Unlock()
+	close(s.stop)
+	s.wg.Wait()
+	var errs []error
+	for _, jr := range s.journals {
+		errs = append(errs, jr.j.Close())
+	}
+	if s.Err() == nil {
+		errs = append(errs, s.Checkpoint())
+	}
+	for _, sh := range s.shards {
+		errs = append(errs, sh.el.Close(), sh.ix.Close())
+	}
+	s.mu.Lock()
+	s.mu.closed = true
+	s.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// StepJournals runs one group commit on every journal (ManualJournal
+// mode) and returns how many records completed.
+func (s *Store) StepJournals() (int, error) {
+	total := 0
+	var errs []error
+	for _, jr := range s.journals {
+		n, err := jr.j.Flush()
+		total += n
+		errs = append(errs, err)
+	}
+	return total, errors.Join(errs...)
+}
+
+// FlushWriteCache writes every ledger directory's write cache to its entry
+// log and index (the body of the flush loop). The index is not synced:
+// that is the checkpoint's job.
+func (s *Store) FlushWriteCache() error {
+	for _, sh := range s.shards {
+		if err := sh.flush(); err != nil {
+			s.fail(err)
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) startLoops() {
+	for _, sh := range s.shards {
+		s.wg.Add(1)
+		go s.flushLoop(sh)
+	}
+	s.wg.Add(2)
+	go s.checkpointLoop()
+	go s.gcLoop()
+}
+
+// flushLoop flushes a write cache whenever it asks (half full, or an add
+// is waiting for space).
+func (s *Store) flushLoop(sh *ledgerShard) {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-sh.el.FlushWanted():
+		}
+		if err := sh.flush(); err != nil {
+			s.fail(err)
+		}
+	}
+}
+
+func (s *Store) checkpointLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.cfg.Clock.After(s.cfg.CheckpointInterval):
+		}
+		// A failure is recorded in Err and Failed by Checkpoint.
+		_ = s.Checkpoint()
+	}
+}
+
+func (s *Store) gcLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.cfg.Clock.After(s.cfg.GCInterval):
+		}
+		_, _ = s.GC()
+	}
+}
+
+func (s *Store) at(point string) {
+	if s.hook != nil {
+		s.hook(point)
+	}
+}
