@@ -1,0 +1,66 @@
+package ledger
+
+import "github.com/foliodb/folio/internal/metadata"
+
+// Event is an input to a machine's Step.
+type Event interface{ isEvent() }
+
+// AddResponse is a bookie's answer to an ADD_ENTRY (normal or recovery) for
+// EntryID. Err is nil when the bookie stored the entry durably, its
+// *wire.StatusError otherwise, or a transport error (ErrTimeout, a lost
+// connection) when no answer came.
+type AddResponse struct {
+	Bookie  metadata.BookieID
+	EntryID int64
+	Err     error
+}
+
+// ReadResponse is a bookie's answer to a READ_ENTRY of EntryID (-1 for the
+// "last entry" read, fenced or not). Body is the entry body as stored
+// (digested, see internal/digest); the machine verifies it. The machine does
+// not keep Body past Step except as the payload of an entry it delivers.
+type ReadResponse struct {
+	Bookie  metadata.BookieID
+	EntryID int64
+	Body    []byte
+	Err     error
+}
+
+// ReadLACResponse is a bookie's answer to a READ_LAC: its explicit LAC body
+// and its last entry body, either of which may be absent (nil).
+type ReadLACResponse struct {
+	Bookie        metadata.BookieID
+	LACBody       []byte
+	LastEntryBody []byte
+	Err           error
+}
+
+// MetadataWritten is the result of the compare-and-set a WriteMetadata
+// effect asked for: the new version, or an error (metadata.ErrBadVersion
+// when someone else wrote first; anything else is a store failure).
+type MetadataWritten struct {
+	Version metadata.Version
+	Err     error
+}
+
+// MetadataRead is the result of a ReadMetadata effect. The machine takes
+// ownership of Metadata.
+type MetadataRead struct {
+	Metadata *metadata.LedgerMetadata
+	Version  metadata.Version
+	Err      error
+}
+
+// WritableBookies replaces the machine's view of the writable bookies (the
+// registrations in the metadata store) that ensemble changes choose from.
+// The shell sends it at start and whenever the set changes.
+type WritableBookies struct {
+	Bookies []metadata.BookieID
+}
+
+func (AddResponse) isEvent()     {}
+func (ReadResponse) isEvent()    {}
+func (ReadLACResponse) isEvent() {}
+func (MetadataWritten) isEvent() {}
+func (MetadataRead) isEvent()    {}
+func (WritableBookies) isEvent() {}

@@ -1,0 +1,264 @@
+package ledger
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/foliodb/folio/internal/metadata"
+)
+
+// TestInteraction runs the scenario scripts in testdata/*.txt against env
+// (etcd-io/raft's interaction tests). The expected output is the trace of
+// deliveries and effects; regenerate with -rewrite and review the diff.
+//
+// Commands:
+//
+//	bookies b1 b2 …                      create bookies (all writable)
+//	writable b1 b2 …                     set the writable set, tell every machine
+//	create E=3 Qw=2 Qa=2 ensemble=(b1,b2,b3)   OPEN ledger metadata in the store
+//	writer w1                            a Writer over the stored metadata
+//	append w1 [n=1] [sync] [quiet]       append n entries (payload "w1:<id>"); sync: stabilize after each; quiet: no trace
+//	close w1
+//	deliver [from=w1] [to=b1] [e=3] [kind=add|read|read-lac] [n=N] [err=EIO|EFENCED|ENOENTRY|timeout|…] [drop-reply] [corrupt]
+//	                                     deliver matching in-flight requests, FIFO
+//	crash b1 / revive b1                 a down bookie answers nothing (timeouts)
+//	meta [n=N]                           run queued metadata operations, FIFO
+//	store-set state=IN_RECOVERY|CLOSED [last=N] [len=N]   a foreign metadata write
+//	store-bump                           a foreign write changing nothing we care about
+//	store                                print the stored metadata
+//	read-lac c1 [fence] [rpc]            a ReadLAC over the stored metadata
+//	read c1 first=0 last=3               a Read
+//	recover r1 [read-ahead=N] [no-fence-reads] [start-at-lac]
+//	stabilize                            deliver everything until quiet
+//	status w1                            writer state
+//	bookie-state                         what each bookie stores
+//	check                                invariants of a closed ledger
+//	inflight                             list requests in flight
+func TestInteraction(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		e := newEnv(1, true)
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			e.out.Reset()
+			e.run(t, d)
+			return e.out.String()
+		})
+	})
+}
+
+func (e *env) run(t *testing.T, d *datadriven.TestData) {
+	name := ""
+	if len(d.CmdArgs) > 0 && len(d.CmdArgs[0].Vals) == 0 {
+		name = d.CmdArgs[0].Key
+	}
+	switch d.Cmd {
+	case "bookies":
+		for _, a := range d.CmdArgs {
+			e.addBookies(metadata.BookieID(a.Key))
+		}
+	case "writable":
+		e.writable = nil
+		for _, a := range d.CmdArgs {
+			e.writable = append(e.writable, metadata.BookieID(a.Key))
+		}
+		for _, n := range e.names {
+			e.machines[n].Step(WritableBookies{Bookies: e.writable})
+			e.drain(n)
+		}
+	case "create":
+		var ens []metadata.BookieID
+		for _, v := range argVals(d, "ensemble") {
+			ens = append(ens, metadata.BookieID(v))
+		}
+		e.create(argInt(t, d, "E", 3), argInt(t, d, "Qw", 2), argInt(t, d, "Qa", 2), ens)
+		e.printf("%s\n", FormatMetadata(e.store.md))
+	case "writer":
+		w, err := NewWriter(WriterConfig{LedgerID: e.ledgerID, Metadata: e.store.md, Version: e.store.version, Placement: e.policy, Writable: e.writable})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.add(name, w)
+	case "append":
+		w := e.machines[name].(*Writer)
+		out := e.out
+		if d.HasArg("quiet") {
+			e.out = nil
+		}
+		for range argInt(t, d, "n", 1) {
+			id, err := w.Append([]byte(fmt.Sprintf("%s:%d", name, w.LastAddPushed()+1)))
+			if err != nil {
+				e.printf("append: %v\n", err)
+				continue
+			}
+			e.printf("append e%d\n", id)
+			if d.HasArg("sync") {
+				e.drain(name)
+				e.stabilize()
+			}
+		}
+		e.drain(name)
+		e.out = out
+		if d.HasArg("quiet") {
+			e.printf("lac=%d\n", w.LastAddConfirmed())
+		}
+	case "close":
+		e.machines[name].(*Writer).Close()
+		e.drain(name)
+	case "deliver":
+		e.runDeliver(t, d)
+	case "crash", "revive":
+		e.bookies[metadata.BookieID(name)].down = d.Cmd == "crash"
+	case "meta":
+		n := argInt(t, d, "n", len(e.metaQ))
+		for i := 0; i < n && len(e.metaQ) > 0; i++ {
+			req := e.metaQ[0]
+			e.metaQ = e.metaQ[1:]
+			e.processMeta(req)
+		}
+	case "store-set":
+		md := e.store.md.Clone()
+		switch s := argStr(d, "state", ""); s {
+		case "IN_RECOVERY":
+			md.State = metadata.LedgerInRecovery
+		case "CLOSED":
+			md.State = metadata.LedgerClosed
+			md.LastEntryID = int64(argInt(t, d, "last", -1))
+			md.Length = int64(argInt(t, d, "len", 0))
+		default:
+			t.Fatalf("store-set: state %q", s)
+		}
+		e.store.md, e.store.version = md, e.store.version+1
+		e.printf("store v%d: %s\n", e.store.version, FormatMetadata(md))
+	case "store-bump":
+		e.store.version++
+		e.printf("store v%d: %s\n", e.store.version, FormatMetadata(e.store.md))
+	case "store":
+		e.printf("store v%d: %s\n", e.store.version, FormatMetadata(e.store.md))
+	case "read-lac":
+		r := NewReadLAC(ReadLACConfig{LedgerID: e.ledgerID, Metadata: e.store.md, Verifier: e.dig, Fence: d.HasArg("fence"), UseReadLAC: d.HasArg("rpc")})
+		e.add(name, r)
+		r.Start()
+		e.drain(name)
+	case "read":
+		r, err := NewRead(ReadConfig{LedgerID: e.ledgerID, Metadata: e.store.md, Verifier: e.dig,
+			First: int64(argInt(t, d, "first", 0)), Last: int64(argInt(t, d, "last", 0))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.add(name, r)
+		r.Start()
+		e.drain(name)
+	case "recover":
+		r := NewRecovery(RecoveryConfig{LedgerID: e.ledgerID, Metadata: e.store.md, Version: e.store.version, Verifier: e.dig,
+			Placement: e.policy, Writable: e.writable, ReadAhead: argInt(t, d, "read-ahead", 1),
+			Unsafe: UnsafeKnobs{NoFenceOnRecoveryReads: d.HasArg("no-fence-reads"), StartAtLACOnly: d.HasArg("start-at-lac")}})
+		e.add(name, r)
+		r.Start()
+		e.drain(name)
+	case "stabilize":
+		e.stabilize()
+	case "status":
+		w := e.machines[name].(*Writer)
+		md, v := w.Metadata()
+		e.printf("lac=%d pushed=%d len=%d err=%s pending=%s\n", w.LastAddConfirmed(), w.LastAddPushed(), w.Length(), errString(w.Err()), w.pendingString())
+		e.printf("metadata v%d: %s\n", v, FormatMetadata(md))
+	case "bookie-state":
+		e.printf("%s", e.bookieState())
+	case "check":
+		bad := append(e.checkClosed(), e.violations...)
+		if len(bad) == 0 {
+			e.printf("ok\n")
+		}
+		for _, b := range bad {
+			e.printf("violation: %s\n", b)
+		}
+	case "inflight":
+		for _, m := range e.inflight {
+			e.printf("%s -> %s: %s\n", m.from, m.to, m.eff)
+		}
+	default:
+		t.Fatalf("unknown command %q", d.Cmd)
+	}
+}
+
+func (e *env) runDeliver(t *testing.T, d *datadriven.TestData) {
+	from, to, kind := argStr(d, "from", ""), argStr(d, "to", ""), argStr(d, "kind", "")
+	entry, hasEntry := int64(0), d.HasArg("e")
+	if hasEntry {
+		entry = int64(argInt(t, d, "e", 0))
+	}
+	match := func(m *message) bool {
+		if from != "" && m.from != from || to != "" && string(m.to) != to {
+			return false
+		}
+		var k string
+		var id int64
+		switch eff := m.eff.(type) {
+		case SendAdd:
+			k, id = "add", eff.EntryID
+		case SendRead:
+			k, id = "read", eff.EntryID
+		case SendReadLAC:
+			k, id = "read-lac", -1
+		}
+		return (kind == "" || kind == k) && (!hasEntry || id == entry)
+	}
+	var injected error
+	if s := argStr(d, "err", ""); s != "" {
+		var ok bool
+		if injected, ok = errInjected[s]; !ok {
+			t.Fatalf("unknown err %q", s)
+		}
+	}
+	msgs := e.take(match, argInt(t, d, "n", 0))
+	if len(msgs) == 0 {
+		e.printf("nothing to deliver\n")
+	}
+	for _, m := range msgs {
+		e.deliverOpt(m, injected, d.HasArg("drop-reply"), d.HasArg("corrupt"))
+	}
+}
+
+func (w *Writer) pendingString() string {
+	var parts []string
+	for _, op := range w.p.pending {
+		var acked []string
+		for pos, ok := range op.acked {
+			if ok {
+				acked = append(acked, string(w.p.ensemble[w.q.WriteSetIndex(op.entryID, pos)]))
+			}
+		}
+		parts = append(parts, fmt.Sprintf("e%d{%s}", op.entryID, strings.Join(acked, ",")))
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+func argVals(d *datadriven.TestData, key string) []string {
+	for _, a := range d.CmdArgs {
+		if a.Key == key {
+			return a.Vals
+		}
+	}
+	return nil
+}
+
+func argStr(d *datadriven.TestData, key, def string) string {
+	if v := argVals(d, key); len(v) > 0 {
+		return v[0]
+	}
+	return def
+}
+
+func argInt(t *testing.T, d *datadriven.TestData, key string, def int) int {
+	v := argVals(d, key)
+	if len(v) == 0 {
+		return def
+	}
+	n, err := strconv.Atoi(v[0])
+	if err != nil {
+		t.Fatalf("%s: %v", key, err)
+	}
+	return n
+}

@@ -1,0 +1,183 @@
+package ledger
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/foliodb/folio/internal/ledger/quorum"
+	"github.com/foliodb/folio/internal/metadata"
+)
+
+// pipeline is the queue of pending adds of one handle (a writer, or a
+// recovery rewriting entries), with their acks, in entry order. It is the
+// shared core of PendingAddOp and sendAddSuccessCallbacks (spec §1.4).
+//
+// All pending adds write to one ensemble, the handle's current one: an
+// ensemble change switches every pending add to the new ensemble at once.
+//
+// Invariants: pending holds entries lac+1 … lastAddPushed, contiguous and
+// ascending; an add's acks count only bookies at its write-set positions in
+// the current ensemble.
+type pipeline struct {
+	q        quorum.Params
+	ensemble []metadata.BookieID
+
+	// lac is the last add confirmed: the highest entry acknowledged, with
+	// every lower entry acknowledged too (-1 if none).
+	lac int64
+	// lastAddPushed is the highest entry id handed out.
+	lastAddPushed int64
+	// length is the cumulative payload length of entries 0 … lastAddPushed.
+	length  int64
+	pending []*pendingAdd
+}
+
+// pendingAdd is one entry sent but not yet acknowledged.
+type pendingAdd struct {
+	entryID int64
+	// lac and length are what the entry's body carries; fixed when the
+	// entry is first sent, so a resend builds the same bytes.
+	lac, length int64
+	payload     []byte
+	recovery    bool
+	// acked is indexed by write-set position (0 … Qw-1); acks counts the
+	// true values.
+	acked []bool
+	acks  int
+}
+
+func newPipeline(q quorum.Params, ensemble []metadata.BookieID, lac, length int64) pipeline {
+	return pipeline{q: q, ensemble: slices.Clone(ensemble), lac: lac, lastAddPushed: lac, length: length}
+}
+
+// push appends the next entry and returns the request that sends it to its
+// write set. The entry carries the current LAC (piggybacking, spec §1.5).
+func (p *pipeline) push(payload []byte, recovery bool) (*pendingAdd, SendAdd) {
+	p.lastAddPushed++
+	p.length += int64(len(payload))
+	op := &pendingAdd{
+		entryID:  p.lastAddPushed,
+		lac:      p.lac,
+		length:   p.length,
+		payload:  payload,
+		recovery: recovery,
+		acked:    make([]bool, p.q.WriteQuorum),
+	}
+	p.pending = append(p.pending, op)
+	to := make([]metadata.BookieID, 0, p.q.WriteQuorum)
+	for pos := range p.q.WriteQuorum {
+		to = append(to, p.ensemble[p.q.WriteSetIndex(op.entryID, pos)])
+	}
+	return op, op.send(to)
+}
+
+func (op *pendingAdd) send(to []metadata.BookieID) SendAdd {
+	return SendAdd{Bookies: to, EntryID: op.entryID, LAC: op.lac, Length: op.length, Payload: op.payload, Recovery: op.recovery}
+}
+
+// find returns the pending add of entryID, or nil if that entry is not
+// pending (acknowledged, failed, or never pushed).
+func (p *pipeline) find(entryID int64) *pendingAdd {
+	i := entryID - (p.lac + 1)
+	if i < 0 || i >= int64(len(p.pending)) {
+		return nil
+	}
+	op := p.pending[i]
+	if op.entryID != entryID {
+		panic(fmt.Sprintf("ledger: pending adds out of order: slot %d holds e%d, want e%d", i, op.entryID, entryID))
+	}
+	return op
+}
+
+// position returns bookie's position in op's write set within the current
+// ensemble, or -1 if bookie no longer stores op there (a reply from a
+// replaced bookie, which must be ignored).
+func (p *pipeline) position(op *pendingAdd, bookie metadata.BookieID) int {
+	for pos := range p.q.WriteQuorum {
+		if p.ensemble[p.q.WriteSetIndex(op.entryID, pos)] == bookie {
+			return pos
+		}
+	}
+	return -1
+}
+
+// indexOf returns bookie's index in the current ensemble, or -1.
+func (p *pipeline) indexOf(bookie metadata.BookieID) int {
+	return slices.Index(p.ensemble, bookie)
+}
+
+func (p *pipeline) ack(op *pendingAdd, pos int) {
+	if !op.acked[pos] {
+		op.acked[pos] = true
+		op.acks++
+	}
+}
+
+// replaceEnsemble switches every pending add to ensemble and returns the
+// resends: each pending add whose write set holds a replaced index loses
+// that index's ack and is sent to the new bookie. Every ack is removed
+// before the caller may acknowledge anything (issue #3005: Java completed
+// adds in the middle of this pass, acknowledging an entry whose ack had
+// come from a bookie the new metadata no longer maps it to).
+func (p *pipeline) replaceEnsemble(ensemble []metadata.BookieID) []SendAdd {
+	var changed []int
+	for i := range p.ensemble {
+		if p.ensemble[i] != ensemble[i] {
+			changed = append(changed, i)
+		}
+	}
+	p.ensemble = slices.Clone(ensemble)
+	var sends []SendAdd
+	for _, op := range p.pending {
+		var to []metadata.BookieID
+		for _, idx := range changed {
+			pos := p.q.WriteSetPosition(op.entryID, idx)
+			if pos < 0 {
+				continue
+			}
+			if op.acked[pos] {
+				op.acked[pos] = false
+				op.acks--
+			}
+			to = append(to, ensemble[idx])
+		}
+		if len(to) > 0 {
+			sends = append(sends, op.send(to))
+		}
+	}
+	return sends
+}
+
+// popAcknowledged removes and returns, in order, the adds at the head of
+// the queue that have Qa acks: entry e goes only when every entry below it
+// has gone (spec §1.4.4). The caller must not call it while an ensemble
+// change is running. The LAC advances to the last one returned.
+func (p *pipeline) popAcknowledged() []*pendingAdd {
+	n := 0
+	for n < len(p.pending) && p.pending[n].acks >= p.q.AckQuorum {
+		if p.pending[n].entryID != p.lac+1 {
+			panic(fmt.Sprintf("ledger: acknowledging e%d after LAC %d", p.pending[n].entryID, p.lac))
+		}
+		p.lac = p.pending[n].entryID
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	done := slices.Clone(p.pending[:n])
+	p.pending = slices.Delete(p.pending, 0, n)
+	return done
+}
+
+// drain removes every pending add, forgets their lengths, and returns them
+// in order; lastAddPushed goes back to the LAC, so the length is that of the
+// acknowledged entries.
+func (p *pipeline) drain() []*pendingAdd {
+	out := p.pending
+	p.pending = nil
+	for _, op := range out {
+		p.length -= int64(len(op.payload))
+	}
+	p.lastAddPushed = p.lac
+	return out
+}

@@ -1,0 +1,160 @@
+package ledger
+
+import (
+	"fmt"
+
+	"github.com/foliodb/folio/internal/digest"
+	"github.com/foliodb/folio/internal/ledger/quorum"
+	"github.com/foliodb/folio/internal/metadata"
+)
+
+// ReadConfig configures a Read.
+type ReadConfig struct {
+	LedgerID int64
+	// Metadata maps each entry to its fragment's ensemble.
+	Metadata *metadata.LedgerMetadata
+	Verifier Verifier
+	// First and Last bound the range, inclusive. Whether Last may pass the
+	// LAC is the caller's decision (Read vs ReadUnconfirmed).
+	First, Last int64
+}
+
+// Read reads the entries First … Last in sequential mode (spec §3.3): each
+// entry is asked of one replica at a time, in write-set order, moving to the
+// next replica on an error, a timeout or a body that fails verification.
+// Every entry of the range is in flight at once; the shell bounds the range
+// it asks for.
+//
+// An entry fails when every replica of its write set has failed. The error
+// is ErrNoSuchEntry only if at least Qw − Qa + 1 of them answered with an
+// explicit negative (then the entry was never acknowledged); otherwise it is
+// the first other error, since an unknown answer may hide the entry.
+//
+// Inputs: Start, Step(ReadResponse). Outputs: SendRead, then EntryComplete
+// for each entry in ascending order, then one ReadComplete. Delivery stops
+// at the first entry that fails.
+type Read struct {
+	cfg     ReadConfig
+	q       quorum.Params
+	entries []entryRead // entries[i] is entry First+i
+	// next is the lowest entry not yet delivered, as an index into entries.
+	next    int
+	done    bool
+	effects []Effect
+}
+
+// entryRead is the state of one entry: which replica is being asked and what
+// the earlier ones said.
+type entryRead struct {
+	replicas  []metadata.BookieID // the write set, in order
+	asked     int                 // replicas[asked] holds the request in flight
+	negatives int
+	firstErr  error
+	result    *digest.Entry
+	err       error // set once every replica failed
+}
+
+// NewRead returns a Read; Start sends the requests.
+func NewRead(cfg ReadConfig) (*Read, error) {
+	md := cfg.Metadata
+	if cfg.First < 0 || cfg.Last < cfg.First {
+		return nil, fmt.Errorf("ledger %d: bad read range [%d, %d]", cfg.LedgerID, cfg.First, cfg.Last)
+	}
+	q := quorum.Params{EnsembleSize: md.EnsembleSize, WriteQuorum: md.WriteQuorum, AckQuorum: md.AckQuorum}
+	r := &Read{cfg: cfg, q: q, entries: make([]entryRead, cfg.Last-cfg.First+1)}
+	for i := range r.entries {
+		id := cfg.First + int64(i)
+		ensemble := md.EnsembleAt(id)
+		for _, idx := range q.WriteSet(id) {
+			r.entries[i].replicas = append(r.entries[i].replicas, ensemble[idx])
+		}
+	}
+	return r, nil
+}
+
+// Start queues the first request of every entry.
+func (r *Read) Start() {
+	for i := range r.entries {
+		r.ask(i)
+	}
+}
+
+// Ready returns the queued effects and forgets them.
+func (r *Read) Ready() []Effect {
+	out := r.effects
+	r.effects = nil
+	return out
+}
+
+// Done reports whether the ReadComplete has been queued.
+func (r *Read) Done() bool { return r.done }
+
+func (r *Read) ask(i int) {
+	e := &r.entries[i]
+	r.effects = append(r.effects, SendRead{Bookies: []metadata.BookieID{e.replicas[e.asked]}, EntryID: r.cfg.First + int64(i)})
+}
+
+// Step feeds one answer; answers not from the replica being asked are
+// ignored (a late answer from a replica already given up on).
+func (r *Read) Step(ev Event) {
+	resp, ok := ev.(ReadResponse)
+	if !ok {
+		panic(fmt.Sprintf("ledger: Read cannot step %T", ev))
+	}
+	i := resp.EntryID - r.cfg.First
+	if r.done || i < 0 || i >= int64(len(r.entries)) {
+		return
+	}
+	e := &r.entries[i]
+	if e.result != nil || e.err != nil || e.replicas[e.asked] != resp.Bookie {
+		return
+	}
+	err := resp.Err
+	if err == nil {
+		var entry digest.Entry
+		if entry, err = r.cfg.Verifier.VerifyEntry(resp.Body, r.cfg.LedgerID, resp.EntryID); err == nil {
+			e.result = &entry
+			r.deliver()
+			return
+		}
+	}
+	if isNegative(err) {
+		e.negatives++
+	} else if e.firstErr == nil {
+		e.firstErr = fmt.Errorf("bookie %s: %w", resp.Bookie, err)
+	}
+	if e.asked+1 < len(e.replicas) {
+		e.asked++
+		r.ask(int(i))
+		return
+	}
+	switch {
+	case e.negatives >= r.q.NegativeThreshold():
+		e.err = fmt.Errorf("ledger %d entry %d: %w", r.cfg.LedgerID, resp.EntryID, ErrNoSuchEntry)
+	case e.firstErr != nil:
+		e.err = fmt.Errorf("ledger %d entry %d: %w", r.cfg.LedgerID, resp.EntryID, e.firstErr)
+	default:
+		e.err = fmt.Errorf("ledger %d entry %d: %w", r.cfg.LedgerID, resp.EntryID, ErrNotAnswered)
+	}
+	r.deliver()
+}
+
+// deliver emits the entries that are ready, in order, and the end.
+func (r *Read) deliver() {
+	for r.next < len(r.entries) {
+		e := &r.entries[r.next]
+		switch {
+		case e.result != nil:
+			r.effects = append(r.effects, EntryComplete{Entry: *e.result})
+			r.next++
+		case e.err != nil:
+			r.done = true
+			r.effects = append(r.effects, ReadComplete{Err: e.err})
+			return
+		default:
+			return
+		}
+	}
+	r.done = true
+	r.effects = append(r.effects, ReadComplete{})
+}
