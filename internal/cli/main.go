@@ -104,6 +104,8 @@ func NewRootCommand(env Env) *cobra.Command {
 	root.AddCommand(
 		newVersionCommand(),
 		newShellCommand(env),
+		newBookieCommand(env),
+		newStandaloneCommand(env),
 	)
 	groupCommand(root)
 	markUsageErrors(root)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package bookie
+
+const raceEnabled = false

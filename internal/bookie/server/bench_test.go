@@ -1,0 +1,259 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/foliodb/folio/internal/bookie"
+	"github.com/foliodb/folio/internal/clock"
+	"github.com/foliodb/folio/internal/storage/ledgerstore"
+	"github.com/foliodb/folio/internal/wire"
+	"github.com/foliodb/folio/internal/wire/codec"
+)
+
+// BenchmarkBookieServer measures a single bookie over loopback TCP: a real
+// ledgerstore on the test's temp directory (vfs.Default, real fdatasync),
+// the server, and one raw client connection keeping 1 or 256 adds of 1 KiB
+// outstanding, in v2 and v3. It reports entries/s, latency percentiles
+// (send to answer, HdrHistogram) and allocations per entry (the whole
+// process: client, server, bookie and storage). The "baseline" run reports,
+// on the same machine and directory, the loopback round trip and the raw
+// fdatasync rate, so the add figures can be read against them.
+//
+//	go test -run '^$' -bench BenchmarkBookieServer -benchtime 20000x ./internal/bookie/server/
+func BenchmarkBookieServer(b *testing.B) {
+	dir := b.TempDir()
+	b.Run("baseline", func(b *testing.B) {
+		rtt := loopbackRTT(b, 5000)
+		rate, p50 := fdatasyncRate(b, dir, 2000)
+		b.ReportMetric(float64(rtt.Microseconds()), "loopback-rtt-p50-µs")
+		b.ReportMetric(rate, "fdatasync/s")
+		b.ReportMetric(float64(p50.Microseconds()), "fdatasync-p50-µs")
+	})
+	for _, proto := range []wire.Protocol{wire.ProtocolV2, wire.ProtocolV3} {
+		for _, outstanding := range []int{1, 256} {
+			name := proto.String() + "/outstanding=" + itoa(outstanding)
+			b.Run(name, func(b *testing.B) {
+				benchAdds(b, filepath.Join(dir, name), proto, outstanding)
+			})
+		}
+	}
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var s []byte
+	for ; n > 0; n /= 10 {
+		s = append([]byte{byte('0' + n%10)}, s...)
+	}
+	return string(s)
+}
+
+func benchAdds(b *testing.B, dir string, proto wire.Protocol, outstanding int) {
+	store, err := ledgerstore.Open(vfs.Default, ledgerstore.Config{
+		JournalDirs: []string{filepath.Join(dir, "journal")},
+		LedgerDirs:  []string{filepath.Join(dir, "ledgers")},
+		Clock:       clock.Real{},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	bk := bookie.New(store, bookie.Config{Clock: clock.Real{}, Logger: srvQuietLogger()})
+	defer bk.Close()
+	srv := New(bk, Options{Logger: srvQuietLogger()})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Shutdown(context.Background())
+
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	cc, _ := codec.NewClientCodec(proto, false)
+	const ledger = 1
+	payload := make([]byte, 1024)
+	// Bodies are built before the clock starts: the client's digest work
+	// is not the bookie's.
+	n := b.N
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		bodies[i] = rawEntry(ledger, int64(i), payload)
+	}
+	sent := make([]time.Time, n)
+	hist := hdrhistogram.New(1, int64(10*time.Second/time.Microsecond), 3)
+	sem := make(chan struct{}, outstanding)
+	readerDone := make(chan error, 1)
+
+	var ms0, ms1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms0)
+	b.ResetTimer()
+	start := time.Now()
+	go func() {
+		fr := wire.NewFrameReader(bufio.NewReaderSize(nc, 64<<10))
+		var resp wire.Response
+		for i := 0; i < n; i++ {
+			payload, err := fr.Next()
+			if err != nil {
+				readerDone <- err
+				return
+			}
+			if err := cc.DecodeResponse(payload, &resp); err != nil {
+				readerDone <- err
+				return
+			}
+			if resp.Add.Status != wire.StatusOK || resp.Status != wire.StatusOK {
+				readerDone <- resp.Add.Status.Err()
+				return
+			}
+			hist.RecordValue(time.Since(sent[resp.Add.EntryID]).Microseconds())
+			<-sem
+		}
+		readerDone <- nil
+	}()
+	var out []byte
+	req := wire.Request{Header: wire.Header{Version: 2, Op: wire.OpAddEntry}, Has: wire.BodyAdd}
+	if proto == wire.ProtocolV3 {
+		req.Header.Version = 3
+	}
+	for i := 0; i < n; {
+		sem <- struct{}{}
+		out = out[:0]
+		for {
+			req.Header.TxnID = uint64(i + 1)
+			req.Add = wire.AddRequest{LedgerID: ledger, EntryID: int64(i), MasterKey: rawKey, Body: bodies[i]}
+			sent[i] = time.Now()
+			if out, err = cc.EncodeRequest(out, &req); err != nil {
+				b.Fatal(err)
+			}
+			i++
+			if i == n || len(out) > 64<<10 {
+				break
+			}
+			select {
+			case sem <- struct{}{}:
+				continue
+			default:
+			}
+			break
+		}
+		if _, err := nc.Write(out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := <-readerDone; err != nil {
+		b.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	runtime.ReadMemStats(&ms1)
+	b.ReportMetric(float64(n)/elapsed.Seconds(), "entries/s")
+	b.ReportMetric(float64(hist.ValueAtQuantile(50)), "p50-µs")
+	b.ReportMetric(float64(hist.ValueAtQuantile(99)), "p99-µs")
+	b.ReportMetric(float64(hist.ValueAtQuantile(99.9)), "p99.9-µs")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(n), "allocs/entry")
+}
+
+// loopbackRTT is the median round trip of a 64-byte message over loopback
+// TCP to an echo goroutine.
+func loopbackRTT(b *testing.B, rounds int) time.Duration {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 64)
+		for {
+			if _, err := io.ReadFull(c, buf); err != nil {
+				return
+			}
+			if _, err := c.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	hist := hdrhistogram.New(1, int64(time.Second/time.Nanosecond), 3)
+	buf := make([]byte, 64)
+	for range rounds {
+		t0 := time.Now()
+		if _, err := c.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			b.Fatal(err)
+		}
+		hist.RecordValue(time.Since(t0).Nanoseconds())
+	}
+	c.Close()
+	wg.Wait()
+	return time.Duration(hist.ValueAtQuantile(50))
+}
+
+// fdatasyncRate writes 1 KiB into already-written blocks of a file in dir
+// and fdatasyncs after each write, as the journal does; it returns the rate
+// and the median sync.
+func fdatasyncRate(b *testing.B, dir string, rounds int) (float64, time.Duration) {
+	f, err := os.Create(filepath.Join(dir, "fdatasync-probe"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	buf := make([]byte, 1024)
+	if _, err := f.Write(make([]byte, rounds*len(buf))); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	fs := vfs.Default
+	vf, err := fs.OpenReadWrite(f.Name(), vfs.WriteCategoryUnspecified)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer vf.Close()
+	hist := hdrhistogram.New(1, int64(10*time.Second/time.Nanosecond), 3)
+	start := time.Now()
+	for i := range rounds {
+		t0 := time.Now()
+		if _, err := vf.WriteAt(buf, int64(i*len(buf))); err != nil {
+			b.Fatal(err)
+		}
+		if err := vf.SyncData(); err != nil {
+			b.Fatal(err)
+		}
+		hist.RecordValue(time.Since(t0).Nanoseconds())
+	}
+	return float64(rounds) / time.Since(start).Seconds(), time.Duration(hist.ValueAtQuantile(50))
+}

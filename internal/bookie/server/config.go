@@ -1,0 +1,490 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/foliodb/folio/internal/metadata"
+)
+
+// Defaults of a bookie (BookKeeper's ServerConfiguration defaults unless
+// stated).
+const (
+	DefaultBookiePort     = 3181
+	DefaultHTTPServerPort = 8080
+	DefaultMetadataURI    = "etcd://127.0.0.1:2379/ledgers"
+	DefaultGCWaitTime     = 10 * time.Minute
+	DefaultDiskThreshold  = 0.95
+	DefaultDiskCheck      = 10 * time.Second
+	// DefaultShutdownTimeout bounds a graceful stop (Folio's own knob).
+	DefaultShutdownTimeout = 8 * time.Second
+	// DefaultRegistrationRetry is the pause between failed attempts to
+	// register or to open a metadata session (Folio's own knob).
+	DefaultRegistrationRetry = time.Second
+)
+
+// Config is one bookie's configuration. LoadConfig builds it from a
+// bk_server.conf-style file; the zero value is not useful, start from
+// DefaultConfig.
+type Config struct {
+	// BookiePort is the TCP port of the bookie protocol (bookiePort). 0 picks
+	// a free port (tests only: the bookie id contains the port, so a bookie
+	// must keep its port across restarts).
+	BookiePort int
+	// ListenHost is the address the listener binds (Folio's listenHost;
+	// default "" = every interface, as Java binds).
+	ListenHost string
+	// AdvertisedAddress is the host part of the bookie id (advertisedAddress).
+	AdvertisedAddress string
+	// ListeningInterface names the network interface whose first IPv4
+	// address is the bookie id's host when AdvertisedAddress is empty
+	// (listeningInterface; default: the first non-loopback interface).
+	ListeningInterface string
+	// UseHostNameAsBookieID uses the host name instead of an IP address
+	// (useHostNameAsBookieID).
+	UseHostNameAsBookieID bool
+	// AllowLoopback permits a loopback address as the bookie id's host
+	// (allowLoopback; for tests and single-machine clusters).
+	AllowLoopback bool
+
+	// JournalDirs, LedgerDirs and IndexDirs are the storage directories
+	// (journalDirectories or journalDirectory, ledgerDirectories,
+	// indexDirectories). Data lives in <dir>/current, next to the cookie's
+	// VERSION file, as in Java. IndexDirs empty means "with the ledgers".
+	JournalDirs []string
+	LedgerDirs  []string
+	IndexDirs   []string
+
+	// MetadataServiceURI names the metadata store (metadataServiceUri).
+	MetadataServiceURI string
+	// SessionTTL is the registration lease TTL (zkTimeout, in ms in the
+	// file; default 10 s).
+	SessionTTL time.Duration
+	// RegistrationRetry is the pause between failed registration attempts.
+	RegistrationRetry time.Duration
+
+	// HTTPServerEnabled starts the admin HTTP server (httpServerEnabled;
+	// Folio's default is true, Java's false). HTTPServerHost and
+	// HTTPServerPort are where it listens (httpServerHost, httpServerPort).
+	HTTPServerEnabled bool
+	HTTPServerHost    string
+	HTTPServerPort    int
+
+	// GCWaitTime is the period of the garbage collection of deleted ledgers
+	// (gcWaitTime, ms in the file). The first pass runs one period after
+	// start, never at boot.
+	GCWaitTime time.Duration
+
+	// DiskUsageThreshold: above this fraction of used disk the bookie turns
+	// read-only (diskUsageThreshold). DiskUsageLwmThreshold: below it the
+	// bookie turns writable again (diskUsageLwmThreshold; default the
+	// threshold, as in Java). DiskCheckInterval is how often usage is read
+	// (diskCheckInterval, ms).
+	DiskUsageThreshold    float64
+	DiskUsageLwmThreshold float64
+	DiskCheckInterval     time.Duration
+	// ReadOnlyModeEnabled: on a full disk or a storage failure the bookie
+	// turns read-only (readOnlyModeEnabled, default true); when false it
+	// shuts down instead, as Java does.
+	ReadOnlyModeEnabled bool
+	// ForceReadOnly starts the bookie read-only (readOnlyModeOnStartup /
+	// `bookie -readOnly`).
+	ForceReadOnly bool
+
+	// ShutdownTimeout bounds a graceful stop: in-flight requests get this
+	// long before their connections are closed (Folio's shutdownTimeout, ms).
+	ShutdownTimeout time.Duration
+
+	// Props holds every property as read (file, environment, flags), for
+	// the storage engine's own keys.
+	Props map[string]string
+}
+
+// DefaultConfig returns a configuration with every default applied.
+func DefaultConfig() Config {
+	return Config{
+		BookiePort:            DefaultBookiePort,
+		JournalDirs:           []string{"/tmp/bk-txn"},
+		LedgerDirs:            []string{"/tmp/bk-data"},
+		MetadataServiceURI:    DefaultMetadataURI,
+		SessionTTL:            metadata.DefaultSessionTTL,
+		RegistrationRetry:     DefaultRegistrationRetry,
+		HTTPServerEnabled:     true,
+		HTTPServerPort:        DefaultHTTPServerPort,
+		GCWaitTime:            DefaultGCWaitTime,
+		DiskUsageThreshold:    DefaultDiskThreshold,
+		DiskUsageLwmThreshold: DefaultDiskThreshold,
+		DiskCheckInterval:     DefaultDiskCheck,
+		ReadOnlyModeEnabled:   true,
+		ShutdownTimeout:       DefaultShutdownTimeout,
+		Props:                 map[string]string{},
+	}
+}
+
+// configKey binds a property name to a Config field.
+type configKey struct {
+	name string
+	set  func(c *Config, v string) error
+}
+
+func intKey(f func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("not an integer: %q", v)
+		}
+		*f(c) = n
+		return nil
+	}
+}
+
+func boolKey(f func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("not a boolean: %q", v)
+		}
+		*f(c) = b
+		return nil
+	}
+}
+
+func floatKey(f func(*Config) *float64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || x <= 0 || x > 1 {
+			return fmt.Errorf("want a fraction in (0, 1]: %q", v)
+		}
+		*f(c) = x
+		return nil
+	}
+}
+
+// msKey reads a duration in milliseconds, as BookKeeper writes them.
+func msKey(f func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("want milliseconds: %q", v)
+		}
+		*f(c) = time.Duration(n) * time.Millisecond
+		return nil
+	}
+}
+
+func stringKey(f func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error { *f(c) = strings.TrimSpace(v); return nil }
+}
+
+// listKey reads a comma-separated list (Commons Configuration's list
+// delimiter, which BookKeeper relies on for directories).
+func listKey(f func(*Config) *[]string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		var out []string
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		*f(c) = out
+		return nil
+	}
+}
+
+// configKeys are the keys Folio uses, BookKeeper's names first.
+var configKeys = []configKey{
+	{"bookiePort", intKey(func(c *Config) *int { return &c.BookiePort })},
+	{"listenHost", stringKey(func(c *Config) *string { return &c.ListenHost })},
+	{"advertisedAddress", stringKey(func(c *Config) *string { return &c.AdvertisedAddress })},
+	{"listeningInterface", stringKey(func(c *Config) *string { return &c.ListeningInterface })},
+	{"useHostNameAsBookieID", boolKey(func(c *Config) *bool { return &c.UseHostNameAsBookieID })},
+	{"allowLoopback", boolKey(func(c *Config) *bool { return &c.AllowLoopback })},
+	{"journalDirectory", listKey(func(c *Config) *[]string { return &c.JournalDirs })},
+	{"journalDirectories", listKey(func(c *Config) *[]string { return &c.JournalDirs })},
+	{"ledgerDirectories", listKey(func(c *Config) *[]string { return &c.LedgerDirs })},
+	{"indexDirectories", listKey(func(c *Config) *[]string { return &c.IndexDirs })},
+	{"metadataServiceUri", stringKey(func(c *Config) *string { return &c.MetadataServiceURI })},
+	{"zkTimeout", msKey(func(c *Config) *time.Duration { return &c.SessionTTL })},
+	{"registrationRetryInterval", msKey(func(c *Config) *time.Duration { return &c.RegistrationRetry })},
+	{"httpServerEnabled", boolKey(func(c *Config) *bool { return &c.HTTPServerEnabled })},
+	{"httpServerHost", stringKey(func(c *Config) *string { return &c.HTTPServerHost })},
+	{"httpServerPort", intKey(func(c *Config) *int { return &c.HTTPServerPort })},
+	{"gcWaitTime", msKey(func(c *Config) *time.Duration { return &c.GCWaitTime })},
+	{"diskUsageThreshold", floatKey(func(c *Config) *float64 { return &c.DiskUsageThreshold })},
+	{"diskUsageLwmThreshold", floatKey(func(c *Config) *float64 { return &c.DiskUsageLwmThreshold })},
+	{"diskCheckInterval", msKey(func(c *Config) *time.Duration { return &c.DiskCheckInterval })},
+	{"readOnlyModeEnabled", boolKey(func(c *Config) *bool { return &c.ReadOnlyModeEnabled })},
+	{"readOnlyModeOnStartup", boolKey(func(c *Config) *bool { return &c.ForceReadOnly })},
+	{"shutdownTimeout", msKey(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
+}
+
+// ignoredKeys are BookKeeper keys that Folio reads without complaint but
+// does not act on (its storage has no such knob, or the default is the only
+// behaviour). Anything neither here nor in configKeys draws a warning.
+var ignoredKeys = []string{
+	"ledgerStorageClass", "entryLogFilePreallocationEnabled", "logSizeLimit", "journalFormatVersionToWrite",
+	"fileInfoFormatVersionToWrite", "journalMaxSizeMB", "journalMaxBackups", "journalPreAllocSizeMB",
+	"journalWriteBufferSizeKB", "journalRemoveFromPageCache", "journalAdaptiveGroupWrites",
+	"journalMaxGroupWaitMSec", "journalBufferedWritesThreshold", "numAddWorkerThreads",
+	"numReadWorkerThreads", "numHighPriorityWorkerThreads", "maxPendingReadRequestsPerThread",
+	"maxPendingAddRequestsPerThread", "zkServers", "zkLedgersRootPath", "zkEnableSecurity",
+	"httpServerClass", "extraServerComponents", "flushInterval", "minorCompactionThreshold",
+	"minorCompactionInterval", "majorCompactionThreshold", "majorCompactionInterval",
+	"compactionMaxOutstandingRequests", "compactionRate", "isThrottleByBytes", "compactionRateByEntries",
+	"compactionRateByBytes", "openFileLimit", "pageSize", "pageLimit", "dbStorage_writeCacheMaxSizeMb",
+	"dbStorage_readAheadCacheMaxSizeMb", "dbStorage_rocksDB_blockCacheSize", "statsProviderClass",
+	"prometheusStatsHttpPort", "prometheusStatsHttpAddress", "enableStatistics", "auditorPeriodicCheckInterval",
+	"auditorPeriodicBookieCheckInterval", "rereplicationEntryBatchSize", "openLedgerRereplicationGracePeriod",
+	"lostBookieRecoveryDelay", "autoRecoveryDaemonEnabled", "bookieDeathWatchInterval", "serverTcpNoDelay",
+	"serverSockKeepalive", "serverSockLinger", "byteBufAllocatorSizeMax", "nettyMaxFrameSizeBytes",
+	"journalSyncData", "journalPageCacheFlushIntervalMSec", "skipListSizeLimit", "skipListArenaChunkSize",
+	"entryLogSizeLimit", "verifyMetadataOnGC", "gcOverreplicatedLedgerWaitTime", "storageserver.grpc.port",
+	"dlog.bkcEnsembleSize", "dlog.bkcWriteQuorumSize", "dlog.bkcAckQuorumSize", "storage.range.store.dirs",
+	"storage.serve.readonly.tables", "storage.cluster.controller.schedule.interval.ms",
+	"allowStorageExpansion", "bookieId", "ledgerManagerFactoryClass", "lostBookieRecoveryDelay",
+}
+
+func findKey(name string) (configKey, bool) {
+	for _, k := range configKeys {
+		if k.name == name {
+			return k, true
+		}
+	}
+	return configKey{}, false
+}
+
+// EnvName is the environment variable that overrides key: FOLIO_ and the
+// key in upper snake case (bookiePort → FOLIO_BOOKIE_PORT,
+// metadataServiceUri → FOLIO_METADATA_SERVICE_URI, the shell's variable).
+func EnvName(key string) string {
+	var b strings.Builder
+	b.WriteString("FOLIO_")
+	prevLower := false
+	for _, r := range key {
+		switch {
+		case r == '.' || r == '-':
+			b.WriteByte('_')
+			prevLower = false
+			continue
+		case unicode.IsUpper(r) && prevLower:
+			b.WriteByte('_')
+		}
+		b.WriteRune(unicode.ToUpper(r))
+		prevLower = unicode.IsLower(r) || unicode.IsDigit(r)
+	}
+	return b.String()
+}
+
+// Set applies one property. Keys Folio uses are checked (a bad value is an
+// error naming the key); BookKeeper keys Folio does not use are kept in
+// Props silently; anything else is kept and logged as a warning, never an
+// error, so a bk_server.conf from a Java bookie loads.
+func (c *Config) Set(key, value string, log *slog.Logger) error {
+	if c.Props == nil {
+		c.Props = map[string]string{}
+	}
+	c.Props[key] = value
+	if k, ok := findKey(key); ok {
+		if err := k.set(c, value); err != nil {
+			return fmt.Errorf("config key %s: %w", key, err)
+		}
+		return nil
+	}
+	if !slices.Contains(ignoredKeys, key) && log != nil {
+		log.Warn("unknown configuration key; ignored", "key", key)
+	}
+	return nil
+}
+
+// Overrides are the sources applied on top of a config file, in order.
+type Overrides struct {
+	// Getenv looks up FOLIO_* variables (nil: none).
+	Getenv func(string) string
+	// Set are key=value pairs from the command line, applied last.
+	Set []string
+}
+
+// LoadConfig returns DefaultConfig with the file at path (may be "")
+// applied, then the environment (FOLIO_<KEY> for every key Folio uses),
+// then the command-line pairs. log receives warnings about unknown keys.
+func LoadConfig(path string, ov Overrides, log *slog.Logger) (Config, error) {
+	c := DefaultConfig()
+	if path != "" {
+		f, err := os.Open(path)
+		if err != nil {
+			return c, fmt.Errorf("reading the bookie configuration: %w", err)
+		}
+		defer f.Close()
+		if err := c.Load(f, log); err != nil {
+			return c, fmt.Errorf("configuration %s: %w", path, err)
+		}
+	}
+	if ov.Getenv != nil {
+		for _, k := range configKeys {
+			if v := ov.Getenv(EnvName(k.name)); v != "" {
+				if err := c.Set(k.name, v, log); err != nil {
+					return c, fmt.Errorf("environment %s: %w", EnvName(k.name), err)
+				}
+			}
+		}
+	}
+	for _, kv := range ov.Set {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return c, fmt.Errorf("override %q: want key=value", kv)
+		}
+		if err := c.Set(strings.TrimSpace(k), v, log); err != nil {
+			return c, err
+		}
+	}
+	return c, c.Validate()
+}
+
+// Load applies a .properties stream to c.
+func (c *Config) Load(r io.Reader, log *slog.Logger) error {
+	props, err := ParseProperties(r)
+	if err != nil {
+		return err
+	}
+	for _, p := range props {
+		if err := c.Set(p.Key, p.Value, log); err != nil {
+			return fmt.Errorf("line %d: %w", p.Line, err)
+		}
+	}
+	return nil
+}
+
+// Validate checks the combination of values.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.BookiePort < 0 || c.BookiePort > 65535 {
+		errs = append(errs, fmt.Errorf("bookiePort %d is not a port", c.BookiePort))
+	}
+	if c.HTTPServerPort < 0 || c.HTTPServerPort > 65535 {
+		errs = append(errs, fmt.Errorf("httpServerPort %d is not a port", c.HTTPServerPort))
+	}
+	if len(c.JournalDirs) == 0 {
+		errs = append(errs, errors.New("journalDirectories is empty"))
+	}
+	if len(c.LedgerDirs) == 0 {
+		errs = append(errs, errors.New("ledgerDirectories is empty"))
+	}
+	if c.DiskUsageLwmThreshold > c.DiskUsageThreshold {
+		errs = append(errs, fmt.Errorf("diskUsageLwmThreshold %v is above diskUsageThreshold %v", c.DiskUsageLwmThreshold, c.DiskUsageThreshold))
+	}
+	if c.GCWaitTime <= 0 {
+		errs = append(errs, errors.New("gcWaitTime must be positive"))
+	}
+	if c.DiskCheckInterval <= 0 {
+		errs = append(errs, errors.New("diskCheckInterval must be positive"))
+	}
+	if c.SessionTTL <= 0 {
+		errs = append(errs, errors.New("zkTimeout must be positive"))
+	}
+	if _, err := metadata.ParseURI(c.MetadataServiceURI); err != nil {
+		errs = append(errs, err)
+	}
+	seen := map[string]bool{}
+	for _, d := range c.AllDirs() {
+		if seen[d] {
+			errs = append(errs, fmt.Errorf("directory %s is configured twice", d))
+		}
+		seen[d] = true
+	}
+	return errors.Join(errs...)
+}
+
+// AllDirs returns the journal, ledger and index directories, in that order:
+// the directories that carry a cookie.
+func (c *Config) AllDirs() []string {
+	var out []string
+	out = append(out, c.JournalDirs...)
+	out = append(out, c.LedgerDirs...)
+	out = append(out, c.IndexDirs...)
+	return out
+}
+
+// BookieHost returns the host part of the bookie id: AdvertisedAddress, else
+// the host name (UseHostNameAsBookieID), else the first IPv4 address of
+// ListeningInterface or of the first up, non-loopback interface. A loopback
+// address is refused unless AllowLoopback (Java's "Trying to listen on
+// loopback address"); with AllowLoopback and no other address, 127.0.0.1.
+func (c *Config) BookieHost() (string, error) {
+	host := c.AdvertisedAddress
+	if host == "" && c.UseHostNameAsBookieID {
+		h, err := os.Hostname()
+		if err != nil {
+			return "", fmt.Errorf("bookie id: host name: %w", err)
+		}
+		host = h
+	}
+	if host == "" {
+		ip, err := firstIPv4(c.ListeningInterface, c.AllowLoopback)
+		if err != nil {
+			return "", err
+		}
+		host = ip.String()
+	}
+	if !c.AllowLoopback {
+		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+			return "", fmt.Errorf("bookie id: %s is a loopback address; set allowLoopback=true (single-machine clusters and tests) or advertisedAddress", host)
+		}
+		if host == "localhost" {
+			return "", errors.New("bookie id: localhost is a loopback address; set allowLoopback=true or advertisedAddress")
+		}
+	}
+	return host, nil
+}
+
+func firstIPv4(iface string, allowLoopback bool) (net.IP, error) {
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return nil, fmt.Errorf("bookie id: list network interfaces: %w", err)
+	}
+	for _, in := range ifaces {
+		if iface != "" && in.Name != iface {
+			continue
+		}
+		if in.Flags&net.FlagUp == 0 || (iface == "" && in.Flags&net.FlagLoopback != 0) {
+			continue
+		}
+		addrs, err := in.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
+				return ipn.IP.To4(), nil
+			}
+		}
+	}
+	if iface != "" {
+		return nil, fmt.Errorf("bookie id: network interface %q has no IPv4 address", iface)
+	}
+	if allowLoopback {
+		return net.IPv4(127, 0, 0, 1).To4(), nil
+	}
+	return nil, errors.New("bookie id: no non-loopback IPv4 address found; set advertisedAddress (or allowLoopback=true)")
+}
+
+// BookieID is host:port for the given (bound) port.
+func (c *Config) BookieID(port int) (metadata.BookieID, error) {
+	host, err := c.BookieHost()
+	if err != nil {
+		return "", err
+	}
+	id := metadata.BookieID(net.JoinHostPort(host, strconv.Itoa(port)))
+	if err := metadata.ValidateBookieID(id); err != nil {
+		return "", err
+	}
+	return id, nil
+}

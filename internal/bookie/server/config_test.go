@@ -1,0 +1,133 @@
+package server
+
+import (
+	"bytes"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParsePropertiesJavaSyntax(t *testing.T) {
+	in := "# comment\n! bang comment\n  \n" +
+		"a=1\n" +
+		"b : 2\n" +
+		"c 3\n" +
+		"d=\n" +
+		"e=x\\\n    y\\\n  z\n" +
+		"f\\=g=h\\:i\n" +
+		"t=tab\\there\n" +
+		"u=\\u0041\\u00e9\n" +
+		"   lead = spaced value  \n" +
+		"trail=ends with backslash\\\\\n" +
+		"colon:=v\n"
+	props, err := ParseProperties(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, p := range props {
+		got[p.Key] = p.Value
+	}
+	want := map[string]string{
+		"a": "1", "b": "2", "c": "3", "d": "", "e": "xyz", "f=g": "h:i", "t": "tab\there",
+		"u": "Aé", "lead": "spaced value  ", "trail": `ends with backslash\`, "colon": "=v",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%q = %q, want %q", k, got[k], v)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("got %d keys %v, want %d", len(got), got, len(want))
+	}
+}
+
+func TestLoadConfigSampleOverridesAndWarnings(t *testing.T) {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	env := map[string]string{
+		"FOLIO_BOOKIE_PORT":          "3999",
+		"FOLIO_METADATA_SERVICE_URI": "etcd://127.0.0.1:2379/c1",
+	}
+	cfg, err := LoadConfig("testdata/bk_server.conf", Overrides{
+		Getenv: func(k string) string { return env[k] },
+		Set:    []string{"gcWaitTime=1000", "httpServerPort=0"},
+	}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.BookiePort != 3999 {
+		t.Errorf("BookiePort = %d, want the environment's 3999", cfg.BookiePort)
+	}
+	if cfg.MetadataServiceURI != "etcd://127.0.0.1:2379/c1" {
+		t.Errorf("MetadataServiceURI = %q", cfg.MetadataServiceURI)
+	}
+	if cfg.GCWaitTime != time.Second || cfg.HTTPServerPort != 0 {
+		t.Errorf("flag overrides not applied: gc %v http %d", cfg.GCWaitTime, cfg.HTTPServerPort)
+	}
+	if !slices.Equal(cfg.JournalDirs, []string{"/data/bk/journal1", "/data/bk/journal2"}) {
+		t.Errorf("JournalDirs = %q", cfg.JournalDirs)
+	}
+	if !slices.Equal(cfg.LedgerDirs, []string{"/data/bk/ledgers"}) {
+		t.Errorf("LedgerDirs = %q", cfg.LedgerDirs)
+	}
+	if cfg.AdvertisedAddress != "10.0.0.5" || !cfg.HTTPServerEnabled || cfg.SessionTTL != 4*time.Second {
+		t.Errorf("advertised %q http %v ttl %v", cfg.AdvertisedAddress, cfg.HTTPServerEnabled, cfg.SessionTTL)
+	}
+	if cfg.DiskUsageThreshold != 0.9 || cfg.DiskUsageLwmThreshold != 0.8 || cfg.DiskCheckInterval != 5*time.Second {
+		t.Errorf("disk %v %v %v", cfg.DiskUsageThreshold, cfg.DiskUsageLwmThreshold, cfg.DiskCheckInterval)
+	}
+	if cfg.Props["some odd=key"] != "café" {
+		t.Errorf("escaped key: %q", cfg.Props["some odd=key"])
+	}
+	id, err := cfg.BookieID(3181)
+	if err != nil || id != "10.0.0.5:3181" {
+		t.Errorf("BookieID = %q, %v", id, err)
+	}
+	sc, err := StorageConfig(&cfg)
+	if err != nil || sc.WriteCacheBytes != 32<<20 || sc.JournalMaxGroupWait != 2*time.Millisecond {
+		t.Errorf("storage config %+v, %v", sc, err)
+	}
+	out := logs.String()
+	for _, k := range []string{"folioNoSuchKnob", `"some odd=key"`} {
+		if !strings.Contains(out, "key="+k) {
+			t.Errorf("no warning for unknown key %s in:\n%s", k, out)
+		}
+	}
+	for _, k := range []string{"ledgerStorageClass", "journalFormatVersionToWrite", "bookiePort"} {
+		if strings.Contains(out, "key="+k+" ") || strings.Contains(out, "key="+k+"\n") {
+			t.Errorf("warned about known key %s:\n%s", k, out)
+		}
+	}
+}
+
+func TestConfigErrorsAndBookieHost(t *testing.T) {
+	if _, err := LoadConfig("", Overrides{Set: []string{"bookiePort=abc"}}, nil); err == nil || !strings.Contains(err.Error(), "bookiePort") {
+		t.Errorf("bad port: %v", err)
+	}
+	if _, err := LoadConfig("", Overrides{Set: []string{"diskUsageThreshold=0.5", "diskUsageLwmThreshold=0.6"}}, nil); err == nil {
+		t.Error("lwm above threshold accepted")
+	}
+	if _, err := LoadConfig("/nonexistent/bk_server.conf", Overrides{}, nil); err == nil {
+		t.Error("missing file accepted")
+	}
+	c := DefaultConfig()
+	c.AdvertisedAddress = "127.0.0.1"
+	if _, err := c.BookieHost(); err == nil || !strings.Contains(err.Error(), "allowLoopback") {
+		t.Errorf("loopback without allowLoopback: %v", err)
+	}
+	c.AllowLoopback = true
+	if h, err := c.BookieHost(); err != nil || h != "127.0.0.1" {
+		t.Errorf("loopback allowed: %q %v", h, err)
+	}
+	c.AdvertisedAddress = ""
+	if h, err := c.BookieHost(); err != nil || h == "" {
+		t.Errorf("default host: %q %v", h, err)
+	}
+	if EnvName("metadataServiceUri") != "FOLIO_METADATA_SERVICE_URI" || EnvName("bookiePort") != "FOLIO_BOOKIE_PORT" ||
+		EnvName("useHostNameAsBookieID") != "FOLIO_USE_HOST_NAME_AS_BOOKIE_ID" {
+		t.Errorf("EnvName: %s %s %s", EnvName("metadataServiceUri"), EnvName("bookiePort"), EnvName("useHostNameAsBookieID"))
+	}
+}

@@ -1,0 +1,399 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/foliodb/folio/internal/bookie"
+	"github.com/foliodb/folio/internal/metadata"
+	// The metadata drivers a metadataServiceUri can name.
+	_ "github.com/foliodb/folio/internal/metadata/etcd"
+	"github.com/foliodb/folio/internal/storage"
+)
+
+// ProcessOptions are what a bookie process takes besides its Config.
+type ProcessOptions struct {
+	// Logger receives the process's logs; default slog.Default().
+	Logger *slog.Logger
+	// Driver, if set, is the metadata store to use (shared by the bookies
+	// of a standalone process); the process does not close it. Nil: open
+	// Config.MetadataServiceURI.
+	Driver metadata.Driver
+	// Registry receives the bookie's metrics. Nil: a new registry, with
+	// the Go runtime and process collectors, served by the process's own
+	// HTTP server.
+	Registry *prometheus.Registry
+	// LabelMetrics adds the constant label bookie="<id>" to every metric
+	// (several bookies in one registry).
+	LabelMetrics bool
+	// NoHTTP: do not start an HTTP server even if the Config enables one
+	// (standalone runs one for all its bookies).
+	NoHTTP bool
+	// RemoveStaleRegistration: see RegistrarOptions.RemoveStale.
+	RemoveStaleRegistration bool
+	// Clock drives the background loops; default the system clock.
+	Clock LoopClock
+}
+
+// Process is one running bookie: storage, request semantics, the TCP
+// listener, registration, read-only state, garbage collection and the admin
+// HTTP server. StartProcess brings it up in this order:
+//
+//	metadata store → bookie id → cookie check → storage open (journal
+//	replay) → bookie → read-only check → listener → registration → GC,
+//	disk checks → HTTP
+//
+// so that it listens only after journal replay and registers only once it
+// serves. Shutdown reverses it (see there).
+type Process struct {
+	cfg      Config
+	id       metadata.BookieID
+	log      *slog.Logger
+	md       metadata.Driver
+	ownMD    bool
+	store    storage.Store
+	closeSt  func(context.Context) error
+	bk       *bookie.Bookie
+	srv      *Server
+	ln       net.Listener
+	reg      *Registrar
+	state    *StateManager
+	gc       *GC
+	metrics  *PrometheusMetrics
+	registry *prometheus.Registry
+	inflight prometheus.Collector
+	http     *http.Server
+	httpLn   net.Listener
+
+	cancelLoops context.CancelFunc
+	loops       sync.WaitGroup
+
+	failed   chan struct{} // closed on a fatal error (see Failed)
+	failOnce sync.Once
+	failErr  error
+
+	mu struct {
+		sync.Mutex
+		shuttingDown bool
+	}
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// StartProcess starts a bookie. On error everything started is stopped
+// again. A *CookieError means the bookie must not start (see CheckCookies).
+func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Process, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Process{cfg: cfg, log: opts.Logger, failed: make(chan struct{})}
+	if p.log == nil {
+		p.log = slog.Default()
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = systemClock{}
+	}
+	var cleanups []func()
+	defer func() {
+		if err != nil {
+			for i := len(cleanups) - 1; i >= 0; i-- {
+				cleanups[i]()
+			}
+		}
+	}()
+
+	// The metadata store.
+	p.md = opts.Driver
+	if p.md == nil {
+		d, err := metadata.Open(ctx, cfg.MetadataServiceURI, metadata.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("open the metadata store %s: %w", cfg.MetadataServiceURI, err)
+		}
+		p.md, p.ownMD = d, true
+		cleanups = append(cleanups, func() { d.Close() })
+	}
+
+	// The bookie id. A port of 0 (tests) is resolved now: the id, and so
+	// the cookie, need it before the listener may exist.
+	port := cfg.BookiePort
+	if port == 0 {
+		if port, err = freePort(cfg.ListenHost); err != nil {
+			return nil, err
+		}
+	}
+	if p.id, err = cfg.BookieID(port); err != nil {
+		return nil, err
+	}
+	p.log = p.log.With("bookie", string(p.id))
+
+	// Cookies, before the storage touches the directories.
+	created, err := CheckCookies(ctx, p.md, &cfg, p.id)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		p.log.Info("new bookie: cookies written", "dirs", cfg.AllDirs())
+	}
+	if len(cfg.IndexDirs) > 0 {
+		p.log.Warn("indexDirectories are stamped with cookies but unused: Folio keeps the index in the ledger directories")
+	}
+
+	// Storage (journal replay happens here).
+	openStart := time.Now()
+	if p.store, p.closeSt, err = openStore(&cfg, p.log); err != nil {
+		return nil, fmt.Errorf("open storage: %w", err)
+	}
+	cleanups = append(cleanups, func() { _ = p.closeSt(context.Background()) })
+	p.log.Info("storage open", "took", time.Since(openStart).Round(time.Millisecond))
+
+	// Metrics.
+	p.registry = opts.Registry
+	if p.registry == nil {
+		p.registry = prometheus.NewRegistry()
+		p.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	var labels prometheus.Labels
+	if opts.LabelMetrics {
+		labels = prometheus.Labels{"bookie": string(p.id)}
+	}
+	if p.metrics, err = NewPrometheusMetrics(p.registry, labels); err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	cleanups = append(cleanups, func() { p.metrics.Unregister(p.registry) })
+
+	// Registration follows the bookie's effective read-only state.
+	p.reg = NewRegistrar(p.md, p.id, cfg.ForceReadOnly, RegistrarOptions{
+		SessionTTL: cfg.SessionTTL, Retry: cfg.RegistrationRetry, RemoveStale: opts.RemoveStaleRegistration,
+		Clock: clock, Logger: p.log,
+	})
+	p.bk = bookie.New(p.store, bookie.Config{
+		Clock:            systemClock{},
+		Logger:           p.log,
+		Metrics:          p.metrics,
+		OnReadOnlyChange: p.reg.SetReadOnly,
+	})
+	cleanups = append(cleanups, p.bk.Close)
+	p.metrics.ReadOnlyChanged(false)
+	p.inflight = newInFlightCollector(p.bk, labels)
+	if err := p.registry.Register(p.inflight); err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	cleanups = append(cleanups, func() { p.registry.Unregister(p.inflight) })
+
+	p.state = NewStateManager(p.store, &cfg, cfg.ForceReadOnly, clock, p.log, func(ro bool) {
+		p.bk.SetReadOnly(ro)
+		f, d, s := p.state.causesLocked()
+		p.metrics.setReadOnlyCauses(f, d, s)
+	}, p.fail)
+	p.state.Check() // the first registration then has the right mode
+
+	// The listener, now that the journal has been replayed.
+	p.ln, err = net.Listen("tcp", net.JoinHostPort(cfg.ListenHost, strconv.Itoa(port)))
+	if err != nil {
+		return nil, fmt.Errorf("listen on port %d for bookie %s: %w", port, p.id, err)
+	}
+	cleanups = append(cleanups, func() { p.ln.Close() })
+	p.srv = New(p.bk, Options{Logger: p.log, Metrics: p.metrics})
+	go func() {
+		if err := p.srv.Serve(p.ln); err != nil && !errors.Is(err, ErrServerClosed) {
+			p.fail(fmt.Errorf("bookie listener: %w", err))
+		}
+	}()
+	cleanups = append(cleanups, func() { _ = p.srv.Shutdown(context.Background()) })
+
+	// Background loops.
+	p.gc = NewGC(p.store, p.md, cfg.GCWaitTime, clock, p.log)
+	p.gc.onPass = p.metrics.gcPass
+	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	p.cancelLoops = cancel
+	p.loops.Add(3)
+	go func() { defer p.loops.Done(); p.reg.Run(loopCtx) }()
+	go func() { defer p.loops.Done(); p.state.Run(loopCtx) }()
+	go func() { defer p.loops.Done(); p.gc.Run(loopCtx) }()
+	cleanups = append(cleanups, func() { cancel(); p.loops.Wait(); _ = p.reg.Deregister(context.Background()) })
+
+	// The admin HTTP server.
+	if cfg.HTTPServerEnabled && !opts.NoHTTP {
+		p.httpLn, err = net.Listen("tcp", net.JoinHostPort(cfg.HTTPServerHost, strconv.Itoa(cfg.HTTPServerPort)))
+		if err != nil {
+			return nil, fmt.Errorf("admin HTTP server on port %d: %w", cfg.HTTPServerPort, err)
+		}
+		p.http = &http.Server{
+			Handler:           NewAdminHandler(p.registry, func() []AdminTarget { return []AdminTarget{p} }),
+			ReadHeaderTimeout: 10 * time.Second,
+		}
+		go func() {
+			if err := p.http.Serve(p.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				p.log.Error("admin HTTP server failed", "err", err)
+			}
+		}()
+	}
+	p.log.Info("bookie started", "addr", p.ln.Addr().String(), "http", p.HTTPAddr())
+	return p, nil
+}
+
+// freePort asks the kernel for a free port (tests' bookiePort=0).
+func freePort(host string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// fail records a fatal error: Failed closes, and the owner shuts down.
+func (p *Process) fail(err error) {
+	p.failOnce.Do(func() {
+		p.failErr = err
+		p.log.Error("bookie failed", "err", err)
+		close(p.failed)
+	})
+}
+
+// Failed is closed when the process hit a fatal error (the listener died,
+// or storage failed or the disk filled with readOnlyModeEnabled=false); Err
+// says which. The owner should call Shutdown.
+func (p *Process) Failed() <-chan struct{} { return p.failed }
+
+// Err is the fatal error once Failed is closed.
+func (p *Process) Err() error {
+	select {
+	case <-p.failed:
+		return p.failErr
+	default:
+		return nil
+	}
+}
+
+// ID is the bookie id (host:port).
+func (p *Process) ID() metadata.BookieID { return p.id }
+
+// Addr is the bookie protocol listener's address.
+func (p *Process) Addr() net.Addr { return p.ln.Addr() }
+
+// HTTPAddr is the admin HTTP server's address, "" when it has none.
+func (p *Process) HTTPAddr() string {
+	if p.httpLn == nil {
+		return ""
+	}
+	return p.httpLn.Addr().String()
+}
+
+// Bookie returns the request handler (tests).
+func (p *Process) Bookie() *bookie.Bookie { return p.bk }
+
+// Store returns the storage (tests).
+func (p *Process) Store() storage.Store { return p.store }
+
+// GC returns the garbage collector (tests step it).
+func (p *Process) GC() *GC { return p.gc }
+
+// Registrar returns the registration keeper.
+func (p *Process) Registrar() *Registrar { return p.reg }
+
+// Registered is closed once the bookie has registered for the first time.
+func (p *Process) Registered() <-chan struct{} { return p.reg.Ready() }
+
+// Info implements AdminTarget.
+func (p *Process) Info() (BookieInfo, error) {
+	u, err := p.store.DiskUsage()
+	if err != nil {
+		return BookieInfo{}, err
+	}
+	return BookieInfo{FreeSpace: u.Free, TotalSpace: u.Total}, nil
+}
+
+// State implements AdminTarget.
+func (p *Process) State() BookieState {
+	p.mu.Lock()
+	down := p.mu.shuttingDown
+	p.mu.Unlock()
+	return BookieState{
+		Running:                        !down,
+		ReadOnly:                       p.bk.ReadOnly(),
+		ShuttingDown:                   down,
+		AvailableForHighPriorityWrites: !down && !p.bk.StoreFailed(),
+	}
+}
+
+// SetReadOnly implements AdminTarget: the admin's read-only switch.
+func (p *Process) SetReadOnly(readOnly bool) (bool, error) {
+	if _, err := p.state.SetForced(readOnly); err != nil {
+		return p.bk.ReadOnly(), err
+	}
+	return p.bk.ReadOnly(), nil
+}
+
+// TriggerGC implements AdminTarget.
+func (p *Process) TriggerGC() { p.gc.Trigger() }
+
+// GCRunning implements AdminTarget.
+func (p *Process) GCRunning() bool { return p.gc.Running() }
+
+// Shutdown stops the bookie gracefully, in this order:
+//
+//  1. stop accepting connections and reading requests; requests already
+//     read are answered (within ctx, at most Config.ShutdownTimeout; then
+//     their connections are closed and the clients retry elsewhere);
+//  2. stop the bookie and the background loops (GC, disk checks);
+//  3. flush and checkpoint the storage and close it;
+//  4. deregister from the metadata store (the lease is revoked);
+//  5. stop the admin HTTP server and close the metadata store if owned.
+//
+// Idempotent; later calls return the first call's result.
+func (p *Process) Shutdown(ctx context.Context) error {
+	p.shutdownOnce.Do(func() { p.shutdownErr = p.shutdown(ctx) })
+	return p.shutdownErr
+}
+
+func (p *Process) shutdown(ctx context.Context) error {
+	p.mu.Lock()
+	p.mu.shuttingDown = true
+	p.mu.Unlock()
+	p.log.Info("bookie shutting down")
+	var errs []error
+	sctx, cancel := context.WithTimeout(ctx, p.cfg.ShutdownTimeout)
+	if err := p.srv.Shutdown(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("stop serving: %w", err))
+	}
+	cancel()
+	p.bk.Close()
+	p.cancelLoops()
+	p.loops.Wait()
+	if err := p.closeSt(context.WithoutCancel(ctx)); err != nil {
+		errs = append(errs, fmt.Errorf("close storage: %w", err))
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	if err := p.reg.Deregister(dctx); err != nil {
+		errs = append(errs, fmt.Errorf("deregister: %w", err))
+	}
+	cancel()
+	if p.http != nil {
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		_ = p.http.Shutdown(hctx)
+		cancel()
+	}
+	p.metrics.Unregister(p.registry)
+	p.registry.Unregister(p.inflight)
+	if p.ownMD {
+		if err := p.md.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		p.log.Info("bookie stopped")
+	}
+	return errors.Join(errs...)
+}

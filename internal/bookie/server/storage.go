@@ -1,0 +1,74 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/foliodb/folio/internal/storage"
+	"github.com/foliodb/folio/internal/storage/ledgerstore"
+)
+
+// storageKeys map BookKeeper's storage keys onto ledgerstore.Config. The
+// values are read from Config.Props; sizes in BookKeeper's units.
+var storageKeys = []struct {
+	name  string
+	apply func(c *ledgerstore.Config, n int64)
+}{
+	{"flushInterval", func(c *ledgerstore.Config, n int64) { c.CheckpointInterval = time.Duration(n) * time.Millisecond }},
+	{"journalMaxGroupWaitMSec", func(c *ledgerstore.Config, n int64) { c.JournalMaxGroupWait = time.Duration(n) * time.Millisecond }},
+	{"dbStorage_writeCacheMaxSizeMb", func(c *ledgerstore.Config, n int64) { c.WriteCacheBytes = n << 20 }},
+	{"dbStorage_readAheadCacheMaxSizeMb", func(c *ledgerstore.Config, n int64) { c.ReadCacheBytes = n << 20 }},
+	{"entryLogSizeLimit", func(c *ledgerstore.Config, n int64) { c.MaxEntryLogBytes = n }},
+	{"compactionRateByBytes", func(c *ledgerstore.Config, n int64) { c.CompactionBytesPerSecond = n }},
+}
+
+// StorageConfig is the ledgerstore configuration of cfg: the data lives in
+// <dir>/current of each journal and ledger directory, next to the cookie.
+func StorageConfig(cfg *Config) (ledgerstore.Config, error) {
+	sc := ledgerstore.Config{Clock: systemClock{}}
+	for _, d := range cfg.JournalDirs {
+		sc.JournalDirs = append(sc.JournalDirs, CurrentDir(d))
+	}
+	for _, d := range cfg.LedgerDirs {
+		sc.LedgerDirs = append(sc.LedgerDirs, CurrentDir(d))
+	}
+	for _, k := range storageKeys {
+		v, ok := cfg.Props[k.name]
+		if !ok || strings.TrimSpace(v) == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < 0 {
+			return sc, fmt.Errorf("config key %s: want a non-negative integer: %q", k.name, v)
+		}
+		k.apply(&sc, n)
+	}
+	return sc, nil
+}
+
+// openStore opens the bookie's storage on the OS file system (replaying
+// the journals) and returns it with its close function (flush, checkpoint,
+// close).
+func openStore(cfg *Config, log *slog.Logger) (storage.Store, func(context.Context) error, error) {
+	sc, err := StorageConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, d := range append(append([]string(nil), sc.JournalDirs...), sc.LedgerDirs...) {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, nil, err
+		}
+	}
+	st, err := ledgerstore.Open(vfs.Default, sc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, func(context.Context) error { return st.Close() }, nil
+}

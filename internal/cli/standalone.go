@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"github.com/foliodb/folio/internal/standalone"
+)
+
+func newStandaloneCommand(env Env) *cobra.Command {
+	cfg := standalone.Config{}
+	cmd := &cobra.Command{
+		Use:   "standalone [--bookies N] [--data-dir DIR]",
+		Short: "Run a whole local cluster: embedded etcd and N bookies",
+		Long: "Run a local cluster in one process: an embedded etcd on 127.0.0.1:2379\n" +
+			"(scope /ledgers, initialised on first start), bookie i on 127.0.0.1:(3181+i)\n" +
+			"and one admin HTTP server on 127.0.0.1:8080. A port given as 0 is picked\n" +
+			"free once and reused from DIR on restart; a busy port is an error. Once every\n" +
+			"bookie is registered it prints one line:\n" +
+			"  folio standalone ready: metadata-service-uri=etcd://127.0.0.1:2379/ledgers bookies=...\n" +
+			"Restarting from the same DIR keeps every ledger. SIGTERM or Ctrl-C stops it.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Stdout = cmd.OutOrStdout()
+			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			if cfg.Bookies < 1 {
+				return Usagef(cmd, "--bookies must be at least 1")
+			}
+			if err := standalone.Run(cmd.Context(), cfg); err != nil {
+				return cookieHint(err)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&cfg.Bookies, "bookies", standalone.DefaultBookies, "number of bookies")
+	f.StringVar(&cfg.DataDir, "data-dir", standalone.DefaultDataDir, "directory for etcd's and the bookies' data")
+	f.IntVar(&cfg.EtcdClientPort, "etcd-client-port", standalone.DefaultEtcdClientPort, "etcd client port (0: pick a free one, kept in DIR)")
+	f.IntVar(&cfg.EtcdPeerPort, "etcd-peer-port", standalone.DefaultEtcdPeerPort, "etcd peer port (0: pick a free one, kept in DIR)")
+	f.IntVar(&cfg.BookiePortBase, "bookie-port-base", standalone.DefaultBookiePortBase, "port of bookie 0; bookie i uses base+i (0: free ports, kept in DIR)")
+	f.IntVar(&cfg.HTTPPort, "http-port", standalone.DefaultHTTPPort, "admin HTTP port (0: pick a free one, kept in DIR)")
+	f.StringArrayVar(&cfg.BookieSet, "bookie-set", nil, "bookie configuration override key=value, applied to every bookie (repeatable)")
+	return cmd
+}

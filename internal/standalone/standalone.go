@@ -1,0 +1,462 @@
+// Package standalone runs a whole local Folio cluster in one process: an
+// embedded etcd and N bookies, with one admin HTTP server (DESIGN.md §3,
+// "The standalone contract", which this package implements exactly):
+//
+//   - etcd serves clients on 127.0.0.1:2379 (peer 2380), scope /ledgers;
+//     the cluster is initialised on first start if absent;
+//   - bookie i listens on 127.0.0.1:(3181+i) with id 127.0.0.1:<port>;
+//   - one HTTP admin server on 127.0.0.1:8080, metrics labelled by bookie;
+//   - a port given as 0 is picked free once, recorded in DIR/ports.json and
+//     reused on every restart; a busy port is a start-up error (a bookie's
+//     id contains its port: a moved port would orphan its data);
+//   - once every bookie is registered writable, exactly one line goes to
+//     stdout: `folio standalone ready: metadata-service-uri=... bookies=...`;
+//   - a restart from the same DIR keeps every ledger; stale registrations
+//     of its own bookies (left by a crash) are removed at start; bookies
+//     listen only after their journal replay;
+//   - on ctx's end (SIGTERM, Ctrl-C) it stops the bookies (they
+//     deregister), then the HTTP server, then etcd, within ShutdownTimeout.
+//
+// AutoRecovery joins later (DESIGN.md §3 lists it first in the stop order).
+package standalone
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/foliodb/folio/internal/bookie/server"
+	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/metadata/etcd/embedetcd"
+)
+
+// Defaults of the standalone contract.
+const (
+	DefaultBookies         = 3
+	DefaultDataDir         = "./folio-data"
+	DefaultEtcdClientPort  = 2379
+	DefaultEtcdPeerPort    = 2380
+	DefaultBookiePortBase  = 3181
+	DefaultHTTPPort        = 8080
+	Host                   = "127.0.0.1"
+	Scope                  = "/ledgers"
+	DefaultShutdownTimeout = 10 * time.Second
+	// ReadyPrefix starts the readiness line.
+	ReadyPrefix = "folio standalone ready: "
+	portsFile   = "ports.json"
+)
+
+// Config configures Run. Ports: a positive value is used as is; 0 means
+// "free port, recorded in DataDir and reused".
+type Config struct {
+	Bookies        int
+	DataDir        string
+	EtcdClientPort int
+	EtcdPeerPort   int
+	// BookiePortBase: bookie i listens on BookiePortBase+i; with 0 each
+	// bookie gets its own free port.
+	BookiePortBase int
+	HTTPPort       int
+
+	// Stdout receives the readiness line (and nothing else).
+	Stdout io.Writer
+	// Logger receives logs (default slog.Default()); etcd logs to
+	// DataDir/etcd/etcd.log.
+	Logger *slog.Logger
+	// ShutdownTimeout bounds the whole stop; default 10 s.
+	ShutdownTimeout time.Duration
+	// BookieSet are extra bookie configuration pairs (key=value), e.g.
+	// gcWaitTime or zkTimeout for tests.
+	BookieSet []string
+}
+
+// ports is DataDir/ports.json: the ports picked for settings given as 0.
+type ports struct {
+	EtcdClient int   `json:"etcdClient,omitempty"`
+	EtcdPeer   int   `json:"etcdPeer,omitempty"`
+	HTTP       int   `json:"http,omitempty"`
+	Bookies    []int `json:"bookies,omitempty"`
+}
+
+func loadPorts(dir string) (ports, error) {
+	var p ports
+	b, err := os.ReadFile(filepath.Join(dir, portsFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return p, nil
+	}
+	if err != nil {
+		return p, err
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return p, fmt.Errorf("%s: %w", filepath.Join(dir, portsFile), err)
+	}
+	return p, nil
+}
+
+func savePorts(dir string, p ports) error {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, portsFile+".tmp")
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, portsFile))
+}
+
+// probePort binds host:port (0: any free port) and releases it, returning
+// the port. An explicit busy port is an error naming what it is for.
+func probePort(port int, what string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(Host, strconv.Itoa(port)))
+	if err != nil {
+		return 0, fmt.Errorf("%s port %d on %s is not available (a standalone keeps its ports: stop whatever holds it, or start from another --data-dir): %w", what, port, Host, err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// pick resolves a port setting: explicit, else recorded, else free (and
+// recorded by the caller).
+func pick(flag, recorded int) int {
+	if flag > 0 {
+		return flag
+	}
+	return recorded
+}
+
+func (c *Config) withDefaults() error {
+	if c.Bookies <= 0 {
+		return fmt.Errorf("--bookies must be at least 1, not %d", c.Bookies)
+	}
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir
+	}
+	abs, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return err
+	}
+	c.DataDir = abs
+	for _, p := range []int{c.EtcdClientPort, c.EtcdPeerPort, c.BookiePortBase, c.HTTPPort} {
+		if p < 0 || p > 65535 {
+			return fmt.Errorf("port %d is not in 0..65535", p)
+		}
+	}
+	if c.BookiePortBase > 0 && c.BookiePortBase+c.Bookies-1 > 65535 {
+		return fmt.Errorf("bookie ports %d..%d pass 65535", c.BookiePortBase, c.BookiePortBase+c.Bookies-1)
+	}
+	if c.Stdout == nil {
+		c.Stdout = io.Discard
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	return nil
+}
+
+// Run runs the standalone cluster until ctx ends (then stops it and returns
+// nil) or something fails (then stops it and returns the error).
+func Run(ctx context.Context, cfg Config) (err error) {
+	if err := cfg.withDefaults(); err != nil {
+		return err
+	}
+	log := cfg.Logger
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("create the data directory: %w", err)
+	}
+	rec, err := loadPorts(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+
+	// Bookie ports first: they are the bookies' identities.
+	bookiePorts := make([]int, cfg.Bookies)
+	for i := range bookiePorts {
+		want := 0
+		if cfg.BookiePortBase > 0 {
+			want = cfg.BookiePortBase + i
+		} else if i < len(rec.Bookies) {
+			want = rec.Bookies[i]
+		}
+		if bookiePorts[i], err = probePort(want, fmt.Sprintf("bookie %d", i)); err != nil {
+			return err
+		}
+	}
+	if cfg.BookiePortBase == 0 {
+		rec.Bookies = slices.Clone(bookiePorts)
+	}
+	// The HTTP listener (bound now, served once the bookies are up).
+	httpLn, err := net.Listen("tcp", net.JoinHostPort(Host, strconv.Itoa(pick(cfg.HTTPPort, rec.HTTP))))
+	if err != nil {
+		return fmt.Errorf("admin HTTP port %d on %s is not available: %w", pick(cfg.HTTPPort, rec.HTTP), Host, err)
+	}
+	defer func() {
+		if err != nil {
+			httpLn.Close()
+		}
+	}()
+	if cfg.HTTPPort == 0 {
+		rec.HTTP = httpLn.Addr().(*net.TCPAddr).Port
+	}
+	if err := savePorts(cfg.DataDir, rec); err != nil {
+		return fmt.Errorf("record ports: %w", err)
+	}
+
+	// etcd.
+	etcdSrv, err := embedetcd.Start(ctx, embedetcd.Config{
+		DataDir:    filepath.Join(cfg.DataDir, "etcd"),
+		ClientHost: Host, ClientPort: pick(cfg.EtcdClientPort, rec.EtcdClient),
+		PeerHost: Host, PeerPort: pick(cfg.EtcdPeerPort, rec.EtcdPeer),
+		PortAttempts: 1,
+	})
+	if err != nil {
+		return fmt.Errorf("start the embedded etcd: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			etcdSrv.Close()
+		}
+	}()
+	if cfg.EtcdClientPort == 0 {
+		rec.EtcdClient = etcdSrv.ClientPort()
+	}
+	if cfg.EtcdPeerPort == 0 {
+		rec.EtcdPeer = etcdSrv.PeerPort()
+	}
+	if err := savePorts(cfg.DataDir, rec); err != nil {
+		return fmt.Errorf("record ports: %w", err)
+	}
+	uri := "etcd://" + etcdSrv.ClientAddr() + Scope
+	md, err := metadata.Open(ctx, uri, metadata.Options{})
+	if err != nil {
+		return fmt.Errorf("open the metadata store %s: %w", uri, err)
+	}
+	defer func() {
+		if err != nil {
+			md.Close()
+		}
+	}()
+	switch _, err := md.InitNewCluster(ctx); {
+	case err == nil:
+		log.Info("initialised a new cluster", "metadataServiceUri", uri)
+	case errors.Is(err, metadata.ErrClusterExists):
+	default:
+		return fmt.Errorf("initialise the cluster at %s: %w", uri, err)
+	}
+
+	// The admin HTTP server, over whichever bookies are up.
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var bookiesMu sync.Mutex
+	var bookies []*server.Process
+	httpSrv := &http.Server{
+		Handler: server.NewAdminHandler(registry, func() []server.AdminTarget {
+			bookiesMu.Lock()
+			defer bookiesMu.Unlock()
+			out := make([]server.AdminTarget, 0, len(bookies))
+			for _, b := range bookies {
+				out = append(out, b)
+			}
+			return out
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() {
+		if err := httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("admin HTTP server failed", "err", err)
+		}
+	}()
+
+	stopAll := func() error {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout-time.Second)
+		defer cancel()
+		bookiesMu.Lock()
+		bs := slices.Clone(bookies)
+		bookiesMu.Unlock()
+		var wg sync.WaitGroup
+		errs := make([]error, len(bs))
+		for i, b := range bs {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs[i] = b.Shutdown(sctx) }()
+		}
+		wg.Wait()
+		hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), 500*time.Millisecond)
+		_ = httpSrv.Shutdown(hctx)
+		hcancel()
+		errs = append(errs, md.Close(), etcdSrv.Close())
+		return errors.Join(errs...)
+	}
+
+	// The bookies, in parallel (each replays its journal before it listens).
+	type started struct {
+		i   int
+		p   *server.Process
+		err error
+	}
+	results := make(chan started, cfg.Bookies)
+	for i := range cfg.Bookies {
+		go func() {
+			bcfg, err := bookieConfig(&cfg, i, bookiePorts[i], uri)
+			if err != nil {
+				results <- started{i, nil, err}
+				return
+			}
+			p, err := server.StartProcess(ctx, bcfg, server.ProcessOptions{
+				Logger: log, Driver: md, Registry: registry, LabelMetrics: true,
+				NoHTTP: true, RemoveStaleRegistration: true,
+			})
+			results <- started{i, p, err}
+		}()
+	}
+	var startErrs []error
+	procs := make([]*server.Process, cfg.Bookies)
+	for range cfg.Bookies {
+		r := <-results
+		if r.err != nil {
+			startErrs = append(startErrs, fmt.Errorf("bookie %d (port %d): %w", r.i, bookiePorts[r.i], r.err))
+			continue
+		}
+		procs[r.i] = r.p
+		bookiesMu.Lock()
+		bookies = append(bookies, r.p)
+		bookiesMu.Unlock()
+	}
+	if len(startErrs) > 0 {
+		_ = stopAll()
+		return errors.Join(startErrs...)
+	}
+	bookiesMu.Lock()
+	bookies = procs // in bookie order
+	bookiesMu.Unlock()
+
+	// Ready once every bookie is registered writable.
+	ids := make([]string, len(procs))
+	for i, p := range procs {
+		ids[i] = string(p.ID())
+	}
+	if err := waitWritable(ctx, md, procs); err != nil {
+		if ctx.Err() != nil {
+			return stopAll()
+		}
+		_ = stopAll()
+		return err
+	}
+	fmt.Fprintf(cfg.Stdout, "%smetadata-service-uri=%s bookies=%s\n", ReadyPrefix, uri, strings.Join(ids, ","))
+	log.Info("standalone ready", "metadataServiceUri", uri, "bookies", ids, "http", httpLn.Addr().String())
+
+	// Run until stopped or a part fails.
+	failed := make(chan error, len(procs)+1)
+	for _, p := range procs {
+		go func() {
+			select {
+			case <-p.Failed():
+				failed <- fmt.Errorf("bookie %s: %w", p.ID(), p.Err())
+			case <-ctx.Done():
+			}
+		}()
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info("standalone stopping")
+	case runErr = <-failed:
+	case e, ok := <-etcdSrv.Err():
+		if !ok || e == nil {
+			e = errors.New("stopped")
+		}
+		runErr = fmt.Errorf("embedded etcd: %w", e)
+	}
+	if err := stopAll(); err != nil {
+		log.Warn("standalone stopped uncleanly", "err", err)
+	} else {
+		log.Info("standalone stopped")
+	}
+	return runErr
+}
+
+// bookieConfig is the configuration of bookie i.
+func bookieConfig(cfg *Config, i, port int, uri string) (server.Config, error) {
+	bc := server.DefaultConfig()
+	dir := filepath.Join(cfg.DataDir, fmt.Sprintf("bookie-%d", i))
+	bc.BookiePort = port
+	bc.ListenHost = Host
+	bc.AdvertisedAddress = Host
+	bc.AllowLoopback = true
+	bc.JournalDirs = []string{filepath.Join(dir, "journal")}
+	bc.LedgerDirs = []string{filepath.Join(dir, "ledgers")}
+	bc.MetadataServiceURI = uri
+	bc.HTTPServerEnabled = false
+	bc.ShutdownTimeout = max(cfg.ShutdownTimeout/2, time.Second)
+	for _, kv := range cfg.BookieSet {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return bc, fmt.Errorf("bookie setting %q: want key=value", kv)
+		}
+		if err := bc.Set(strings.TrimSpace(k), v, cfg.Logger); err != nil {
+			return bc, err
+		}
+	}
+	return bc, bc.Validate()
+}
+
+// waitWritable waits until every bookie is registered writable in the
+// metadata store.
+func waitWritable(ctx context.Context, md metadata.Driver, procs []*server.Process) error {
+	for _, p := range procs {
+		select {
+		case <-p.Registered():
+		case <-p.Failed():
+			return fmt.Errorf("bookie %s: %w", p.ID(), p.Err())
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	for {
+		w, err := md.WritableBookies(ctx)
+		if err != nil {
+			return fmt.Errorf("list writable bookies: %w", err)
+		}
+		all := true
+		for _, p := range procs {
+			all = all && slices.Contains(w, p.ID())
+		}
+		if all {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,66 @@
+package standalone
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBusyPortIsAStartupError(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	busy := l.Addr().(*net.TCPAddr).Port
+	var out bytes.Buffer
+	err = Run(context.Background(), Config{
+		Bookies: 1, DataDir: t.TempDir(), BookiePortBase: busy, Stdout: &out,
+	})
+	if err == nil || !strings.Contains(err.Error(), "not available") {
+		t.Fatalf("Run on a busy bookie port: %v", err)
+	}
+	if out.Len() != 0 {
+		t.Fatalf("stdout: %q", out.String())
+	}
+}
+
+func TestRunReadyLineAndStop(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Config{Bookies: 2, DataDir: dir, Stdout: &out, BookieSet: []string{"zkTimeout=2000"}})
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(out.String(), "\n") {
+		if time.Now().After(deadline) {
+			t.Fatal("no readiness line")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	line := out.String()
+	if !strings.HasPrefix(line, ReadyPrefix+"metadata-service-uri=etcd://127.0.0.1:") || strings.Count(line, ",") != 1 {
+		t.Fatalf("readiness line %q", line)
+	}
+	p, err := loadPorts(dir)
+	if err != nil || p.EtcdClient == 0 || p.EtcdPeer == 0 || p.HTTP == 0 || len(p.Bookies) != 2 {
+		t.Fatalf("recorded ports %+v, %v", p, err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("not stopped within 10 s")
+	}
+	if strings.Count(out.String(), "\n") != 1 {
+		t.Fatalf("stdout %q: want exactly one line", out.String())
+	}
+}

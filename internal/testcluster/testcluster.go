@@ -1,0 +1,527 @@
+// Package testcluster runs real Folio processes for process-level tests
+// (DESIGN.md §7, layer 4): it builds the folio binary once per test
+// process, starts an embedded etcd on free ports, and runs bookie
+// processes (`folio bookie`) and whole standalone clusters
+// (`folio standalone`) that a test can SIGKILL, SIGSTOP/SIGCONT, restart
+// and stop gracefully.
+//
+// Every port is a free one, chosen once per bookie and kept across its
+// restarts (a bookie's id is host:port). Each process writes its stdout and
+// stderr to files in its directory, which a failing test names.
+package testcluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/foliodb/folio/internal/metadata"
+	// The etcd driver, for the harness's own metadata client.
+	_ "github.com/foliodb/folio/internal/metadata/etcd"
+	"github.com/foliodb/folio/internal/metadata/etcd/embedetcd"
+	"github.com/foliodb/folio/internal/metadata/etcd/etcdtest"
+)
+
+// Timeouts of the harness.
+const (
+	// StartTimeout bounds a process's start (until registered or ready).
+	StartTimeout = 60 * time.Second
+	// StopTimeout bounds a graceful stop (SIGTERM until exit).
+	StopTimeout = 15 * time.Second
+)
+
+var build struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Binary returns the path of a folio binary built from this module, building
+// it on first use (once per test process, into a temporary directory).
+func Binary(t testing.TB) string {
+	t.Helper()
+	build.once.Do(func() {
+		dir, err := os.MkdirTemp("", "folio-testcluster-bin-")
+		if err != nil {
+			build.err = err
+			return
+		}
+		build.path = filepath.Join(dir, "folio")
+		cmd := exec.Command("go", "build", "-o", build.path, "github.com/foliodb/folio/cmd/folio")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			build.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if build.err != nil {
+		t.Fatalf("testcluster: %v", build.err)
+	}
+	return build.path
+}
+
+// FreePort returns a port that was free on 127.0.0.1 a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Cluster is an embedded etcd (in the test process) with an initialised
+// cluster scope, and the bookie processes started on it.
+type Cluster struct {
+	t       testing.TB
+	Etcd    *embedetcd.Server
+	URI     string
+	MD      metadata.Driver
+	Bookies []*Bookie
+	// Settings are key=value pairs given to every bookie (--set).
+	Settings []string
+}
+
+// Option adjusts a Cluster before its bookies start.
+type Option func(*Cluster)
+
+// WithSettings adds bookie configuration pairs (key=value).
+func WithSettings(kv ...string) Option {
+	return func(c *Cluster) { c.Settings = append(c.Settings, kv...) }
+}
+
+// Start starts an etcd and n bookie processes and waits until each is
+// registered writable. Everything is stopped by t.Cleanup (bookies with
+// SIGKILL: a test that wants a graceful stop calls Bookie.Terminate).
+func Start(t testing.TB, n int, opts ...Option) *Cluster {
+	t.Helper()
+	Binary(t) // build before starting anything
+	srv := etcdtest.Start(t)
+	c := &Cluster{t: t, Etcd: srv, URI: etcdtest.URI(srv, etcdtest.Scope(t))}
+	// Short timings so that restarts and stops take seconds.
+	c.Settings = []string{"zkTimeout=2000", "registrationRetryInterval=200", "shutdownTimeout=3000", "diskCheckInterval=1000"}
+	for _, o := range opts {
+		o(c)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	defer cancel()
+	md, err := metadata.Open(ctx, c.URI, metadata.Options{})
+	if err != nil {
+		t.Fatalf("testcluster: open %s: %v", c.URI, err)
+	}
+	t.Cleanup(func() { md.Close() })
+	c.MD = md
+	if _, err := md.InitNewCluster(ctx); err != nil {
+		t.Fatalf("testcluster: init cluster: %v", err)
+	}
+	for range n {
+		b := c.NewBookie()
+		b.Start()
+		b.WaitRegistered(false)
+	}
+	return c
+}
+
+// Bookie is one bookie process with its directory, ports and id, which stay
+// the same across restarts.
+type Bookie struct {
+	c        *Cluster
+	Dir      string
+	Port     int
+	HTTPPort int
+	ID       metadata.BookieID
+	ConfPath string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	wait chan error // receives the process's exit, once
+	runs int
+}
+
+// NewBookie prepares a bookie (directory, free ports, configuration file)
+// without starting it.
+func (c *Cluster) NewBookie() *Bookie {
+	t := c.t
+	t.Helper()
+	dir := t.TempDir()
+	b := &Bookie{c: c, Dir: dir, Port: FreePort(t), HTTPPort: FreePort(t)}
+	b.ID = metadata.BookieID("127.0.0.1:" + strconv.Itoa(b.Port))
+	b.ConfPath = filepath.Join(dir, "bk_server.conf")
+	conf := strings.Join([]string{
+		"# written by testcluster",
+		"bookiePort=" + strconv.Itoa(b.Port),
+		"listenHost=127.0.0.1",
+		"advertisedAddress=127.0.0.1",
+		"allowLoopback=true",
+		"journalDirectories=" + filepath.Join(dir, "journal"),
+		"ledgerDirectories=" + filepath.Join(dir, "ledgers"),
+		"metadataServiceUri=" + c.URI,
+		"httpServerEnabled=true",
+		"httpServerHost=127.0.0.1",
+		"httpServerPort=" + strconv.Itoa(b.HTTPPort),
+		"",
+	}, "\n")
+	if err := os.WriteFile(b.ConfPath, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.Bookies = append(c.Bookies, b)
+	t.Cleanup(func() { b.Kill() })
+	return b
+}
+
+// Addr is the bookie's host:port.
+func (b *Bookie) Addr() string { return string(b.ID) }
+
+// HTTPAddr is the admin HTTP server's host:port.
+func (b *Bookie) HTTPAddr() string { return "127.0.0.1:" + strconv.Itoa(b.HTTPPort) }
+
+// LogPath is the stderr file of the current run.
+func (b *Bookie) LogPath() string { return filepath.Join(b.Dir, fmt.Sprintf("bookie.%d.log", b.runs)) }
+
+// Start starts the bookie process (it must not be running).
+func (b *Bookie) Start(extraArgs ...string) {
+	t := b.c.t
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cmd != nil {
+		t.Fatalf("testcluster: bookie %s is already running", b.ID)
+	}
+	b.runs++
+	args := []string{"bookie", "--conf", b.ConfPath}
+	for _, kv := range b.c.Settings {
+		args = append(args, "--set", kv)
+	}
+	args = append(args, extraArgs...)
+	cmd, wait := startProcess(t, b.Dir, fmt.Sprintf("bookie.%d", b.runs), args)
+	b.cmd, b.wait = cmd, wait
+}
+
+func startProcess(t testing.TB, dir, name string, args []string) (*exec.Cmd, chan error) {
+	t.Helper()
+	cmd := exec.Command(Binary(t), args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOTRACEBACK=all")
+	stderr, err := os.Create(filepath.Join(dir, name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = stderr
+	if cmd.Stdout == nil {
+		out, err := os.Create(filepath.Join(dir, name+".out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdout = out
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("testcluster: start %v: %v", args, err)
+	}
+	wait := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		stderr.Close()
+		if f, ok := cmd.Stdout.(*os.File); ok {
+			f.Close()
+		}
+		wait <- err
+	}()
+	return cmd, wait
+}
+
+// signal sends sig to the running process.
+func (b *Bookie) signal(sig syscall.Signal) {
+	b.mu.Lock()
+	cmd := b.cmd
+	b.mu.Unlock()
+	if cmd != nil {
+		_ = cmd.Process.Signal(sig)
+	}
+}
+
+// Kill SIGKILLs the process and waits for it to die (no-op if not running).
+func (b *Bookie) Kill() {
+	b.mu.Lock()
+	cmd, wait := b.cmd, b.wait
+	b.cmd = nil
+	b.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-wait
+}
+
+// Pause SIGSTOPs the process; Resume SIGCONTs it.
+func (b *Bookie) Pause()  { b.signal(syscall.SIGSTOP) }
+func (b *Bookie) Resume() { b.signal(syscall.SIGCONT) }
+
+// Terminate sends SIGTERM and waits for a clean exit (status 0) within
+// StopTimeout; it fails the test otherwise. It returns how long the stop
+// took.
+func (b *Bookie) Terminate() time.Duration {
+	t := b.c.t
+	t.Helper()
+	b.mu.Lock()
+	cmd, wait := b.cmd, b.wait
+	b.cmd = nil
+	b.mu.Unlock()
+	if cmd == nil {
+		t.Fatalf("testcluster: bookie %s is not running", b.ID)
+	}
+	return terminate(t, cmd, wait, b.LogPath())
+}
+
+func terminate(t testing.TB, cmd *exec.Cmd, wait chan error, logPath string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-wait:
+		if err != nil {
+			t.Fatalf("testcluster: %s exited with %v after SIGTERM (log %s)", cmd.Args[1], err, logPath)
+		}
+	case <-time.After(StopTimeout):
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-wait
+		t.Fatalf("testcluster: %s did not stop within %v of SIGTERM (log %s)", cmd.Args[1], StopTimeout, logPath)
+	}
+	return time.Since(start)
+}
+
+// Restart SIGKILLs the process and starts it again on the same directory,
+// port and id, then waits until the new process is registered: the killed
+// process's registration first vanishes with its lease (zkTimeout), so that
+// the key seen afterwards is the new one's.
+func (b *Bookie) Restart() {
+	b.c.t.Helper()
+	b.Kill()
+	b.WaitUnregistered()
+	b.Start()
+	b.WaitRegistered(false)
+}
+
+// WaitUnregistered waits until the bookie has no registration (its lease
+// expired or it deregistered).
+func (b *Bookie) WaitUnregistered() {
+	t := b.c.t
+	t.Helper()
+	deadline := time.Now().Add(StartTimeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		w, err1 := b.c.MD.WritableBookies(ctx)
+		r, err2 := b.c.MD.ReadOnlyBookies(ctx)
+		cancel()
+		if err1 == nil && err2 == nil && !slices.Contains(w, b.ID) && !slices.Contains(r, b.ID) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("testcluster: bookie %s still registered after %v", b.ID, StartTimeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Exited reports whether the current process has exited, and its error.
+func (b *Bookie) Exited(within time.Duration) (bool, error) {
+	b.mu.Lock()
+	wait := b.wait
+	b.mu.Unlock()
+	select {
+	case err := <-wait:
+		b.mu.Lock()
+		b.cmd = nil
+		b.mu.Unlock()
+		return true, err
+	case <-time.After(within):
+		return false, nil
+	}
+}
+
+// WaitRegistered waits until the bookie is registered writable (or
+// read-only), failing the test after StartTimeout or if the process exits.
+func (b *Bookie) WaitRegistered(readOnly bool) {
+	t := b.c.t
+	t.Helper()
+	deadline := time.Now().Add(StartTimeout)
+	for {
+		list := b.c.MD.WritableBookies
+		if readOnly {
+			list = b.c.MD.ReadOnlyBookies
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ids, err := list(ctx)
+		cancel()
+		if err == nil && slices.Contains(ids, b.ID) {
+			return
+		}
+		if exited, perr := b.Exited(0); exited {
+			t.Fatalf("testcluster: bookie %s exited (%v) before registering; log %s:\n%s", b.ID, perr, b.LogPath(), tail(b.LogPath()))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("testcluster: bookie %s not registered within %v; log %s:\n%s", b.ID, StartTimeout, b.LogPath(), tail(b.LogPath()))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// tail returns the last lines of a file, for failure messages.
+func tail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 30 {
+		lines = lines[len(lines)-30:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Standalone is a `folio standalone` process.
+type Standalone struct {
+	t    testing.TB
+	Dir  string
+	Args []string
+	runs int
+
+	cmd  *exec.Cmd
+	wait chan error
+	// lines receives stdout lines of the current run.
+	lines chan string
+
+	// ReadyLine is the readiness line of the current run; URI and
+	// BookieIDs are parsed from it.
+	ReadyLine string
+	URI       string
+	BookieIDs []string
+}
+
+// StartStandalone runs `folio standalone --data-dir dir` with every port 0
+// (free, recorded in dir) and the extra args, and waits for its readiness
+// line. It is SIGKILLed by t.Cleanup if still running.
+func StartStandalone(t testing.TB, dir string, args ...string) *Standalone {
+	t.Helper()
+	s := &Standalone{t: t, Dir: dir, Args: append([]string{
+		"standalone", "--data-dir", dir,
+		"--etcd-client-port", "0", "--etcd-peer-port", "0", "--bookie-port-base", "0", "--http-port", "0",
+		"--bookie-set", "zkTimeout=2000",
+	}, args...)}
+	s.Start()
+	t.Cleanup(s.Kill)
+	return s
+}
+
+// LogPath is the stderr file of the current run.
+func (s *Standalone) LogPath() string {
+	return filepath.Join(s.Dir, fmt.Sprintf("standalone.%d.log", s.runs))
+}
+
+// Start starts the process and waits for the readiness line.
+func (s *Standalone) Start() {
+	t := s.t
+	t.Helper()
+	s.runs++
+	s.ReadyLine, s.URI, s.BookieIDs = "", "", nil
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(Binary(t), s.Args...)
+	cmd.Stdout = pw
+	s.cmd, s.wait = startProcessCmd(t, cmd, s.LogPath())
+	pw.Close()
+	s.lines = make(chan string, 100)
+	go func() {
+		defer close(s.lines)
+		defer pr.Close()
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			s.lines <- sc.Text()
+		}
+	}()
+	select {
+	case line, ok := <-s.lines:
+		if !ok {
+			t.Fatalf("testcluster: standalone exited before its readiness line; log %s:\n%s", s.LogPath(), tail(s.LogPath()))
+		}
+		s.ReadyLine = line
+	case <-time.After(StartTimeout):
+		t.Fatalf("testcluster: no readiness line within %v; log %s:\n%s", StartTimeout, s.LogPath(), tail(s.LogPath()))
+	}
+	const prefix = "folio standalone ready: "
+	if !strings.HasPrefix(s.ReadyLine, prefix) {
+		t.Fatalf("testcluster: first stdout line is not the readiness line: %q", s.ReadyLine)
+	}
+	for _, f := range strings.Fields(strings.TrimPrefix(s.ReadyLine, prefix)) {
+		k, v, _ := strings.Cut(f, "=")
+		switch k {
+		case "metadata-service-uri":
+			s.URI = v
+		case "bookies":
+			s.BookieIDs = strings.Split(v, ",")
+		}
+	}
+	if s.URI == "" || len(s.BookieIDs) == 0 {
+		t.Fatalf("testcluster: malformed readiness line %q", s.ReadyLine)
+	}
+}
+
+func startProcessCmd(t testing.TB, cmd *exec.Cmd, logPath string) (*exec.Cmd, chan error) {
+	t.Helper()
+	stderr, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("testcluster: start %v: %v", cmd.Args, err)
+	}
+	wait := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		stderr.Close()
+		if f, ok := cmd.Stdout.(*os.File); ok {
+			f.Close()
+		}
+		wait <- err
+	}()
+	return cmd, wait
+}
+
+// Kill SIGKILLs the process (no-op if it is not running).
+func (s *Standalone) Kill() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.wait
+	s.cmd = nil
+}
+
+// Terminate sends SIGTERM, waits for exit status 0 within StopTimeout, and
+// returns how long it took and every stdout line after the readiness line.
+func (s *Standalone) Terminate() (time.Duration, []string) {
+	s.t.Helper()
+	if s.cmd == nil {
+		s.t.Fatal("testcluster: standalone is not running")
+	}
+	d := terminate(s.t, s.cmd, s.wait, s.LogPath())
+	s.cmd = nil
+	var rest []string
+	for l := range s.lines {
+		rest = append(rest, l)
+	}
+	return d, rest
+}
