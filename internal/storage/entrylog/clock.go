@@ -3,18 +3,15 @@ package entrylog
 import (
 	"sync"
 	"time"
+
+	"github.com/foliodb/folio/internal/clock"
 )
 
 // Clock is the time source of the store: back-pressure deadlines and the
 // compaction rate limiter read it. Production passes a wall clock (built
 // outside internal/storage, which may not call time.Now); tests and the
 // simulator pass a manual one.
-type Clock interface {
-	// Now returns the current time.
-	Now() time.Time
-	// After returns a channel that receives once d has passed on this clock.
-	After(d time.Duration) <-chan time.Time
-}
+type Clock = clock.Clock
 
 // Limiter throttles background I/O (compaction reads and writes).
 type Limiter interface {

@@ -9,79 +9,23 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/foliodb/folio/internal/clock"
 )
 
-// manualClock only moves when the test calls Advance.
-type manualClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	timers  []manualTimer
-	changed chan struct{} // closed and replaced when a timer is added
-}
+func newManualClock() *clock.Manual { return clock.NewManual(time.Unix(1_000_000, 0)) }
 
-type manualTimer struct {
-	at time.Time
-	ch chan time.Time
-}
-
-func newManualClock() *manualClock {
-	return &manualClock{now: time.Unix(1_000_000, 0), changed: make(chan struct{})}
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if d <= 0 {
-		ch <- c.now
-		return ch
-	}
-	c.timers = append(c.timers, manualTimer{c.now.Add(d), ch})
-	close(c.changed)
-	c.changed = make(chan struct{})
-	return ch
-}
-
-// Advance moves the clock and fires due timers.
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.timers[:0]
-	for _, t := range c.timers {
-		if !t.at.After(c.now) {
-			t.ch <- c.now
-			continue
-		}
-		kept = append(kept, t)
-	}
-	c.timers = kept
-}
-
-// waitTimers blocks until n timers are pending (so an Advance cannot race
-// ahead of the goroutine that is about to wait). It fails the test after a
-// generous real-time bound instead of hanging.
-func (c *manualClock) waitTimers(t *testing.T, n int) {
+// waitTimers blocks until n timers are pending on c (so an Advance cannot
+// race ahead of the goroutine that is about to wait). It fails the test
+// after a generous real-time bound instead of hanging.
+func waitTimers(t *testing.T, c *clock.Manual, n int) {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		c.mu.Lock()
-		got, ch := len(c.timers), c.changed
-		c.mu.Unlock()
-		if got >= n {
-			return
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Waiters() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %d timers (have %d)", n, c.Waiters())
 		}
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("timed out waiting for %d timers (have %d)", n, got)
-		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -147,7 +147,7 @@ func TestBackPressure(t *testing.T) {
 	// A full cache: the add waits, and fails after MaxAddWait of clock time.
 	done := make(chan error, 1)
 	go func() { done <- s.Add(1, 10, make([]byte, 1000)) }()
-	clock.waitTimers(t, 1)
+	waitTimers(t, clock, 1)
 	clock.Advance(wait - time.Millisecond)
 	select {
 	case err := <-done:
@@ -161,7 +161,7 @@ func TestBackPressure(t *testing.T) {
 
 	// A waiting add proceeds as soon as a flush frees space.
 	go func() { done <- s.Add(1, 11, make([]byte, 1000)) }()
-	clock.waitTimers(t, 1)
+	waitTimers(t, clock, 1)
 	if err := s.Flush(func([]Placement) error { return nil }); err != nil {
 		t.Fatal(err)
 	}

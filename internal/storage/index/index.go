@@ -119,6 +119,12 @@ type Options struct {
 	// discarded, Fatalf panics (internal/storage may not write to stderr
 	// itself; pass a real logger in production).
 	Logger pebble.Logger
+	// DisableAutomaticCompactions turns off Pebble's automatic compactions
+	// and its asynchronous table-statistics collection (the deterministic
+	// simulator: no background work may change the files between its
+	// steps). Memtable flushes still happen at Open and when a memtable
+	// fills.
+	DisableAutomaticCompactions bool
 }
 
 // Index is the Pebble-backed entry index and ledger state store. Methods
@@ -172,6 +178,9 @@ func Open(fs vfs.FS, dir string, opts Options) (*Index, error) {
 		Cache:              cache,
 		Logger:             opts.Logger,
 		FormatMajorVersion: pebble.FormatTableFormatV6,
+
+		DisableAutomaticCompactions: opts.DisableAutomaticCompactions,
+		DisableTableStats:           opts.DisableAutomaticCompactions,
 	}
 	db, err := pebble.Open(dir, popts)
 	if err != nil {

@@ -9,66 +9,14 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/foliodb/folio/internal/clock"
 )
 
-// wallClock is the production-like clock (tests may call time.Now).
-type wallClock struct{}
+// wallClock is the production clock; manual clocks are clock.Manual.
+type wallClock = clock.Real
 
-func (wallClock) Now() time.Time                         { return time.Now() }
-func (wallClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
-// manualClock moves only when Advance is called.
-type manualClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	waiters []manualWaiter
-}
-
-type manualWaiter struct {
-	at time.Time
-	ch chan time.Time
-}
-
-func newManualClock() *manualClock { return &manualClock{now: time.Unix(1_000_000, 0)} }
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if d <= 0 {
-		ch <- c.now
-		return ch
-	}
-	c.waiters = append(c.waiters, manualWaiter{c.now.Add(d), ch})
-	return ch
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		if !w.at.After(c.now) {
-			w.ch <- c.now
-		} else {
-			kept = append(kept, w)
-		}
-	}
-	c.waiters = kept
-}
-
-func (c *manualClock) numWaiters() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.waiters)
-}
+func newManualClock() *clock.Manual { return clock.NewManual(time.Unix(1_000_000, 0)) }
 
 const testDir = "/journal"
 

@@ -284,7 +284,7 @@ func TestBackPressure(t *testing.T) {
 	j.opts.QueueWait = time.Second
 	errc := make(chan error, 1)
 	go func() { errc <- j.AppendEntry(1, 2, body(1, 2), nil) }()
-	for clock.numWaiters() == 0 {
+	for clock.Waiters() == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	clock.Advance(time.Second)
@@ -293,7 +293,7 @@ func TestBackPressure(t *testing.T) {
 	}
 	// ...or succeeds once a group commit frees space.
 	go func() { errc <- j.AppendEntry(1, 2, body(1, 2), rec.cb(1, 2)) }()
-	for clock.numWaiters() == 0 {
+	for clock.Waiters() == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	if n, err := j.Flush(); n != 2 || err != nil {

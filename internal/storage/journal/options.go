@@ -4,19 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/foliodb/folio/internal/clock"
 )
 
-// Clock is the journal's time source: group-wait deadlines and bounded
-// back-pressure waits read it. Production passes a wall clock built outside
-// internal/storage (which may not call time.Now); tests and the simulator
-// pass a manual one. Its method set matches entrylog.Clock, so one value
-// serves both.
-type Clock interface {
-	// Now returns the current time.
-	Now() time.Time
-	// After returns a channel that receives once d has passed on this clock.
-	After(d time.Duration) <-chan time.Time
-}
+// Clock is the time source of the group-commit loop's waits (the group
+// wait, the bounded queue wait): clock.Real in production, clock.Manual in
+// tests and the simulator.
+type Clock = clock.Clock
 
 // Options configure a Journal. Zero fields take the defaults named below.
 type Options struct {

@@ -92,6 +92,18 @@ type Config struct {
 	// owner calls StepJournals to run group commits. Adds, fences and
 	// explicit LACs then complete only when StepJournals runs.
 	ManualJournal bool
+	// Go runs fn on another goroutine: the completion of an add that fails
+	// before it reaches the journal (storage.AddCompletion must not run on
+	// the caller's goroutine). Default: the go statement. The simulator
+	// queues fn on its event loop instead, so that the completion's moment
+	// is a function of the seed.
+	Go func(fn func())
+	// DisableIndexCompactions runs the Pebble indexes without automatic
+	// compactions or asynchronous table statistics, so that no background
+	// work changes what is on disk between the owner's calls (the
+	// simulator's crash images must not depend on goroutine scheduling).
+	// The index stays small enough in such runs for L0 not to matter.
+	DisableIndexCompactions bool
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -137,6 +149,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.CompactionBytesPerSecond == 0 {
 		c.CompactionBytesPerSecond = 32 << 20
+	}
+	if c.Go == nil {
+		c.Go = func(fn func()) { go fn() }
 	}
 	return c, nil
 }

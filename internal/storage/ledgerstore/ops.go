@@ -47,7 +47,7 @@ func (op *addOp) AppendDone(pos journal.Position, err error) {
 func (s *Store) AddEntry(ledgerID, entryID int64, masterKey, body []byte, opts storage.AddOptions, done storage.AddCompletion) {
 	if err := s.addEntry(ledgerID, entryID, masterKey, body, opts, done); err != nil {
 		// The contract: done runs on another goroutine.
-		go done.AddComplete(err)
+		s.cfg.Go(func() { done.AddComplete(err) })
 	}
 }
 

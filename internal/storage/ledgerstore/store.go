@@ -149,7 +149,7 @@ func (s *Store) open() error {
 		}
 		sh := &ledgerShard{index: i, dir: dir}
 		s.shards = append(s.shards, sh)
-		if sh.ix, err = index.Open(s.fs, s.fs.PathJoin(dir, "index"), index.Options{CacheBytes: s.cfg.IndexCacheBytes}); err != nil {
+		if sh.ix, err = index.Open(s.fs, s.fs.PathJoin(dir, "index"), index.Options{CacheBytes: s.cfg.IndexCacheBytes, DisableAutomaticCompactions: s.cfg.DisableIndexCompactions}); err != nil {
 			return err
 		}
 		if sh.el, err = entrylog.Open(s.fs, s.fs.PathJoin(dir, "entrylogs"), s.cfg.entrylogOptions()); err != nil {
