@@ -165,7 +165,12 @@ func (p *pipeline) popAcknowledged() []*pendingAdd {
 		return nil
 	}
 	done := slices.Clone(p.pending[:n])
-	p.pending = slices.Delete(p.pending, 0, n)
+	// Re-slice rather than shift the rest down: with thousands of adds in
+	// flight, moving the tail on every acknowledgement costs O(pending) per
+	// ack. append reallocates (copying only the live tail) once the
+	// capacity behind the head is used up.
+	clear(p.pending[:n])
+	p.pending = p.pending[n:]
 	return done
 }
 

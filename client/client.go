@@ -1,0 +1,326 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/foliodb/folio/internal/digest"
+	"github.com/foliodb/folio/internal/ledger"
+	"github.com/foliodb/folio/internal/ledger/placement"
+	"github.com/foliodb/folio/internal/metadata"
+	_ "github.com/foliodb/folio/internal/metadata/etcd" // links the etcd driver: metadata.Open("etcd://…")
+	"github.com/foliodb/folio/internal/transport"
+	"github.com/foliodb/folio/internal/wire"
+)
+
+// Client is a connection to a BookKeeper cluster: its metadata store and
+// its bookies. It is safe for concurrent use. Close it when done.
+type Client struct {
+	cfg     Config
+	log     *slog.Logger
+	md      metadata.Driver
+	tr      *transport.Transport
+	metrics *Metrics
+
+	// addSlots bounds outstanding appends (Config.MaxOutstandingAdds): an
+	// append takes a slot before it is accepted and frees it when it
+	// completes.
+	addSlots chan struct{}
+
+	// ctx is cancelled by Close; background metadata operations and the
+	// bookie watch run under it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		closed bool
+		// writable is the latest set of writable bookies.
+		writable []metadata.BookieID
+		// writers are the open write handles, told of membership changes.
+		writers map[*WriteHandle]struct{}
+		// placement chooses new ensembles; not safe for concurrent use.
+		placement *placement.Random
+	}
+}
+
+// New connects to the metadata store named by cfg.MetadataServiceURI and
+// starts watching the writable bookies. Bookie connections are opened
+// lazily. ctx bounds the start only.
+func New(ctx context.Context, cfg Config) (*Client, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	md, err := metadata.Open(ctx, cfg.MetadataServiceURI, metadata.Options{DialTimeout: cfg.ConnectTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("client: metadata store %s: %w", cfg.MetadataServiceURI, err)
+	}
+	proto := wire.ProtocolV3
+	if cfg.UseV2WireProtocol {
+		proto = wire.ProtocolV2
+	}
+	c := &Client{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		md:       md,
+		metrics:  newMetrics(),
+		addSlots: make(chan struct{}, cfg.MaxOutstandingAdds),
+		tr: transport.New(transport.Config{
+			Protocol:             proto,
+			Dialer:               cfg.Dialer,
+			ConnectTimeout:       cfg.ConnectTimeout,
+			AddTimeout:           cfg.AddEntryTimeout,
+			ReadTimeout:          cfg.ReadEntryTimeout,
+			ConnectionsPerBookie: cfg.ConnectionsPerBookie,
+			TimeoutTick:          min(cfg.AddEntryTimeout, cfg.ReadEntryTimeout) / 10,
+			Logger:               cfg.Logger,
+		}),
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.mu.writers = map[*WriteHandle]struct{}{}
+	c.mu.placement = placement.NewRandom(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	events, err := md.WatchBookies(c.ctx)
+	if err == nil {
+		select {
+		case ev, ok := <-events:
+			switch {
+			case !ok:
+				err = errors.New("bookie watch ended")
+			case ev.Err != nil:
+				err = ev.Err
+			default:
+				c.mu.writable = ev.Writable
+			}
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if err != nil {
+		c.cancel()
+		c.tr.Close()
+		md.Close()
+		return nil, fmt.Errorf("client: watch writable bookies: %w", err)
+	}
+	c.wg.Add(1)
+	go c.watchBookies(events)
+	return c, nil
+}
+
+// Close closes the client: open write handles stop (their pending appends
+// fail), connections close, the metadata store is released. Ledgers are
+// not closed; close write handles first to close their ledgers.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.mu.closed = true
+	writers := make([]*WriteHandle, 0, len(c.mu.writers))
+	for w := range c.mu.writers {
+		writers = append(writers, w)
+	}
+	c.mu.Unlock()
+	for _, w := range writers {
+		w.stop()
+	}
+	c.cancel()
+	err := c.tr.Close()
+	c.wg.Wait()
+	if e := c.md.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// Metrics returns the client's Prometheus collectors, for the application
+// to register.
+func (c *Client) Metrics() *Metrics { return c.metrics }
+
+// watchBookies keeps the writable set current and tells the write handles,
+// whose ensemble changes choose from it. A failed watch is restarted.
+func (c *Client) watchBookies(events <-chan metadata.BookiesEvent) {
+	defer c.wg.Done()
+	backoff := 100 * time.Millisecond
+	for {
+		for ev := range events {
+			if ev.Err != nil {
+				c.log.Warn("bookie watch failed; restarting it", "err", ev.Err)
+				break
+			}
+			backoff = 100 * time.Millisecond
+			c.setWritable(ev.Writable)
+		}
+		for events = nil; events == nil; {
+			select {
+			case <-c.ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			var err error
+			if events, err = c.md.WatchBookies(c.ctx); err != nil {
+				c.log.Warn("bookie watch failed; retrying", "err", err, "backoff", backoff)
+				events = nil
+			}
+		}
+	}
+}
+
+func (c *Client) setWritable(bookies []metadata.BookieID) {
+	c.mu.Lock()
+	c.mu.writable = bookies
+	writers := make([]*WriteHandle, 0, len(c.mu.writers))
+	for w := range c.mu.writers {
+		writers = append(writers, w)
+	}
+	c.mu.Unlock()
+	for _, w := range writers {
+		w.q.push(ledger.WritableBookies{Bookies: slices.Clone(bookies)})
+	}
+}
+
+func (c *Client) writable() []metadata.BookieID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.mu.writable)
+}
+
+// CreateLedger creates a ledger on an ensemble chosen at random among the
+// writable bookies and returns its write handle.
+func (c *Client) CreateLedger(ctx context.Context, o LedgerOptions) (*WriteHandle, error) {
+	opts, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	dig, err := digest.New(digest.Type(opts.DigestType), opts.Password)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return nil, errClientClosed
+	}
+	ensemble, err := c.mu.placement.NewEnsemble(opts.EnsembleSize, c.mu.writable)
+	c.mu.Unlock()
+	if err != nil {
+		return nil, publicError(fmt.Errorf("client: create ledger with ensemble size %d: %w", opts.EnsembleSize, err))
+	}
+	md := &metadata.LedgerMetadata{
+		EnsembleSize:   opts.EnsembleSize,
+		WriteQuorum:    opts.WriteQuorumSize,
+		AckQuorum:      opts.AckQuorumSize,
+		State:          metadata.LedgerOpen,
+		LastEntryID:    -1,
+		Ensembles:      []metadata.Segment{{FirstEntryID: 0, Ensemble: ensemble}},
+		HasPassword:    true,
+		DigestType:     metadata.DigestType(opts.DigestType),
+		Password:       slices.Clone(opts.Password),
+		CustomMetadata: opts.CustomMetadata,
+		Ctime:          -1,
+	}
+	if md.Password == nil {
+		md.Password = []byte{}
+	}
+	id, version, err := c.md.CreateLedger(ctx, md)
+	if err != nil {
+		return nil, publicError(fmt.Errorf("client: create ledger: %w", err))
+	}
+	w, err := c.newWriteHandle(id, md, version, dig, opts.Password)
+	if err != nil {
+		return nil, err
+	}
+	c.log.Debug("ledger created", "ledger", id, "ensemble", ensemble)
+	return w, nil
+}
+
+// OpenLedger opens a ledger for reading. With o.Recovery it first recovers
+// the ledger (fences it, finds its end, closes it) unless it is closed
+// already; without, it reads the LAC from the bookies of an open ledger.
+func (c *Client) OpenLedger(ctx context.Context, id int64, o OpenOptions) (*ReadHandle, error) {
+	md, version, err := c.md.ReadLedger(ctx, id)
+	if err != nil {
+		return nil, publicError(fmt.Errorf("client: open ledger %d: %w", id, err))
+	}
+	if md.HasPassword && !bytes.Equal(md.Password, o.Password) {
+		return nil, fmt.Errorf("%w: ledger %d", ErrUnauthorized, id)
+	}
+	dt := digest.Type(md.DigestType)
+	if !md.HasPassword {
+		dt = digest.Type(o.DigestType)
+		if dt == 0 {
+			dt = digest.Type(DigestCRC32C)
+		}
+	}
+	dig, err := digest.New(dt, o.Password)
+	if err != nil {
+		return nil, fmt.Errorf("client: open ledger %d: %w", id, err)
+	}
+	r := &ReadHandle{c: c, id: id, dig: dig, password: o.Password}
+	if o.Recovery && !md.IsClosed() {
+		md, err = c.recover(ctx, r.newIO(), md, version)
+		if err != nil {
+			return nil, err
+		}
+	}
+	r.mu.md, r.mu.lac = md, -1
+	if md.IsClosed() {
+		r.mu.lac = md.LastEntryID
+		return r, nil
+	}
+	if _, err := r.readLAC(ctx, md); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// recover runs the recovery machine and returns the CLOSED metadata.
+func (c *Client) recover(ctx context.Context, lio *ledgerIO, md *metadata.LedgerMetadata, version metadata.Version) (*metadata.LedgerMetadata, error) {
+	c.mu.Lock()
+	pl := placement.NewRandom(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	writable := slices.Clone(c.mu.writable)
+	c.mu.Unlock()
+	m := ledger.NewRecovery(ledger.RecoveryConfig{
+		LedgerID:  lio.id,
+		Metadata:  md,
+		Version:   version,
+		Verifier:  lio.dig,
+		Placement: pl,
+		Writable:  writable,
+	})
+	var res ledger.RecoveryComplete
+	err := lio.run(ctx, m, m.Start, func(eff ledger.Effect) {
+		if rc, ok := eff.(ledger.RecoveryComplete); ok {
+			res = rc
+		}
+	})
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		return nil, publicError(fmt.Errorf("client: recover ledger %d: %w", lio.id, err))
+	}
+	c.log.Info("ledger recovered", "ledger", lio.id, "last_entry", res.Metadata.LastEntryID, "length", res.Metadata.Length)
+	return res.Metadata, nil
+}
+
+// DeleteLedger deletes the ledger's metadata; bookies garbage-collect its
+// entries later. Deleting an open ledger does not stop its writer: fence it
+// first (OpenLedger with Recovery) if one may be running.
+func (c *Client) DeleteLedger(ctx context.Context, id int64) error {
+	if err := c.md.DeleteLedger(ctx, id, metadata.VersionAny); err != nil {
+		return publicError(fmt.Errorf("client: delete ledger %d: %w", id, err))
+	}
+	return nil
+}
+
+var errClientClosed = errors.New("client: closed")

@@ -1,0 +1,168 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+)
+
+// Defaults of Config, BookKeeper's where it has one
+// (ClientConfiguration, spec/wire-protocol.md §7.4).
+const (
+	DefaultAddEntryTimeout    = 5 * time.Second
+	DefaultReadEntryTimeout   = 5 * time.Second
+	DefaultConnectTimeout     = 10 * time.Second
+	DefaultMetadataTimeout    = 10 * time.Second
+	DefaultMaxOutstandingAdds = 10000
+)
+
+// Config configures a Client. The zero value of each field is its default.
+type Config struct {
+	// MetadataServiceURI names the metadata store, as in BookKeeper:
+	// "etcd://host1:2379;host2:2379/ledgers". Required.
+	MetadataServiceURI string
+
+	// Dialer opens TCP connections to bookies; nil means net.Dialer. Tests
+	// use it to cut a client off from chosen bookies.
+	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	// AddEntryTimeout bounds one bookie's answer to an add (Java's
+	// addEntryTimeoutSec, 5 s). A timed-out bookie is replaced by an
+	// ensemble change; it does not fail the append by itself.
+	AddEntryTimeout time.Duration
+	// ReadEntryTimeout bounds one bookie's answer to a read or LAC read
+	// (Java's readEntryTimeoutSec, 5 s); the read then tries another
+	// replica.
+	ReadEntryTimeout time.Duration
+	// ConnectTimeout bounds a TCP connect to a bookie (10 s).
+	ConnectTimeout time.Duration
+	// MetadataTimeout bounds one metadata store operation done on behalf
+	// of a ledger (ensemble change, close) when no context is given (10 s,
+	// Java's zkTimeout).
+	MetadataTimeout time.Duration
+
+	// UseV2WireProtocol speaks the binary v2 protocol to bookies instead of
+	// v3 (protobuf), as Java's useV2WireProtocol. LAC reads then use
+	// READ_ENTRY(-1) instead of READ_LAC.
+	UseV2WireProtocol bool
+	// ConnectionsPerBookie is the connection pool size per bookie (1).
+	ConnectionsPerBookie int
+
+	// MaxOutstandingAdds bounds the appends that are accepted but not yet
+	// completed, over all ledgers of the client (10000). When reached,
+	// appends wait for room, or fail at once with ErrTooManyRequests if
+	// FailFastWhenBusy.
+	MaxOutstandingAdds int
+	FailFastWhenBusy   bool
+
+	// Logger receives the client's logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() error {
+	if c.MetadataServiceURI == "" {
+		return fmt.Errorf("client: Config.MetadataServiceURI is required")
+	}
+	setDuration(&c.AddEntryTimeout, DefaultAddEntryTimeout)
+	setDuration(&c.ReadEntryTimeout, DefaultReadEntryTimeout)
+	setDuration(&c.ConnectTimeout, DefaultConnectTimeout)
+	setDuration(&c.MetadataTimeout, DefaultMetadataTimeout)
+	if c.MaxOutstandingAdds <= 0 {
+		c.MaxOutstandingAdds = DefaultMaxOutstandingAdds
+	}
+	if c.ConnectionsPerBookie <= 0 {
+		c.ConnectionsPerBookie = 1
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+func setDuration(d *time.Duration, def time.Duration) {
+	if *d <= 0 {
+		*d = def
+	}
+}
+
+// DigestType is a ledger's entry digest, numbered as BookKeeper's
+// LedgerMetadataFormat.DigestType.
+type DigestType int32
+
+// Digest types. The zero DigestType means the default: CRC32C for a new
+// ledger, the type stored in the metadata when opening.
+const (
+	DigestCRC32  DigestType = 1
+	DigestHMAC   DigestType = 2
+	DigestCRC32C DigestType = 3
+	DigestDummy  DigestType = 4
+)
+
+func (d DigestType) String() string {
+	switch d {
+	case 0:
+		return "default"
+	case DigestCRC32:
+		return "CRC32"
+	case DigestHMAC:
+		return "HMAC"
+	case DigestCRC32C:
+		return "CRC32C"
+	case DigestDummy:
+		return "DUMMY"
+	}
+	return fmt.Sprintf("DigestType(%d)", int32(d))
+}
+
+// LedgerOptions configure CreateLedger. Zero values take the defaults:
+// EnsembleSize 3, WriteQuorumSize min(2, EnsembleSize), AckQuorumSize
+// min(2, WriteQuorumSize), DigestCRC32C, an empty password.
+type LedgerOptions struct {
+	EnsembleSize, WriteQuorumSize, AckQuorumSize int
+	DigestType                                   DigestType
+	// Password guards the ledger: every open must give the same bytes. It
+	// is stored in the metadata, as BookKeeper stores it.
+	Password []byte
+	// CustomMetadata is stored with the ledger for the application.
+	CustomMetadata map[string][]byte
+}
+
+func (o *LedgerOptions) withDefaults() (LedgerOptions, error) {
+	r := *o
+	if r.EnsembleSize == 0 {
+		r.EnsembleSize = 3
+	}
+	if r.WriteQuorumSize == 0 {
+		r.WriteQuorumSize = min(2, r.EnsembleSize)
+	}
+	if r.AckQuorumSize == 0 {
+		r.AckQuorumSize = min(2, r.WriteQuorumSize)
+	}
+	if r.DigestType == 0 {
+		r.DigestType = DigestCRC32C
+	}
+	if !(r.EnsembleSize >= r.WriteQuorumSize && r.WriteQuorumSize >= r.AckQuorumSize && r.AckQuorumSize >= 1) {
+		return r, fmt.Errorf("client: need EnsembleSize ≥ WriteQuorumSize ≥ AckQuorumSize ≥ 1, got %d/%d/%d",
+			r.EnsembleSize, r.WriteQuorumSize, r.AckQuorumSize)
+	}
+	if r.DigestType < DigestCRC32 || r.DigestType > DigestDummy {
+		return r, fmt.Errorf("client: unknown digest type %v", r.DigestType)
+	}
+	return r, nil
+}
+
+// OpenOptions configure OpenLedger.
+type OpenOptions struct {
+	// Password must equal the ledger's (ErrUnauthorized otherwise).
+	Password []byte
+	// DigestType is used only for ledgers whose metadata has no digest type
+	// (very old ones); otherwise the stored type is used, as Java does with
+	// digest autodetection (its default). Zero means CRC32C there.
+	DigestType DigestType
+	// Recovery fences the ledger and closes it at its true end (ledger
+	// recovery, spec/protocol.md §4): the writer, if alive, can add no
+	// more. Without it the open neither fences nor changes anything.
+	Recovery bool
+}

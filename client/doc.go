@@ -1,0 +1,38 @@
+// Package client is Folio's Go client for BookKeeper ledgers: create a
+// ledger, append to it (pipelined, acknowledged once an ack quorum of
+// bookies stored the entry and every lower one), close it, open it with or
+// without recovery, and read it. It speaks BookKeeper 4.17's wire protocol
+// (v3 by default, v2 by option) and metadata layout, so it works with Folio
+// and Java bookies alike.
+//
+//	c, err := client.New(ctx, client.Config{MetadataServiceURI: "etcd://127.0.0.1:2379/ledgers"})
+//	w, err := c.CreateLedger(ctx, client.LedgerOptions{Password: pw}) // E=3, Qw=2, Qa=2, CRC32C
+//	id, err := w.Append(ctx, []byte("hello"))
+//	err = w.Close(ctx)
+//	r, err := c.OpenLedger(ctx, w.ID(), client.OpenOptions{Password: pw})
+//	entries, err := r.Read(ctx, 0, id)
+//
+// # Design
+//
+// The protocol lives in internal/ledger as pure state machines (the writer
+// with ordered acknowledgement and ensemble change, the LAC read with the
+// coverage rule, entry reads with failover, recovery). This package is the
+// shell that runs them (DESIGN.md §5): each write handle has one goroutine,
+// its ordered executor, which steps the writer with appends, bookie answers
+// and metadata results and carries out its effects; reads and recovery run
+// their machine on the calling goroutine. Bookie I/O goes through
+// internal/transport; metadata through the driver the URI names (importing
+// this package links the etcd driver).
+//
+// # Errors
+//
+// Errors match the sentinels of errors.go with errors.Is; Code gives the
+// BookKeeper return code of each. An append that fails with
+// ErrLedgerFenced, ErrLedgerClosed or ErrTimeout has an unknown outcome: the
+// entry may or may not be in the ledger, as in BookKeeper.
+//
+// # Logging and metrics
+//
+// Config.Logger (slog) receives connection and ledger events. Metrics
+// returns Prometheus collectors for the application to register.
+package client

@@ -1,0 +1,123 @@
+package client
+
+import (
+	"errors"
+
+	"github.com/foliodb/folio/internal/ledger"
+	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/transport"
+	"github.com/foliodb/folio/internal/wire"
+)
+
+// The client's errors, matched with errors.Is. An error the client returns
+// may wrap one of these with context (which bookie, which ledger); the
+// BookKeeper status code each stands for is given by Code.
+var (
+	// ErrLedgerFenced: another client is recovering the ledger. For an
+	// append it means "outcome unknown": the entry may still end up in the
+	// ledger (spec/protocol.md §1.9); treat it like a timeout.
+	ErrLedgerFenced = errors.New("ledger fenced")
+	// ErrLedgerClosed: the ledger is closed and takes no more entries. For
+	// an append that was pending it means "outcome unknown".
+	ErrLedgerClosed = errors.New("ledger closed")
+	// ErrNoSuchLedger: the ledger's metadata does not exist.
+	ErrNoSuchLedger = errors.New("no such ledger")
+	// ErrNoSuchEntry: the entry does not exist; enough bookies of its write
+	// set said so explicitly (never inferred from errors or timeouts).
+	ErrNoSuchEntry = errors.New("no such entry")
+	// ErrUnauthorized: wrong password (ledger master key).
+	ErrUnauthorized = errors.New("unauthorized: wrong ledger password")
+	// ErrNotEnoughBookies: too few writable bookies to create the ensemble
+	// or to replace a failed bookie.
+	ErrNotEnoughBookies = errors.New("not enough writable bookies")
+	// ErrTimeout: a bookie did not answer in time. The outcome is unknown.
+	ErrTimeout = errors.New("timed out")
+	// ErrTooManyRequests: the client's bound on outstanding appends is
+	// reached (Config.FailFastWhenBusy), or a bookie was overloaded.
+	ErrTooManyRequests = errors.New("too many outstanding requests")
+	// ErrMetadataVersion: the ledger's metadata changed under the
+	// operation; for a close, another client closed the ledger at a
+	// different end (entries this writer had pending may be lost, the ones
+	// it acknowledged are not).
+	ErrMetadataVersion = errors.New("ledger metadata changed concurrently")
+	// ErrLedgerRecovery: recovery could not finish; the ledger stays
+	// IN_RECOVERY and recovery may be retried.
+	ErrLedgerRecovery = errors.New("ledger recovery failed")
+	// ErrReadBeyondLAC: Read asked for entries past the last add confirmed
+	// (use ReadUnconfirmed to read what bookies have).
+	ErrReadBeyondLAC = errors.New("read beyond the last add confirmed")
+)
+
+// errorTable is the one table mapping the client's errors to BookKeeper's
+// client return codes (BKException.Code) and to the internal errors they
+// stand for. Rows are tried in order, so a more specific cause comes
+// first (a failed ensemble change carries both "not enough bookies" and
+// "closed").
+var errorTable = []struct {
+	err    error
+	code   int
+	causes []error
+}{
+	{ErrReadBeyondLAC, -1, nil},                                                           // ReadException
+	{ErrNotEnoughBookies, -6, []error{ledger.ErrNotEnoughBookies}},                        // NotEnoughBookiesException
+	{ErrLedgerFenced, -101, []error{ledger.ErrLedgerFenced}},                              // LedgerFencedException
+	{ErrUnauthorized, -102, []error{ledger.ErrUnauthorized}},                              // UnauthorizedAccessException
+	{ErrMetadataVersion, -17, []error{ledger.ErrMetadataVersion, metadata.ErrBadVersion}}, // MetadataVersionException
+	{ErrLedgerRecovery, -10, []error{ledger.ErrLedgerRecovery}},                           // LedgerRecoveryException
+	{ErrLedgerClosed, -11, []error{ledger.ErrLedgerClosed}},                               // LedgerClosedException
+	{ErrNoSuchLedger, -7, []error{metadata.ErrNoSuchLedger}},                              // NoSuchLedgerExistsException
+	{ErrNoSuchEntry, -13, []error{ledger.ErrNoSuchEntry}},                                 // NoSuchEntryException
+	{ErrTimeout, -23, []error{ledger.ErrTimeout, transport.ErrTimeout}},                   // TimeoutException
+	{ErrTooManyRequests, -105, []error{wire.ErrTooManyRequests}},                          // TooManyRequestsException
+}
+
+// Code returns the BookKeeper client return code (BKException.Code) of err:
+// 0 for nil, the code of the first of the client's errors that err matches,
+// -8 (BookieHandleNotAvailable) for a lost bookie connection, and -1
+// (ReadException, Java's catch-all) for anything else.
+func Code(err error) int {
+	if err == nil {
+		return 0
+	}
+	for _, row := range errorTable {
+		if errors.Is(err, row.err) {
+			return row.code
+		}
+	}
+	if errors.Is(err, transport.ErrBookieUnavailable) {
+		return -8
+	}
+	return -1
+}
+
+// clientError is an internal error given its public meaning: it matches the
+// public sentinel and still unwraps to the cause.
+type clientError struct {
+	public error
+	cause  error
+}
+
+func (e *clientError) Error() string        { return e.cause.Error() }
+func (e *clientError) Unwrap() error        { return e.cause }
+func (e *clientError) Is(target error) bool { return target == e.public }
+
+// publicError gives err its public sentinel from errorTable, if a cause
+// matches and it has none yet.
+func publicError(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, row := range errorTable {
+		if errors.Is(err, row.err) {
+			return err // already public
+		}
+	}
+	for _, row := range errorTable {
+		for _, c := range row.causes {
+			if errors.Is(err, c) {
+				return &clientError{public: row.err, cause: err}
+			}
+		}
+	}
+	return err
+}

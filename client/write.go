@@ -1,0 +1,330 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/foliodb/folio/internal/digest"
+	"github.com/foliodb/folio/internal/ledger"
+	"github.com/foliodb/folio/internal/ledger/placement"
+	"github.com/foliodb/folio/internal/metadata"
+)
+
+// WriteHandle appends to a ledger this client created. It is safe for
+// concurrent use; appends from one goroutine get increasing entry ids in
+// call order.
+//
+// Each handle runs its ledger's protocol machine (internal/ledger.Writer)
+// on one goroutine, its ordered executor, as BookKeeper runs a ledger
+// handle on one ordered thread: appends, bookie answers, metadata results
+// and membership changes are queued to it and handled in order.
+type WriteHandle struct {
+	c  *Client
+	id int64
+	io *ledgerIO
+	q  *queue
+
+	lac atomic.Int64
+	// exited is closed when the executor goroutine has returned.
+	exited chan struct{}
+	// stopped asks the executor to stop (client closing).
+	stopped  chan struct{}
+	stopOnce atomic.Bool
+
+	// Owned by the executor goroutine:
+	w *ledger.Writer
+	// futures are the accepted appends, in entry order.
+	futures      []*AppendFuture
+	futuresHead  int
+	closeWaiters []chan error
+	closeResult  *ledger.CloseComplete
+	// closeDelivered: a Close call got its answer; the handle is finished.
+	closeDelivered bool
+}
+
+// AppendFuture is the pending result of AppendAsync.
+type AppendFuture struct {
+	w       *WriteHandle
+	payload []byte
+	start   time.Time
+	done    chan struct{}
+	entryID int64
+	err     error
+	slot    bool
+}
+
+// Wait waits until the append completes and returns its entry id, or
+// returns ctx's error if ctx ends first (the append goes on: ctx bounds the
+// wait, not the add). An error from the append itself matches one of the
+// client's errors; ErrLedgerFenced, ErrLedgerClosed and ErrTimeout mean the
+// outcome is unknown.
+func (f *AppendFuture) Wait(ctx context.Context) (int64, error) {
+	select {
+	case <-f.done:
+		return f.entryID, f.err
+	case <-ctx.Done():
+		return -1, ctx.Err()
+	}
+}
+
+// Done is closed when the append has completed.
+func (f *AppendFuture) Done() <-chan struct{} { return f.done }
+
+func (f *AppendFuture) complete(id int64, err error) {
+	f.entryID, f.err = id, publicError(err)
+	f.payload = nil
+	if f.slot {
+		<-f.w.c.addSlots
+	}
+	m := f.w.c.metrics
+	if err != nil {
+		m.addsFailed.Inc()
+	} else {
+		m.addsOK.Inc()
+		m.addLatency.Observe(time.Since(f.start).Seconds())
+	}
+	close(f.done)
+}
+
+type closeCmd struct{ done chan error }
+
+func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version metadata.Version, dig *digest.Digester, password []byte) (*WriteHandle, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return nil, errClientClosed
+	}
+	m, err := ledger.NewWriter(ledger.WriterConfig{
+		LedgerID:  id,
+		Metadata:  md,
+		Version:   version,
+		Placement: placement.NewRandom(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		Writable:  c.mu.writable,
+	})
+	if err != nil {
+		return nil, err
+	}
+	q := newQueue()
+	w := &WriteHandle{c: c, id: id, q: q, io: c.newLedgerIO(id, dig, password, q), w: m,
+		exited: make(chan struct{}), stopped: make(chan struct{})}
+	w.lac.Store(-1)
+	c.mu.writers[w] = struct{}{}
+	c.wg.Add(1)
+	go w.loop()
+	return w, nil
+}
+
+// ID returns the ledger id.
+func (w *WriteHandle) ID() int64 { return w.id }
+
+// LastAddConfirmed returns the highest acknowledged entry id (-1 if none).
+func (w *WriteHandle) LastAddConfirmed() int64 { return w.lac.Load() }
+
+// Append appends payload and waits until it is acknowledged: stored
+// durably on an ack quorum of bookies, with every lower entry. It returns
+// the entry id. ctx bounds the wait for room (Config.MaxOutstandingAdds)
+// and for the acknowledgement; after ctx ends the append may still
+// succeed. payload must not be modified until Append returns.
+func (w *WriteHandle) Append(ctx context.Context, payload []byte) (int64, error) {
+	return w.appendAsync(ctx, payload).Wait(ctx)
+}
+
+// AppendAsync starts appending payload and returns its future at once,
+// or, when MaxOutstandingAdds appends are outstanding, after one completes
+// (or, with FailFastWhenBusy, with ErrTooManyRequests). Appends are
+// pipelined and complete in entry order. payload is not copied: it must not
+// be modified until the future completes.
+func (w *WriteHandle) AppendAsync(payload []byte) *AppendFuture {
+	return w.appendAsync(context.Background(), payload)
+}
+
+func (w *WriteHandle) appendAsync(ctx context.Context, payload []byte) *AppendFuture {
+	c := w.c
+	f := &AppendFuture{w: w, payload: payload, start: time.Now(), done: make(chan struct{})}
+	if c.cfg.FailFastWhenBusy {
+		select {
+		case c.addSlots <- struct{}{}:
+		default:
+			f.complete(-1, fmt.Errorf("%w: %d appends outstanding", ErrTooManyRequests, c.cfg.MaxOutstandingAdds))
+			return f
+		}
+	} else {
+		select {
+		case c.addSlots <- struct{}{}:
+		case <-ctx.Done():
+			f.complete(-1, ctx.Err())
+			return f
+		case <-w.exited:
+			f.complete(-1, w.exitErr())
+			return f
+		}
+	}
+	f.slot = true
+	if !w.q.push(f) {
+		f.complete(-1, w.exitErr())
+	}
+	return f
+}
+
+func (w *WriteHandle) exitErr() error {
+	return fmt.Errorf("%w: ledger %d: write handle closed", ErrLedgerClosed, w.id)
+}
+
+// Close fails the appends still pending with ErrLedgerClosed and closes the
+// ledger at its last acknowledged entry. It returns ErrMetadataVersion if
+// another client closed the ledger at a different end (recovered it while
+// this writer had appends outstanding). Calling it again returns the same
+// result.
+func (w *WriteHandle) Close(ctx context.Context) error {
+	done := make(chan error, 1)
+	if !w.q.push(closeCmd{done}) {
+		return w.closedResult()
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-w.exited:
+		select {
+		case err := <-done:
+			return err
+		default:
+		}
+		return w.closedResult()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// closedResult is Close's answer once the executor has exited.
+func (w *WriteHandle) closedResult() error {
+	<-w.exited
+	if w.closeResult != nil {
+		return publicError(w.closeResult.Err)
+	}
+	return fmt.Errorf("%w: ledger %d: client closed before the ledger was closed", errClientClosed, w.id)
+}
+
+// stop ends the executor without closing the ledger (Client.Close).
+func (w *WriteHandle) stop() {
+	if w.stopOnce.CompareAndSwap(false, true) {
+		close(w.stopped)
+	}
+	<-w.exited
+}
+
+// loop is the ledger's ordered executor.
+func (w *WriteHandle) loop() {
+	defer w.c.wg.Done()
+	defer close(w.exited)
+	defer w.unregister()
+	for {
+		select {
+		case <-w.q.signal:
+		case <-w.stopped:
+			w.q.close()
+			w.failAll(fmt.Errorf("%w: ledger %d: client closed", ErrLedgerClosed, w.id))
+			return
+		}
+		for _, it := range w.q.drain() {
+			switch it := it.(type) {
+			case *AppendFuture:
+				id, err := w.w.Append(it.payload)
+				if err != nil {
+					it.complete(-1, err)
+					continue
+				}
+				it.entryID = id
+				w.futures = append(w.futures, it)
+			case closeCmd:
+				w.closeWaiters = append(w.closeWaiters, it.done)
+				w.w.Close()
+			case ledger.Event:
+				w.w.Step(it)
+			}
+			w.drive()
+		}
+		if w.closeResult != nil && len(w.closeWaiters) == 0 && w.userClosed() {
+			w.q.close()
+			w.failAll(w.exitErr())
+			return
+		}
+	}
+}
+
+// userClosed: Close was called and answered; the handle is finished.
+func (w *WriteHandle) userClosed() bool { return w.closeDelivered }
+
+// drive carries out the writer's effects in order.
+func (w *WriteHandle) drive() {
+	for _, eff := range w.w.Ready() {
+		if w.io.do(eff) {
+			continue
+		}
+		switch e := eff.(type) {
+		case ledger.AddComplete:
+			w.completeAdd(e)
+		case ledger.CloseComplete:
+			res := e
+			w.closeResult = &res
+			err := publicError(e.Err)
+			for _, ch := range w.closeWaiters {
+				ch <- err
+				w.closeDelivered = true
+			}
+			w.closeWaiters = w.closeWaiters[:0]
+			if e.Err != nil {
+				w.c.log.Warn("ledger close failed", "ledger", w.id, "err", e.Err)
+			} else {
+				w.c.log.Debug("ledger closed", "ledger", w.id, "last_entry", e.LastEntryID, "length", e.Length)
+			}
+		default:
+			panic(fmt.Sprintf("client: writer effect %T not handled", eff))
+		}
+	}
+}
+
+func (w *WriteHandle) completeAdd(e ledger.AddComplete) {
+	if w.futuresHead >= len(w.futures) {
+		panic(fmt.Sprintf("client: ledger %d: completion of entry %d with no pending append", w.id, e.EntryID))
+	}
+	f := w.futures[w.futuresHead]
+	if f.entryID != e.EntryID {
+		panic(fmt.Sprintf("client: ledger %d: completion of entry %d, but the oldest pending append is entry %d", w.id, e.EntryID, f.entryID))
+	}
+	w.futures[w.futuresHead] = nil
+	w.futuresHead++
+	if w.futuresHead == len(w.futures) {
+		w.futures, w.futuresHead = w.futures[:0], 0
+	} else if w.futuresHead > 1024 && 2*w.futuresHead > len(w.futures) {
+		n := copy(w.futures, w.futures[w.futuresHead:])
+		clear(w.futures[n:])
+		w.futures, w.futuresHead = w.futures[:n], 0
+	}
+	if e.Err != nil {
+		f.complete(-1, fmt.Errorf("ledger %d entry %d: %w", w.id, e.EntryID, e.Err))
+		return
+	}
+	w.lac.Store(e.EntryID)
+	f.complete(e.EntryID, nil)
+}
+
+// failAll fails every pending append (the executor is stopping).
+func (w *WriteHandle) failAll(err error) {
+	for _, f := range w.futures[w.futuresHead:] {
+		f.complete(-1, err)
+	}
+	w.futures, w.futuresHead = nil, 0
+	for _, ch := range w.closeWaiters {
+		ch <- err
+	}
+	w.closeWaiters = nil
+}
+
+func (w *WriteHandle) unregister() {
+	w.c.mu.Lock()
+	delete(w.c.mu.writers, w)
+	w.c.mu.Unlock()
+}

@@ -1,0 +1,696 @@
+// Package transport carries bookie requests over TCP: all of the client's
+// socket I/O lives here (DESIGN.md §8). It keeps one connection (or a small
+// pool) per bookie, connects lazily, matches responses to requests, times
+// requests out and fails every request in flight when a connection is lost,
+// as Java's PerChannelBookieClient does (spec/wire-protocol.md §1.4, §7).
+//
+// # Connections
+//
+// A bookie is addressed by its BookieID, which for Folio and default Java
+// bookies is `host:port` (spec/wire-protocol.md §7.5). The first Send to a
+// bookie starts a connection in the background; requests sent meanwhile are
+// queued and written once it is up. Each connection has a writer goroutine,
+// which writes every frame queued since its last write in one call
+// (batching), and a reader goroutine, which decodes responses and runs their
+// callbacks. A connection that fails (connect error, read or write error, a
+// malformed frame) fails every request in flight on it with
+// ErrBookieUnavailable; the next Send connects again. After a failed
+// connect, Sends fail at once until a backoff (doubling from
+// Config.ReconnectBackoff up to Config.MaxReconnectBackoff) has passed, so a
+// dead bookie costs no dial per request.
+//
+// # Matching
+//
+// v3 responses are matched by (txnId, operation); txnIds come from one
+// process-wide counter, as in Java. v2 responses carry no txnId and are
+// matched by (ledgerId, entryId, operation); identical outstanding requests
+// are answered in any order, so the oldest is completed first. v2 batch
+// reads are matched by their requestId.
+//
+// # Timeouts
+//
+// Every request has a deadline: Config.AddTimeout for ADD_ENTRY,
+// Config.ReadTimeout for everything else (Java's addEntryTimeoutSec and
+// readEntryTimeoutSec). A sweeper checks deadlines every Config.TimeoutTick
+// and fails the expired requests with ErrTimeout; a late response is
+// dropped.
+//
+// # Locks
+//
+// One mutex per bookie connection guards its request table and output
+// buffer. Encoding happens under it (no I/O); reads, writes and dials happen
+// outside it; callbacks are never run with it held.
+package transport
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/foliodb/folio/internal/wire"
+	"github.com/foliodb/folio/internal/wire/codec"
+	v2 "github.com/foliodb/folio/internal/wire/v2"
+)
+
+// Errors given to callbacks. Each is wrapped with the bookie and the cause.
+var (
+	// ErrBookieUnavailable: the request could not be sent, or its connection
+	// was lost before the answer came (Java's BookieHandleNotAvailable, -8).
+	// The outcome of the request is unknown.
+	ErrBookieUnavailable = errors.New("bookie not available")
+	// ErrTimeout: no answer within the request's timeout (Java's
+	// TimeoutException, -23). The outcome is unknown.
+	ErrTimeout = errors.New("bookie request timed out")
+	// ErrClosed: the transport was closed.
+	ErrClosed = errors.New("transport closed")
+)
+
+// Defaults of Config (Java's ClientConfiguration defaults where it has one).
+const (
+	DefaultConnectTimeout      = 10 * time.Second
+	DefaultAddTimeout          = 5 * time.Second
+	DefaultReadTimeout         = 5 * time.Second
+	DefaultReconnectBackoff    = 100 * time.Millisecond
+	DefaultMaxReconnectBackoff = 5 * time.Second
+	DefaultTimeoutTick         = 100 * time.Millisecond
+)
+
+// Config configures a Transport. Zero values take the defaults above.
+type Config struct {
+	// Protocol is the encoding every connection speaks: wire.ProtocolV3
+	// (the default, as in Java) or wire.ProtocolV2 (useV2WireProtocol).
+	Protocol wire.Protocol
+	// Dialer opens connections; nil means a net.Dialer. Tests use it to cut
+	// the client off from chosen bookies.
+	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	// ConnectTimeout bounds one dial (Java's clientConnectTimeoutMillis).
+	ConnectTimeout time.Duration
+	// AddTimeout bounds an ADD_ENTRY; ReadTimeout every other request.
+	AddTimeout, ReadTimeout time.Duration
+	// ConnectionsPerBookie is the pool size per bookie (Java's
+	// numChannelsPerBookie, default 1); requests pick a connection by the
+	// key given to Send (the ledger id), so one ledger's requests stay on
+	// one connection in order.
+	ConnectionsPerBookie int
+	// ReconnectBackoff is the wait after a failed connect before the next
+	// attempt; it doubles per consecutive failure up to MaxReconnectBackoff.
+	ReconnectBackoff, MaxReconnectBackoff time.Duration
+	// TimeoutTick is how often deadlines are checked (Java's
+	// timeoutMonitorIntervalSec); a request times out up to one tick late.
+	TimeoutTick time.Duration
+	// Logger receives connection events; nil discards them.
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.Protocol == 0 {
+		c.Protocol = wire.ProtocolV3
+	}
+	if c.Dialer == nil {
+		var d net.Dialer
+		c.Dialer = d.DialContext
+	}
+	setDuration(&c.ConnectTimeout, DefaultConnectTimeout)
+	setDuration(&c.AddTimeout, DefaultAddTimeout)
+	setDuration(&c.ReadTimeout, DefaultReadTimeout)
+	setDuration(&c.ReconnectBackoff, DefaultReconnectBackoff)
+	setDuration(&c.MaxReconnectBackoff, DefaultMaxReconnectBackoff)
+	setDuration(&c.TimeoutTick, DefaultTimeoutTick)
+	if c.ConnectionsPerBookie <= 0 {
+		c.ConnectionsPerBookie = 1
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+func setDuration(d *time.Duration, def time.Duration) {
+	if *d <= 0 {
+		*d = def
+	}
+}
+
+// ResponseFunc receives the answer to one request: exactly one call, with
+// either a response or an error (ErrBookieUnavailable, ErrTimeout,
+// ErrClosed or an encoding error, wrapped). resp and every byte slice in it
+// are valid only during the call: copy what you keep. The call runs on the
+// connection's reader goroutine, the sweeper, or, for a request that fails
+// before it is queued, the goroutine calling Send. It must not block.
+type ResponseFunc func(resp *wire.Response, err error)
+
+// txnIDs is the process-wide v3 txnId counter (Java's static
+// PerChannelBookieClient.txnIdGenerator).
+var txnIDs atomic.Uint64
+
+// Transport is a set of connections to bookies. It is safe for concurrent
+// use.
+type Transport struct {
+	cfg Config
+	log *slog.Logger
+
+	mu struct {
+		sync.Mutex
+		peers  map[peerKey]*peer
+		closed bool
+	}
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+type peerKey struct {
+	addr string
+	slot int
+}
+
+// New returns a Transport; it starts its timeout sweeper.
+func New(cfg Config) *Transport {
+	cfg.setDefaults()
+	t := &Transport{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
+	t.mu.peers = map[peerKey]*peer{}
+	t.wg.Add(1)
+	go t.sweepLoop()
+	return t
+}
+
+// Protocol returns the protocol the connections speak.
+func (t *Transport) Protocol() wire.Protocol { return t.cfg.Protocol }
+
+// Close fails every outstanding request with ErrClosed, closes every
+// connection and waits for the sweeper. Sends after Close fail with
+// ErrClosed. Idempotent.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	if t.mu.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.mu.closed = true
+	peers := make([]*peer, 0, len(t.mu.peers))
+	for _, p := range t.mu.peers {
+		peers = append(peers, p)
+	}
+	t.mu.Unlock()
+	close(t.stop)
+	for _, p := range peers {
+		p.close()
+	}
+	t.wg.Wait()
+	return nil
+}
+
+// Send sends req to bookie (a BookieID, `host:port`) and calls cb with the
+// answer. key chooses the connection of the pool (pass the ledger id).
+// Send sets req.Header's version and, for v3, its txnId; the request is
+// encoded before Send returns, so req and the slices in it may be reused at
+// once. cb may run before Send returns.
+func (t *Transport) Send(bookie string, key int64, req *wire.Request, cb ResponseFunc) {
+	p, err := t.peer(bookie, key)
+	if err != nil {
+		cb(nil, err)
+		return
+	}
+	p.send(req, cb)
+}
+
+func (t *Transport) peer(bookie string, key int64) (*peer, error) {
+	slot := 0
+	if n := t.cfg.ConnectionsPerBookie; n > 1 {
+		slot = int(uint64(key) % uint64(n))
+	}
+	pk := peerKey{bookie, slot}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.closed {
+		return nil, ErrClosed
+	}
+	if p := t.mu.peers[pk]; p != nil {
+		return p, nil
+	}
+	// The BookieID is the address (spec/wire-protocol.md §7.5): check it
+	// once, so that a bad id fails here and not in a dial loop.
+	if _, _, err := net.SplitHostPort(bookie); err != nil {
+		return nil, fmt.Errorf("%w: %s: bookie id is not host:port: %v", ErrBookieUnavailable, bookie, err)
+	}
+	p := &peer{t: t, addr: bookie}
+	t.mu.peers[pk] = p
+	return p, nil
+}
+
+func (t *Transport) sweepLoop() {
+	defer t.wg.Done()
+	tick := time.NewTicker(t.cfg.TimeoutTick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case now := <-tick.C:
+			t.sweep(now)
+		}
+	}
+}
+
+// sweep fails the requests whose deadline has passed.
+func (t *Transport) sweep(now time.Time) {
+	t.mu.Lock()
+	peers := make([]*peer, 0, len(t.mu.peers))
+	for _, p := range t.mu.peers {
+		peers = append(peers, p)
+	}
+	t.mu.Unlock()
+	var expired []*request
+	for _, p := range peers {
+		expired = p.expire(now, expired[:0])
+		for _, r := range expired {
+			r.cb(nil, fmt.Errorf("%w: %s %v after %v", ErrTimeout, p.addr, r.key.op, t.timeout(r.key.op)))
+		}
+	}
+}
+
+func (t *Transport) timeout(op wire.Op) time.Duration {
+	if op == wire.OpAddEntry {
+		return t.cfg.AddTimeout
+	}
+	return t.cfg.ReadTimeout
+}
+
+// reqKey identifies a response: (txnId, op) for v3, (ledgerId, entryId, op)
+// for v2 (batch reads: (requestId, 0, op)).
+type reqKey struct {
+	a, b int64
+	op   wire.Op
+}
+
+// request is one outstanding request. Its fields after cb are guarded by
+// the peer's mutex.
+type request struct {
+	key      reqKey
+	cb       ResponseFunc
+	deadline time.Time
+	// next chains v2 requests with the same key, oldest first.
+	next *request
+	done bool
+}
+
+// peer is one pooled connection slot to a bookie; it holds the current
+// session (connection) if any.
+type peer struct {
+	t    *Transport
+	addr string
+
+	mu sync.Mutex
+	// sess is the live session (connecting or connected), nil if none.
+	sess *session
+	// failures counts consecutive failed connects; retryAt is when the
+	// next connect may start.
+	failures int
+	retryAt  time.Time
+	closed   bool
+}
+
+// session is one TCP connection's lifetime. Fields are guarded by peer.mu
+// except where noted.
+type session struct {
+	p       *peer
+	enc     *codec.ClientCodec
+	pending map[reqKey]*request
+	// queues hold requests in deadline order per timeout class (add, other),
+	// completed ones included until the sweeper pops them.
+	queues [2]fifo
+	out    []byte
+	conn   net.Conn
+	closed bool
+	// wake (capacity 1) tells the writer there is output; done is closed
+	// when the session ends.
+	wake chan struct{}
+	done chan struct{}
+}
+
+func (p *peer) send(req *wire.Request, cb ResponseFunc) {
+	t := p.t
+	now := time.Now()
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		cb(nil, ErrClosed)
+		return
+	}
+	s := p.sess
+	if s == nil {
+		if now.Before(p.retryAt) {
+			wait := p.retryAt.Sub(now)
+			p.mu.Unlock()
+			cb(nil, fmt.Errorf("%w: %s: connect failed, next attempt in %v", ErrBookieUnavailable, p.addr, wait.Round(time.Millisecond)))
+			return
+		}
+		s = p.newSessionLocked()
+	}
+	if t.cfg.Protocol == wire.ProtocolV3 {
+		req.Header.Version = wire.VersionThree
+		req.Header.TxnID = txnIDs.Add(1)
+	} else {
+		req.Header.Version = v2.CurrentVersion
+	}
+	out, err := s.enc.EncodeRequest(s.out, req)
+	if err != nil {
+		p.mu.Unlock()
+		cb(nil, fmt.Errorf("%s: encode %v: %w", p.addr, req.Header.Op, err))
+		return
+	}
+	s.out = out
+	r := &request{key: requestKey(t.cfg.Protocol, req), cb: cb, deadline: now.Add(t.timeout(req.Header.Op))}
+	s.addLocked(r)
+	p.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func requestKey(proto wire.Protocol, req *wire.Request) reqKey {
+	op := req.Header.Op
+	if proto == wire.ProtocolV3 {
+		return reqKey{a: int64(req.Header.TxnID), op: op}
+	}
+	switch op {
+	case wire.OpAddEntry:
+		return reqKey{req.Add.LedgerID, req.Add.EntryID, op}
+	case wire.OpReadEntry:
+		return reqKey{req.Read.LedgerID, req.Read.EntryID, op}
+	case wire.OpBatchReadEntry:
+		return reqKey{a: int64(req.Header.TxnID), op: op}
+	}
+	return reqKey{op: op}
+}
+
+func responseKey(resp *wire.Response) reqKey {
+	op := resp.Header.Op
+	if resp.Protocol == wire.ProtocolV3 {
+		return reqKey{a: int64(resp.Header.TxnID), op: op}
+	}
+	switch op {
+	case wire.OpAddEntry:
+		return reqKey{resp.Add.LedgerID, resp.Add.EntryID, op}
+	case wire.OpReadEntry:
+		return reqKey{resp.Read.LedgerID, resp.Read.EntryID, op}
+	case wire.OpBatchReadEntry:
+		return reqKey{a: int64(resp.Header.TxnID), op: op}
+	}
+	return reqKey{op: op}
+}
+
+func (p *peer) newSessionLocked() *session {
+	enc, err := codec.NewClientCodec(p.t.cfg.Protocol, false)
+	if err != nil {
+		panic(fmt.Sprintf("transport: %v", err)) // Config.Protocol is checked by New's callers
+	}
+	s := &session{
+		p:       p,
+		enc:     enc,
+		pending: map[reqKey]*request{},
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+	}
+	p.sess = s
+	p.t.wg.Add(1)
+	go s.run()
+	return s
+}
+
+func (s *session) addLocked(r *request) {
+	if prev := s.pending[r.key]; prev != nil {
+		for prev.next != nil {
+			prev = prev.next
+		}
+		prev.next = r
+	} else {
+		s.pending[r.key] = r
+	}
+	s.queues[class(r.key.op)].push(r)
+}
+
+// takeLocked removes and returns the oldest request with key k.
+func (s *session) takeLocked(k reqKey) *request {
+	r := s.pending[k]
+	if r == nil {
+		return nil
+	}
+	if r.next != nil {
+		s.pending[k] = r.next
+	} else {
+		delete(s.pending, k)
+	}
+	r.next = nil
+	r.done = true
+	return r
+}
+
+// removeLocked unlinks r (which is outstanding) from the table.
+func (s *session) removeLocked(r *request) {
+	head := s.pending[r.key]
+	switch {
+	case head == r:
+		if r.next != nil {
+			s.pending[r.key] = r.next
+		} else {
+			delete(s.pending, r.key)
+		}
+	case head != nil:
+		for prev := head; prev.next != nil; prev = prev.next {
+			if prev.next == r {
+				prev.next = r.next
+				break
+			}
+		}
+	}
+	r.next = nil
+	r.done = true
+}
+
+func class(op wire.Op) int {
+	if op == wire.OpAddEntry {
+		return 0
+	}
+	return 1
+}
+
+// expire collects the live session's expired requests into dst, removing
+// them from the table, and drops completed requests from the queue heads.
+func (p *peer) expire(now time.Time, dst []*request) []*request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.sess
+	if s == nil {
+		return dst
+	}
+	for i := range s.queues {
+		q := &s.queues[i]
+		for q.len() > 0 {
+			r := q.peek()
+			if !r.done && r.deadline.After(now) {
+				break
+			}
+			q.pop()
+			if !r.done {
+				s.removeLocked(r)
+				dst = append(dst, r)
+			}
+		}
+	}
+	return dst
+}
+
+// run dials, then writes until the session ends.
+func (s *session) run() {
+	p, t := s.p, s.p.t
+	defer t.wg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.ConnectTimeout)
+	go func() {
+		select {
+		case <-s.done:
+			cancel() // the transport closed while dialing
+		case <-ctx.Done():
+		}
+	}()
+	conn, err := t.cfg.Dialer(ctx, "tcp", p.addr)
+	cancel()
+	if err != nil {
+		s.fail(fmt.Errorf("connect: %w", err), true)
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	p.mu.Lock()
+	if s.closed {
+		p.mu.Unlock()
+		conn.Close()
+		return
+	}
+	s.conn = conn
+	p.failures = 0
+	p.mu.Unlock()
+	t.log.Debug("connected to bookie", "bookie", p.addr, "protocol", t.cfg.Protocol)
+	t.wg.Add(1)
+	go s.readLoop(conn)
+	s.writeLoop(conn)
+}
+
+func (s *session) writeLoop(conn net.Conn) {
+	p := s.p
+	var buf []byte
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.wake:
+		}
+		p.mu.Lock()
+		if s.closed {
+			p.mu.Unlock()
+			return
+		}
+		buf, s.out = s.out, buf[:0]
+		p.mu.Unlock()
+		if len(buf) == 0 {
+			continue
+		}
+		// A bookie that stops reading (SIGSTOP, full buffers) must not hang
+		// the writer forever: bound each write by the add timeout.
+		_ = conn.SetWriteDeadline(time.Now().Add(p.t.cfg.AddTimeout))
+		if _, err := conn.Write(buf); err != nil {
+			s.fail(fmt.Errorf("write: %w", err), false)
+			return
+		}
+		if cap(buf) > 4<<20 {
+			buf = nil // do not keep a burst's buffer for ever
+		}
+	}
+}
+
+func (s *session) readLoop(conn net.Conn) {
+	p := s.p
+	defer p.t.wg.Done()
+	fr := wire.NewFrameReader(bufio.NewReaderSize(conn, 64<<10))
+	dec, err := codec.NewClientCodec(p.t.cfg.Protocol, false)
+	if err != nil {
+		panic(fmt.Sprintf("transport: %v", err))
+	}
+	var resp wire.Response
+	for {
+		payload, err := fr.Next()
+		if err != nil {
+			s.fail(fmt.Errorf("read: %w", err), false)
+			return
+		}
+		resp = wire.Response{}
+		if err := dec.DecodeResponse(payload, &resp); err != nil {
+			// A frame we cannot decode puts the stream out of step: Java
+			// closes the channel, and so do we.
+			s.fail(fmt.Errorf("decode response: %w", err), false)
+			return
+		}
+		k := responseKey(&resp)
+		p.mu.Lock()
+		var r *request
+		if !s.closed {
+			r = s.takeLocked(k)
+		}
+		p.mu.Unlock()
+		if r == nil {
+			continue // timed out already, or unknown: dropped, as in Java
+		}
+		r.cb(&resp, nil)
+	}
+}
+
+// fail ends the session: every outstanding request fails with
+// ErrBookieUnavailable. connectFailed starts (or extends) the reconnect
+// backoff.
+func (s *session) fail(cause error, connectFailed bool) {
+	p := s.p
+	p.mu.Lock()
+	if s.closed {
+		p.mu.Unlock()
+		return
+	}
+	s.closed = true
+	close(s.done)
+	if p.sess == s {
+		p.sess = nil
+	}
+	var backoff time.Duration
+	if connectFailed {
+		p.failures++
+		backoff = p.t.cfg.ReconnectBackoff << min(p.failures-1, 16)
+		backoff = min(backoff, p.t.cfg.MaxReconnectBackoff)
+		p.retryAt = time.Now().Add(backoff)
+	}
+	failed := s.drainLocked()
+	conn := s.conn
+	p.mu.Unlock()
+	if conn != nil {
+		conn.Close()
+	}
+	if !errors.Is(cause, ErrClosed) {
+		p.t.log.Info("bookie connection failed", "bookie", p.addr, "err", cause, "failed_requests", len(failed), "reconnect_backoff", backoff)
+	}
+	err := fmt.Errorf("%w: %s: %v", ErrBookieUnavailable, p.addr, cause)
+	if errors.Is(cause, ErrClosed) {
+		err = ErrClosed
+	}
+	for _, r := range failed {
+		r.cb(nil, err)
+	}
+}
+
+func (s *session) drainLocked() []*request {
+	var out []*request
+	for _, r := range s.pending {
+		for ; r != nil; r = r.next {
+			r.done = true
+			out = append(out, r)
+		}
+	}
+	s.pending = nil
+	s.queues = [2]fifo{}
+	return out
+}
+
+func (p *peer) close() {
+	p.mu.Lock()
+	p.closed = true
+	s := p.sess
+	p.mu.Unlock()
+	if s != nil {
+		s.fail(ErrClosed, false)
+	}
+}
+
+// fifo is a queue of requests on a slice used as a ring-less buffer: pops
+// advance head, and the slice is compacted when half of it is dead.
+type fifo struct {
+	items []*request
+	head  int
+}
+
+func (q *fifo) push(r *request) { q.items = append(q.items, r) }
+func (q *fifo) len() int        { return len(q.items) - q.head }
+func (q *fifo) peek() *request  { return q.items[q.head] }
+func (q *fifo) pop() {
+	q.items[q.head] = nil
+	q.head++
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	} else if q.head > 1024 && q.head*2 > len(q.items) {
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
+		q.items, q.head = q.items[:n], 0
+	}
+}

@@ -1,0 +1,364 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/foliodb/folio/internal/wire"
+	"github.com/foliodb/folio/internal/wire/codec"
+)
+
+// fakeBookie is a minimal bookie over real TCP built from the wire codecs:
+// each request is handed to handle, which answers by calling reply (now or
+// later, in any order) or not at all.
+type fakeBookie struct {
+	t      *testing.T
+	ln     net.Listener
+	handle func(c *fakeConn, req *wire.Request)
+
+	mu    sync.Mutex
+	conns []*fakeConn
+}
+
+type fakeConn struct {
+	conn net.Conn
+	mu   sync.Mutex
+}
+
+func newFakeBookie(t *testing.T, handle func(c *fakeConn, req *wire.Request)) *fakeBookie {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &fakeBookie{t: t, ln: ln, handle: handle}
+	go b.accept()
+	t.Cleanup(func() { b.close() })
+	return b
+}
+
+func (b *fakeBookie) addr() string { return b.ln.Addr().String() }
+
+func (b *fakeBookie) close() {
+	b.ln.Close()
+	b.dropConns()
+}
+
+// dropConns closes every accepted connection (a bookie crash, as the
+// client sees it).
+func (b *fakeBookie) dropConns() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, c := range b.conns {
+		c.conn.Close()
+	}
+	b.conns = nil
+}
+
+func (b *fakeBookie) accept() {
+	for {
+		conn, err := b.ln.Accept()
+		if err != nil {
+			return
+		}
+		c := &fakeConn{conn: conn}
+		b.mu.Lock()
+		b.conns = append(b.conns, c)
+		b.mu.Unlock()
+		go b.serve(c)
+	}
+}
+
+func (b *fakeBookie) serve(c *fakeConn) {
+	fr := wire.NewFrameReader(bufio.NewReader(c.conn))
+	var dec codec.ServerDecoder
+	for {
+		payload, err := fr.Next()
+		if err != nil {
+			return
+		}
+		req := new(wire.Request)
+		if err := dec.DecodeRequest(payload, req); err != nil {
+			c.conn.Close()
+			return
+		}
+		fr.Detach() // req aliases the payload and may be answered later
+		b.handle(c, req)
+	}
+}
+
+// reply answers req with status (and, for reads, body).
+func (c *fakeConn) reply(req *wire.Request, status wire.Status, body []byte) {
+	resp := &wire.Response{Protocol: req.Protocol, Header: req.Header, Status: status}
+	switch req.Header.Op {
+	case wire.OpAddEntry:
+		resp.Has = wire.BodyAdd
+		resp.Add = wire.AddResponse{Status: status, LedgerID: req.Add.LedgerID, EntryID: req.Add.EntryID}
+	case wire.OpReadEntry:
+		resp.Has = wire.BodyRead
+		resp.Read = wire.ReadResponse{Status: status, LedgerID: req.Read.LedgerID, EntryID: req.Read.EntryID, Body: body, HasBody: body != nil}
+	}
+	frame, err := codec.EncodeResponse(nil, resp)
+	if err != nil {
+		panic(err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, _ = c.conn.Write(frame)
+}
+
+func addRequest(ledgerID, entryID int64) *wire.Request {
+	body := make([]byte, 32)
+	for i := range 8 {
+		body[i] = byte(uint64(ledgerID) >> (56 - 8*i))
+		body[8+i] = byte(uint64(entryID) >> (56 - 8*i))
+	}
+	return &wire.Request{
+		Header: wire.Header{Op: wire.OpAddEntry},
+		Has:    wire.BodyAdd,
+		Add:    wire.AddRequest{LedgerID: ledgerID, EntryID: entryID, MasterKey: make([]byte, 20), Body: body},
+	}
+}
+
+type result struct {
+	entryID int64
+	status  wire.Status
+	err     error
+}
+
+func collect(ch chan<- result) ResponseFunc {
+	return func(resp *wire.Response, err error) {
+		if err != nil {
+			ch <- result{entryID: -100, err: err}
+			return
+		}
+		ch <- result{entryID: resp.Add.EntryID, status: resp.Status}
+	}
+}
+
+func recv(t *testing.T, ch <-chan result) result {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("no callback within 10 s")
+		return result{}
+	}
+}
+
+// TestOutOfOrderResponses: responses answered in reverse order reach the
+// callbacks of their own requests, for v3 (txnId) and v2 (ledger, entry).
+func TestOutOfOrderResponses(t *testing.T) {
+	for _, proto := range []wire.Protocol{wire.ProtocolV3, wire.ProtocolV2} {
+		t.Run(proto.String(), func(t *testing.T) {
+			const n = 50
+			var mu sync.Mutex
+			var held []*wire.Request
+			var fc *fakeConn
+			b := newFakeBookie(t, func(c *fakeConn, req *wire.Request) {
+				mu.Lock()
+				defer mu.Unlock()
+				fc = c
+				held = append(held, req)
+				if len(held) == n {
+					for i := n - 1; i >= 0; i-- {
+						st := wire.StatusOK
+						if held[i].Add.EntryID%7 == 3 {
+							st = wire.StatusFenced
+						}
+						fc.reply(held[i], st, nil)
+					}
+				}
+			})
+			tr := New(Config{Protocol: proto})
+			defer tr.Close()
+			chans := make([]chan result, n)
+			for i := range n {
+				chans[i] = make(chan result, 1)
+				tr.Send(b.addr(), 1, addRequest(1, int64(i)), collect(chans[i]))
+			}
+			for i := range n {
+				r := recv(t, chans[i])
+				if r.err != nil || r.entryID != int64(i) {
+					t.Fatalf("request %d got %+v", i, r)
+				}
+				want := wire.StatusOK
+				if i%7 == 3 {
+					want = wire.StatusFenced
+				}
+				if r.status != want {
+					t.Fatalf("request %d: status %v, want %v", i, r.status, want)
+				}
+			}
+		})
+	}
+}
+
+// TestV2DuplicateRequests: identical outstanding v2 requests (same ledger,
+// entry, op) are each answered once.
+func TestV2DuplicateRequests(t *testing.T) {
+	b := newFakeBookie(t, func(c *fakeConn, req *wire.Request) { c.reply(req, wire.StatusOK, nil) })
+	tr := New(Config{Protocol: wire.ProtocolV2})
+	defer tr.Close()
+	ch := make(chan result, 3)
+	for range 3 {
+		tr.Send(b.addr(), 1, addRequest(5, 9), collect(ch))
+	}
+	for range 3 {
+		if r := recv(t, ch); r.err != nil || r.entryID != 9 {
+			t.Fatalf("got %+v", r)
+		}
+	}
+}
+
+// TestTimeout: a request without an answer fails with ErrTimeout after about
+// the add timeout; a late answer is dropped, and the connection stays usable.
+func TestTimeout(t *testing.T) {
+	var mu sync.Mutex
+	var late []*wire.Request
+	var lateConn *fakeConn
+	b := newFakeBookie(t, func(c *fakeConn, req *wire.Request) {
+		if req.Add.EntryID == 0 {
+			mu.Lock()
+			late, lateConn = append(late, req), c
+			mu.Unlock()
+			return
+		}
+		c.reply(req, wire.StatusOK, nil)
+	})
+	tr := New(Config{AddTimeout: 200 * time.Millisecond, TimeoutTick: 10 * time.Millisecond})
+	defer tr.Close()
+	ch := make(chan result, 1)
+	start := time.Now()
+	tr.Send(b.addr(), 1, addRequest(1, 0), collect(ch))
+	r := recv(t, ch)
+	if !errors.Is(r.err, ErrTimeout) {
+		t.Fatalf("got %+v, want ErrTimeout", r)
+	}
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Fatalf("timed out after %v, before the 200ms timeout", d)
+	}
+	mu.Lock()
+	lateConn.reply(late[0], wire.StatusOK, nil) // must be dropped
+	mu.Unlock()
+	tr.Send(b.addr(), 1, addRequest(1, 1), collect(ch))
+	if r := recv(t, ch); r.err != nil || r.entryID != 1 {
+		t.Fatalf("after the timeout: %+v", r)
+	}
+	select {
+	case r := <-ch:
+		t.Fatalf("late answer delivered: %+v", r)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// TestDisconnectFailsInFlight: when the bookie drops the connection every
+// outstanding request fails with ErrBookieUnavailable, and the next Send
+// reconnects.
+func TestDisconnectFailsInFlight(t *testing.T) {
+	var mu sync.Mutex
+	got := 0
+	answer := false
+	var b *fakeBookie
+	b = newFakeBookie(t, func(c *fakeConn, req *wire.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if answer {
+			c.reply(req, wire.StatusOK, nil)
+			return
+		}
+		got++
+		if got == 10 {
+			go b.dropConns()
+		}
+	})
+	tr := New(Config{})
+	defer tr.Close()
+	ch := make(chan result, 10)
+	for i := range 10 {
+		tr.Send(b.addr(), 1, addRequest(1, int64(i)), collect(ch))
+	}
+	for range 10 {
+		if r := recv(t, ch); !errors.Is(r.err, ErrBookieUnavailable) {
+			t.Fatalf("got %+v, want ErrBookieUnavailable", r)
+		}
+	}
+	mu.Lock()
+	answer = true
+	mu.Unlock()
+	tr.Send(b.addr(), 1, addRequest(1, 10), collect(ch))
+	if r := recv(t, ch); r.err != nil || r.entryID != 10 {
+		t.Fatalf("after reconnect: %+v", r)
+	}
+}
+
+// TestConnectBackoff: after a failed connect, Sends fail at once until the
+// backoff has passed; then the transport dials again, and the Dialer decides.
+func TestConnectBackoff(t *testing.T) {
+	b := newFakeBookie(t, func(c *fakeConn, req *wire.Request) { c.reply(req, wire.StatusOK, nil) })
+	var mu sync.Mutex
+	cut, dials := true, 0
+	dialer := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		dials++
+		blocked := cut
+		mu.Unlock()
+		if blocked {
+			return nil, errors.New("cut off by the test")
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	tr := New(Config{Dialer: dialer, ReconnectBackoff: 300 * time.Millisecond})
+	defer tr.Close()
+	ch := make(chan result, 1)
+	tr.Send(b.addr(), 1, addRequest(1, 0), collect(ch))
+	if r := recv(t, ch); !errors.Is(r.err, ErrBookieUnavailable) {
+		t.Fatalf("got %+v", r)
+	}
+	tr.Send(b.addr(), 1, addRequest(1, 1), collect(ch))
+	if r := recv(t, ch); !errors.Is(r.err, ErrBookieUnavailable) {
+		t.Fatalf("got %+v", r)
+	}
+	mu.Lock()
+	if dials != 1 {
+		t.Fatalf("%d dials within the backoff, want 1", dials)
+	}
+	cut = false
+	mu.Unlock()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		tr.Send(b.addr(), 1, addRequest(1, 2), collect(ch))
+		r := recv(t, ch)
+		if r.err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never reconnected: %v", r.err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestCloseFailsOutstanding: Close fails what is in flight with ErrClosed.
+func TestCloseFailsOutstanding(t *testing.T) {
+	b := newFakeBookie(t, func(c *fakeConn, req *wire.Request) {})
+	tr := New(Config{})
+	ch := make(chan result, 1)
+	tr.Send(b.addr(), 1, addRequest(1, 0), collect(ch))
+	time.Sleep(20 * time.Millisecond)
+	tr.Close()
+	if r := recv(t, ch); !errors.Is(r.err, ErrClosed) {
+		t.Fatalf("got %+v", r)
+	}
+	tr.Send(b.addr(), 1, addRequest(1, 1), collect(ch))
+	if r := recv(t, ch); !errors.Is(r.err, ErrClosed) {
+		t.Fatalf("after close: %+v", r)
+	}
+}
