@@ -5,7 +5,7 @@ GO ?= go
 FUZZTIME ?= 100000x
 PROTOS := internal/wire/v3/protocolpb/bookkeeper_protocol.proto internal/metadata/formatpb/data_formats.proto
 
-.PHONY: all build test vet unit allocs fuzz-smoke fuzz proto proto-check bench
+.PHONY: all build test vet unit allocs fuzz-smoke compat fuzz proto proto-check bench
 
 all: build
 
@@ -13,7 +13,7 @@ build:
 	$(GO) build ./...
 
 # test: everything CI checks.
-test: vet unit allocs fuzz-smoke
+test: vet unit allocs fuzz-smoke compat
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go') | grep -v '\.pb\.go$$')" || \
@@ -31,6 +31,12 @@ allocs:
 # fuzz-smoke runs every fuzz target for FUZZTIME so that a crash fails CI.
 fuzz-smoke:
 	./scripts/fuzz.sh $(FUZZTIME)
+
+# compat runs the interop harness (its own module, compat/): Apache
+# BookKeeper's Java code from Maven Central against Folio. It needs Java 17+
+# and Maven and fails without them unless FOLIO_COMPAT=off.
+compat:
+	cd compat && $(GO) vet ./... && $(GO) test -count=1 -v -timeout 20m ./...
 
 # fuzz: the long run, not part of CI.
 fuzz:

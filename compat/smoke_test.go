@@ -1,0 +1,207 @@
+package compat
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Timeouts of the smoke test. The Maven build is bounded by the CI job, not
+// here: a cold ~/.m2 downloads about 100 MB.
+const (
+	standaloneStartTimeout = 60 * time.Second
+	standaloneStopTimeout  = 15 * time.Second
+	javaRunTimeout         = 5 * time.Minute
+)
+
+// readyPrefix starts the one line `folio standalone` prints once every bookie
+// is registered (DESIGN.md §3).
+const readyPrefix = "folio standalone ready: "
+
+// TestJavaBookieClientSmoke runs Apache BookKeeper 4.17's own low-level bookie
+// client (BookieClientImpl, with its DigestManager building and verifying the
+// entry bodies) against one Folio bookie, once with the v3 protocol and once
+// with useV2WireProtocol=true. The Java program (java/src/main/java/.../
+// BookieSmoke.java) prints a PASS/FAIL line per step and exits non-zero on
+// any failure.
+func TestJavaBookieClientSmoke(t *testing.T) {
+	requireJava(t)
+	classpath := buildJava(t)
+	bookie := startStandalone(t)
+
+	for i, mode := range []string{"v3", "v2"} {
+		t.Run(mode, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), javaRunTimeout)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "java", "-cp", classpath, "org.foliodb.compat.BookieSmoke",
+				"--bookie", bookie.addr, "--protocol", mode,
+				"--ledger-base", fmt.Sprint(int64(i+1)*1_000_000))
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			for _, line := range strings.Split(strings.TrimRight(stdout.String(), "\n"), "\n") {
+				t.Log(line)
+			}
+			if err != nil {
+				t.Errorf("Java BookieSmoke (%s) against Folio bookie %s: %v\n--- java stderr (tail) ---\n%s\n--- folio standalone log %s (tail) ---\n%s",
+					mode, bookie.addr, err, tail(stderr.String(), 60), bookie.logPath, tailFile(bookie.logPath, 40))
+			}
+		})
+	}
+}
+
+// requireJava fails the test (CI has Java and Maven) unless FOLIO_COMPAT=off.
+func requireJava(t *testing.T) {
+	t.Helper()
+	if os.Getenv("FOLIO_COMPAT") == "off" {
+		t.Skip("FOLIO_COMPAT=off: the Java interop tests are switched off")
+	}
+	for _, tool := range []string{"java", "mvn"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("compat: %q not found in PATH. The interop tests need Java 17+ and Maven "+
+				"(Debian: apt-get install openjdk-17-jdk-headless maven) and Maven Central or a filled ~/.m2; "+
+				"set FOLIO_COMPAT=off to switch them off", tool)
+		}
+	}
+}
+
+// buildJava compiles the Java programs (offline first, from ~/.m2; online if
+// that fails) and returns their classpath.
+func buildJava(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs("java")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mvn := func(args ...string) ([]byte, error) {
+		cmd := exec.Command("mvn", append([]string{"-q", "-B"}, args...)...)
+		cmd.Dir = dir
+		return cmd.CombinedOutput()
+	}
+	if _, err := mvn("-o", "compile"); err != nil {
+		t.Log("compat: offline Maven build failed; building online (downloads from Maven Central)")
+		if out, err := mvn("compile"); err != nil {
+			t.Fatalf("compat: mvn compile in %s: %v\n%s", dir, err, out)
+		}
+	}
+	deps, err := os.ReadFile(filepath.Join(dir, "target", "classpath.txt"))
+	if err != nil {
+		t.Fatalf("compat: the Maven build wrote no classpath: %v", err)
+	}
+	return filepath.Join(dir, "target", "classes") + string(os.PathListSeparator) + strings.TrimSpace(string(deps))
+}
+
+type standalone struct {
+	addr    string // the bookie's host:port
+	logPath string
+}
+
+// startStandalone builds folio from the parent module and runs
+// `folio standalone --bookies 1` with every port picked free, until the test
+// ends (then SIGTERM).
+func startStandalone(t *testing.T) standalone {
+	t.Helper()
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "folio")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/folio")
+	build.Dir = ".." // the parent module: internal packages cannot be imported from here
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("compat: go build folio: %v\n%s", err, out)
+	}
+
+	s := standalone{logPath: filepath.Join(tmp, "standalone.log")}
+	logf, err := os.Create(s.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "standalone", "--bookies", "1", "--data-dir", filepath.Join(tmp, "data"),
+		"--etcd-client-port", "0", "--etcd-peer-port", "0", "--bookie-port-base", "0", "--http-port", "0")
+	cmd.Stderr = logf
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("compat: start %v: %v", cmd.Args, err)
+	}
+	exited := make(chan error, 1)
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default: // only the first line matters
+			}
+		}
+		close(lines)
+		exited <- cmd.Wait()
+		logf.Close()
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Logf("compat: folio standalone exited after SIGTERM: %v", err)
+			}
+		case <-time.After(standaloneStopTimeout):
+			_ = cmd.Process.Kill()
+			<-exited
+			t.Logf("compat: folio standalone did not stop within %v; killed", standaloneStopTimeout)
+		}
+	})
+
+	var ready string
+	select {
+	case line, ok := <-lines:
+		if !ok {
+			t.Fatalf("compat: folio standalone exited before it was ready; log %s:\n%s", s.logPath, tailFile(s.logPath, 40))
+		}
+		ready = line
+	case <-time.After(standaloneStartTimeout):
+		t.Fatalf("compat: folio standalone not ready within %v; log %s:\n%s", standaloneStartTimeout, s.logPath, tailFile(s.logPath, 40))
+	}
+	rest, ok := strings.CutPrefix(ready, readyPrefix)
+	if !ok {
+		t.Fatalf("compat: first stdout line of folio standalone is not the readiness line: %q", ready)
+	}
+	for _, f := range strings.Fields(rest) {
+		if v, ok := strings.CutPrefix(f, "bookies="); ok {
+			s.addr = strings.Split(v, ",")[0]
+		}
+	}
+	if s.addr == "" {
+		t.Fatalf("compat: no bookie in the readiness line %q", ready)
+	}
+	t.Logf("compat: %s", ready)
+	return s
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func tailFile(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "(no log)"
+		}
+		return err.Error()
+	}
+	return tail(string(b), n)
+}
