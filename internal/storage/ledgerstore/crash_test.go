@@ -97,12 +97,12 @@ func runCrashWorkload(t *testing.T, seed uint64, pct int) {
 	cfg.CompactionBytesPerSecond = -1
 	began := time.Now()
 	s := mustOpen(t, fs, cfg)
-	s.hook = func(point string) {
+	s.setHook(func(point string) {
 		switch point {
 		case "checkpoint:flushed", "checkpoint:synced", "checkpoint:recorded", "delete:checkpointed":
 			cr.maybe(point, 0.15)
 		}
-	}
+	})
 	cr.on.Store(true)
 
 	const writers = 6

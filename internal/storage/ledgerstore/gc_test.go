@@ -152,15 +152,15 @@ func TestCrashBetweenCheckpointSteps(t *testing.T) {
 			}
 			acks.fence(2)
 			var clones []*vfs.MemFS
-			s.hook = func(p string) {
+			s.setHook(func(p string) {
 				if p == point {
 					clones = append(clones, mem.CrashClone(vfs.CrashCloneCfg{}))
 				}
-			}
+			})
 			if err := s.Checkpoint(); err != nil {
 				t.Fatal(err)
 			}
-			s.hook = nil
+			s.setHook(nil)
 			if len(clones) != 1 {
 				t.Fatalf("hook %s ran %d times", point, len(clones))
 			}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -38,9 +39,10 @@ type Store struct {
 	stop chan struct{}
 	wg   sync.WaitGroup
 
-	// hook, if set (tests only), is called at named points of Checkpoint
-	// and DeleteLedger, to crash the file system between steps.
-	hook func(point string)
+	// hook, if set (tests only, through setHook), is called at named points
+	// of Checkpoint and DeleteLedger, to crash the file system between steps.
+	// Atomic: tests set it while the background loops run.
+	hook atomic.Pointer[func(point string)]
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -348,7 +350,16 @@ func (s *Store) gcLoop() {
 }
 
 func (s *Store) at(point string) {
-	if s.hook != nil {
-		s.hook(point)
+	if h := s.hook.Load(); h != nil {
+		(*h)(point)
 	}
+}
+
+// setHook installs (nil: removes) the test hook called by at.
+func (s *Store) setHook(h func(point string)) {
+	if h == nil {
+		s.hook.Store(nil)
+		return
+	}
+	s.hook.Store(&h)
 }
