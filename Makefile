@@ -5,7 +5,7 @@ GO ?= go
 FUZZTIME ?= 100000x
 PROTOS := internal/wire/v3/protocolpb/bookkeeper_protocol.proto internal/metadata/formatpb/data_formats.proto
 
-.PHONY: all build test vet unit allocs fuzz-smoke compat fuzz proto proto-check bench
+.PHONY: all build test vet unit allocs fuzz-smoke compat fuzz proto proto-check bench sim-long
 
 all: build
 
@@ -55,3 +55,9 @@ proto-check: proto
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# sim-long: many more simulator seeds than CI's TestSeeds (not part of `make test`).
+SIM_SEEDS ?= 5000
+sim-long:
+	$(GO) run ./cmd/folio sim -seed 1 -seeds $(SIM_SEEDS)
+	$(GO) run ./cmd/folio sim -seed 100001 -seeds $$(( $(SIM_SEEDS) / 5 )) -full-intensity

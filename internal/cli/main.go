@@ -106,6 +106,7 @@ func NewRootCommand(env Env) *cobra.Command {
 		newShellCommand(env),
 		newBookieCommand(env),
 		newStandaloneCommand(env),
+		newSimCommand(env),
 	)
 	groupCommand(root)
 	markUsageErrors(root)

@@ -1,0 +1,49 @@
+// Package sim is Folio's deterministic simulator (DESIGN.md §7.3, issue 8):
+// the real protocol machines of internal/ledger, the real bookie request
+// logic of internal/bookie over the real storage engine
+// (internal/storage/ledgerstore on Pebble's in-memory vfs) and the memory
+// metadata driver, wired together by a simulated network, all driven by one
+// seeded event loop in virtual time. A failure replays exactly from its
+// seed.
+//
+// # Determinism
+//
+// Everything that decides what happens next runs on the goroutine that
+// calls Run, one event at a time, in (virtual time, sequence) order:
+//
+//   - One *rand.Rand seeded from Config.Seed makes every choice: delays,
+//     losses, faults, workload actions, crash losses. Placement draws from
+//     its own source seeded from the same seed.
+//   - Time is a virtual duration since the start; the bookies' and stores'
+//     clock.Manual is moved with it. Nothing reads the wall clock.
+//   - The bookie's spawned work (bookie.Config.Go) and the store's
+//     off-goroutine completions (ledgerstore.Config.Go) are queued as events.
+//     The store runs with Manual and ManualJournal: group commits, write-cache
+//     flushes and checkpoints are events of the loop. A fence read makes the
+//     journal commit at once (fenceStore), since Fence waits for its record.
+//   - Pebble still owns goroutines (its WAL writer, file cleaner). Automatic
+//     compactions and table statistics are off, and a crash image takes the
+//     index directories at their synced state only, so nothing Pebble does in
+//     the background reaches the trace or the random stream.
+//   - Crash images walk the file system in sorted order and draw losses of
+//     unsynced blocks from the seeded source (Pebble's own CrashClone ranges
+//     over a map, so it is used only for its exact 0% and 100% views).
+//   - No map iteration order reaches the trace: maps are read through sorted
+//     keys.
+//
+// Pebble's, the bookie's (store watch) and the metadata driver's goroutines
+// exist, but none of them takes a decision the trace can see.
+//
+// # Phases
+//
+// A run has a safety phase (Config.Steps workload and fault actions, with
+// invariants checked as events happen) and a liveness phase: every fault is
+// healed, every ledger is closed (by its writer, or by recovery retried until
+// it succeeds) within a bounded virtual time, and the expensive end checks
+// read every acknowledged entry back from the bookies' stores.
+//
+// # Invariants
+//
+// Named after the TLA+ model of the BookKeeper protocol
+// (Vanlightly/bookkeeper-tlaplus) and DESIGN.md §6; see check.go.
+package sim

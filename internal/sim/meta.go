@@ -1,0 +1,145 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/foliodb/folio/internal/ledger"
+	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/metadata/memory"
+)
+
+// metaService is the metadata store as the simulated clients see it: the
+// real memory driver (synchronous, no goroutines on the ledger path),
+// reached with a delay each way. Faults go through the driver's Hook: a
+// failure before an operation (nothing changes), or after a write took
+// effect (an ambiguous commit: the client sees an error although the write
+// is stored, as when an etcd reply is lost).
+type metaService struct {
+	w     *world
+	store *memory.Store
+	drv   *memory.Driver
+	// fault is what the Hook does to the operation being run: set by the
+	// loop right before it calls the driver.
+	fault struct {
+		before, after error
+	}
+}
+
+var (
+	errMetaUnavailable = errors.New("sim: metadata store unavailable")
+	errMetaAmbiguous   = errors.New("sim: metadata store reply lost after commit")
+)
+
+func newMetaService(w *world) *metaService {
+	ms := &metaService{w: w}
+	ms.store = memory.NewStore(memory.Options{Clock: clockAdapter{w}, Rand: zeroReader{}})
+	ms.store.SetHook(func(_ context.Context, op memory.Op, _ string, phase memory.Phase) error {
+		if phase == memory.Before {
+			return ms.fault.before
+		}
+		return ms.fault.after
+	})
+	ms.drv = ms.store.Open()
+	return ms
+}
+
+type clockAdapter struct{ w *world }
+
+func (c clockAdapter) Now() time.Time { return simEpoch.Add(c.w.now) }
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// do runs fn against the driver with no fault (the simulator's own
+// operations: creating ledgers, reading for checks).
+func (ms *metaService) do(fn func(ctx context.Context)) {
+	ms.fault.before, ms.fault.after = nil, nil
+	fn(context.Background())
+}
+
+// delay draws a one-way delay to the store.
+func (ms *metaService) delay() time.Duration {
+	w := ms.w
+	d := w.between(200*time.Microsecond, 3*time.Millisecond)
+	if w.faultChance(FaultMeta, 40) {
+		d += w.between(20*time.Millisecond, 300*time.Millisecond)
+	}
+	return d
+}
+
+// drawFault decides the fault of one client operation.
+func (ms *metaService) drawFault(write bool) {
+	w := ms.w
+	ms.fault.before, ms.fault.after = nil, nil
+	switch {
+	case w.faultChance(FaultMeta, 30):
+		ms.fault.before = errMetaUnavailable
+	case write && w.faultChance(FaultMeta, 20):
+		ms.fault.after = errMetaAmbiguous
+	}
+}
+
+// submit carries a machine's metadata effect to the store and its result
+// back to the actor.
+func (ms *metaService) submit(a *actor, eff ledger.Effect) {
+	w := ms.w
+	id := a.led.id
+	w.after(ms.delay(), func() {
+		var ev ledger.Event
+		switch eff := eff.(type) {
+		case ledger.WriteMetadata:
+			prev, prevVer := ms.read(id)
+			ms.drawFault(true)
+			v, err := ms.drv.WriteLedger(context.Background(), id, eff.Metadata, eff.Expected)
+			if err == nil || errors.Is(err, errMetaAmbiguous) {
+				cur, curVer := ms.read(id)
+				if curVer != prevVer {
+					w.check.metadataWritten(a.led, prev, cur, a.name)
+				}
+			}
+			w.logf("meta: %s write expected=v%d %s: v%d %s", a.name, eff.Expected, ledger.FormatMetadata(eff.Metadata), v, errText(err))
+			ev = ledger.MetadataWritten{Version: v, Err: err}
+		case ledger.ReadMetadata:
+			ms.drawFault(false)
+			md, v, err := ms.drv.ReadLedger(context.Background(), id)
+			w.logf("meta: %s read: v%d %s %s", a.name, v, ledger.FormatMetadata(md), errText(err))
+			ev = ledger.MetadataRead{Metadata: md, Version: v, Err: err}
+		}
+		ms.fault.before, ms.fault.after = nil, nil
+		w.after(ms.delay(), func() { a.metadataResult(ev) })
+	})
+}
+
+// read returns the stored metadata of ledger id (nil if none).
+func (ms *metaService) read(id int64) (*metadata.LedgerMetadata, metadata.Version) {
+	var md *metadata.LedgerMetadata
+	var v metadata.Version
+	ms.do(func(ctx context.Context) {
+		md, v, _ = ms.drv.ReadLedger(ctx, id)
+	})
+	return md, v
+}
+
+// foreignWrite rewrites a ledger's metadata unchanged, as another client
+// (say AutoRecovery touching custom metadata) might: the version moves, so
+// the next CAS of every client holding the old version conflicts.
+func (ms *metaService) foreignWrite(l *ledgerRec) {
+	md, v := ms.read(l.id)
+	if md == nil {
+		return
+	}
+	var nv metadata.Version
+	var err error
+	ms.do(func(ctx context.Context) { nv, err = ms.drv.WriteLedger(ctx, l.id, md, v) })
+	ms.w.logf("meta: foreign write of ledger %d: v%d -> v%d %s", l.id, v, nv, errText(err))
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return err.Error()
+}

@@ -1,0 +1,395 @@
+package sim
+
+import (
+	"container/heap"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/foliodb/folio/internal/clock"
+	"github.com/foliodb/folio/internal/ledger"
+	"github.com/foliodb/folio/internal/ledger/placement"
+	"github.com/foliodb/folio/internal/metadata"
+)
+
+// Fault is one kind of fault the simulator can inject.
+type Fault string
+
+// The fault kinds. AllFaults lists them in a fixed order.
+const (
+	FaultLoss      Fault = "loss"      // single messages lost on a link
+	FaultDelay     Fault = "delay"     // slow links: delays up to 200 ms instead of a few ms
+	FaultPartition Fault = "partition" // client–bookie and bookie-wide partitions
+	FaultReset     Fault = "reset"     // connection resets dropping in-flight requests
+	FaultCrash     Fault = "crash"     // bookie crash (losing unsynced data) and restart
+	FaultPause     Fault = "pause"     // bookie pause (SIGSTOP-like) and resume
+	FaultMeta      Fault = "meta"      // metadata store errors, ambiguous commits and delays
+	FaultConflict  Fault = "conflict"  // foreign metadata writes: CAS conflicts
+	FaultClient    Fault = "client"    // writer crash: its in-flight adds still arrive
+)
+
+// AllFaults is every fault kind, in the order they are printed.
+var AllFaults = []Fault{FaultLoss, FaultDelay, FaultPartition, FaultReset, FaultCrash, FaultPause, FaultMeta, FaultConflict, FaultClient}
+
+// ParseFaults parses a comma-separated fault list: "all", "none", or kinds
+// of AllFaults.
+func ParseFaults(s string) ([]Fault, error) {
+	switch s {
+	case "", "all":
+		return slices.Clone(AllFaults), nil
+	case "none":
+		return nil, nil
+	}
+	var out []Fault
+	for _, part := range strings.Split(s, ",") {
+		f := Fault(strings.TrimSpace(part))
+		if !slices.Contains(AllFaults, f) {
+			return nil, fmt.Errorf("unknown fault %q (known: all, none, %s)", f, FormatFaults(AllFaults))
+		}
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// FormatFaults renders a fault list as ParseFaults reads it.
+func FormatFaults(fs []Fault) string {
+	if len(fs) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = string(f)
+	}
+	return strings.Join(parts, ",")
+}
+
+// Mutation names a known protocol fix that a run switches off, to show the
+// simulator finds the defect the fix prevents.
+type Mutation string
+
+const (
+	// MutationNone runs the protocol as shipped.
+	MutationNone Mutation = ""
+	// MutationNoFenceReads: recovery entry reads do not fence (issue #2614).
+	MutationNoFenceReads Mutation = "no-fence-reads"
+	// MutationStartAtLAC: recovery starts at the LAC even below the last
+	// fragment (issue #2615).
+	MutationStartAtLAC Mutation = "start-at-lac"
+)
+
+// Config configures one run.
+type Config struct {
+	// Seed decides everything.
+	Seed uint64
+	// Steps is the number of workload and fault actions of the safety
+	// phase. Default 300.
+	Steps int
+	// Faults are the fault kinds injected; nil means none (ParseFaults("all")
+	// gives every kind).
+	Faults []Fault
+	// Mutation switches off one protocol fix (test and demonstration only).
+	Mutation Mutation
+	// LivenessTimeout bounds the liveness phase in virtual time. Default 60 s.
+	LivenessTimeout time.Duration
+	// FullIntensity injects every fault kind at its highest intensity
+	// instead of drawing a per-seed mix (swarm testing). Rare races need
+	// it (the #2614 mutation is found this way).
+	FullIntensity bool
+}
+
+// Violation is a broken invariant.
+type Violation struct {
+	Invariant string
+	Detail    string
+	// Step is the workload step during which it was found (Steps+1 for the
+	// liveness phase and the end checks).
+	Step int
+	At   time.Duration
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("%s at step %d (t=%s): %s", v.Invariant, v.Step, fmtTime(v.At), v.Detail)
+}
+
+// Stats counts what a run did.
+type Stats struct {
+	Events         int // loop events processed
+	Requests       int // bookie requests delivered and handled
+	Acked          int // entries acknowledged to writers
+	Ledgers        int
+	Closed         int
+	Recoveries     int // recoveries started
+	RecoveriesOK   int
+	BookieCrashes  int
+	EntriesRead    int // entries delivered to readers
+	VirtualElapsed time.Duration
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	Seed       uint64
+	Violations []Violation
+	Stats      Stats
+	// Trace is the full event trace; TraceHash its SHA-256 (hex).
+	Trace     string
+	TraceHash string
+}
+
+// Failed reports whether the run broke an invariant.
+func (r *Result) Failed() bool { return len(r.Violations) > 0 }
+
+// Summary is the short, deterministic report `folio sim` prints.
+func (r *Result) Summary() string {
+	s := r.Stats
+	var b strings.Builder
+	fmt.Fprintf(&b, "ledgers=%d closed=%d acked=%d read=%d recoveries=%d/%d bookie-crashes=%d requests=%d events=%d virtual=%s\n",
+		s.Ledgers, s.Closed, s.Acked, s.EntriesRead, s.RecoveriesOK, s.Recoveries, s.BookieCrashes, s.Requests, s.Events, fmtTime(s.VirtualElapsed))
+	fmt.Fprintf(&b, "trace-hash=%s\n", r.TraceHash[:16])
+	if !r.Failed() {
+		b.WriteString("result: ok\n")
+		return b.String()
+	}
+	for _, v := range r.Violations {
+		fmt.Fprintf(&b, "VIOLATION %s\n", v)
+	}
+	return b.String()
+}
+
+// Run runs one simulation. It is a pure function of cfg.
+func Run(cfg Config) *Result {
+	if cfg.Steps <= 0 {
+		cfg.Steps = 300
+	}
+	if cfg.LivenessTimeout <= 0 {
+		cfg.LivenessTimeout = 60 * time.Second
+	}
+	w := newWorld(cfg)
+	defer w.shutdown()
+	w.runSafety()
+	if len(w.violations) == 0 {
+		w.runLiveness()
+	}
+	if len(w.violations) == 0 {
+		w.checkEnd()
+	}
+	w.stats.VirtualElapsed = w.now
+	trace := w.trace.String()
+	sum := sha256.Sum256([]byte(trace))
+	return &Result{Seed: cfg.Seed, Violations: w.violations, Stats: w.stats, Trace: trace, TraceHash: hex.EncodeToString(sum[:])}
+}
+
+// errStopped ends the loop early: an invariant broke.
+type event struct {
+	at  time.Duration
+	seq uint64
+	fn  func()
+}
+
+type eventQueue []*event
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].seq < q[j].seq
+}
+func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *eventQueue) Push(x any)   { *q = append(*q, x.(*event)) }
+func (q *eventQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	return e
+}
+
+// simEpoch is the virtual time zero on the components' clocks.
+var simEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// world is the whole simulated system. Every field is touched only by the
+// loop goroutine.
+type world struct {
+	cfg    Config
+	faults map[Fault]bool
+	// intensity scales each fault kind's probabilities for this seed
+	// (swarm testing: seeds differ in which faults dominate, which finds
+	// more than one fixed mix).
+	intensity map[Fault]int
+	rng       *rand.Rand
+	policy    placement.Policy
+	unsafe    ledger.UnsafeKnobs
+
+	now   time.Duration
+	clock *clock.Manual
+	q     eventQueue
+	seq   uint64
+	step  int
+	// phase is "safety" or "liveness".
+	phase string
+
+	trace strings.Builder
+	stats Stats
+
+	bookies []*bookieNode
+	net     *network
+	meta    *metaService
+	actors  []*actor
+	ledgers []*ledgerRec
+	check   *checker
+
+	nextActor  map[string]int
+	violations []Violation
+}
+
+func newWorld(cfg Config) *world {
+	w := &world{
+		cfg:       cfg,
+		faults:    map[Fault]bool{},
+		rng:       rand.New(rand.NewPCG(cfg.Seed, 0x51a7e)),
+		policy:    placement.NewRandom(rand.NewPCG(cfg.Seed, 0x9e3779b9)),
+		clock:     clock.NewManual(simEpoch),
+		phase:     "safety",
+		nextActor: map[string]int{},
+	}
+	w.intensity = map[Fault]int{}
+	for _, f := range AllFaults {
+		w.intensity[f] = []int{0, 1, 2, 4, 8}[w.rng.IntN(5)] // in quarters
+		if cfg.FullIntensity {
+			w.intensity[f] = 8
+		}
+	}
+	for _, f := range cfg.Faults {
+		w.faults[f] = w.intensity[f] > 0
+	}
+	switch cfg.Mutation {
+	case MutationNoFenceReads:
+		w.unsafe.NoFenceOnRecoveryReads = true
+	case MutationStartAtLAC:
+		w.unsafe.StartAtLACOnly = true
+	}
+	w.check = newChecker(w)
+	w.net = newNetwork(w)
+	w.meta = newMetaService(w)
+	nb := 4 + w.rng.IntN(4)
+	var mix []string
+	for _, f := range AllFaults {
+		if w.faults[f] {
+			mix = append(mix, fmt.Sprintf("%s*%d/4", f, w.intensity[f]))
+		}
+	}
+	w.logf("world seed=%d bookies=%d faults=%s mutation=%q", cfg.Seed, nb, strings.Join(mix, ","), cfg.Mutation)
+	for i := range nb {
+		n := newBookieNode(w, metadata.BookieID(fmt.Sprintf("b%d", i+1)))
+		w.bookies = append(w.bookies, n)
+		n.start()
+	}
+	return w
+}
+
+// shutdown closes every store (releasing Pebble's goroutines).
+func (w *world) shutdown() {
+	for _, n := range w.bookies {
+		n.stop()
+	}
+}
+
+// after schedules fn at now+d.
+func (w *world) after(d time.Duration, fn func()) {
+	w.seq++
+	heap.Push(&w.q, &event{at: w.now + max(d, 0), seq: w.seq, fn: fn})
+}
+
+// runUntil processes events until stop returns true, the queue empties or
+// an invariant breaks.
+func (w *world) runUntil(stop func() bool) {
+	for len(w.q) > 0 && len(w.violations) == 0 && !stop() {
+		ev := heap.Pop(&w.q).(*event)
+		if ev.at > w.now {
+			w.clock.Advance(ev.at - w.now)
+			w.now = ev.at
+		}
+		w.stats.Events++
+		ev.fn()
+	}
+}
+
+func (w *world) logf(format string, args ...any) {
+	fmt.Fprintf(&w.trace, "%s ", fmtTime(w.now))
+	fmt.Fprintf(&w.trace, format, args...)
+	w.trace.WriteByte('\n')
+}
+
+// violate records a broken invariant; the loop stops after the current event.
+func (w *world) violate(invariant, format string, args ...any) {
+	v := Violation{Invariant: invariant, Detail: fmt.Sprintf(format, args...), Step: w.step, At: w.now}
+	w.violations = append(w.violations, v)
+	w.logf("VIOLATION %s: %s", invariant, v.Detail)
+}
+
+// chance reports true with probability permille/1000.
+func (w *world) chance(permille int) bool { return w.rng.IntN(1000) < permille }
+
+// faultChance is chance for a fault of kind f, scaled by its intensity
+// and false unless f is injected in this phase.
+func (w *world) faultChance(f Fault, permille int) bool {
+	if !w.faults[f] || w.phase != "safety" {
+		return false
+	}
+	return w.rng.IntN(4000) < permille*w.intensity[f]
+}
+
+// between returns a duration uniformly in [lo, hi].
+func (w *world) between(lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	return lo + time.Duration(w.rng.Int64N(int64(hi-lo)+1))
+}
+
+func (w *world) newName(prefix string) string {
+	w.nextActor[prefix]++
+	return fmt.Sprintf("%s%d", prefix, w.nextActor[prefix])
+}
+
+func (w *world) bookie(id metadata.BookieID) *bookieNode {
+	for _, n := range w.bookies {
+		if n.id == id {
+			return n
+		}
+	}
+	return nil
+}
+
+// writable is the set of registered writable bookies, in id order: those
+// up. A down or crashed bookie loses its registration at once (its session
+// is taken to expire immediately).
+func (w *world) writable() []metadata.BookieID {
+	var out []metadata.BookieID
+	for _, n := range w.bookies {
+		if n.up {
+			out = append(out, n.id)
+		}
+	}
+	return out
+}
+
+// writableChanged tells every live actor the new writable set.
+func (w *world) writableChanged() {
+	ev := ledger.WritableBookies{Bookies: w.writable()}
+	for _, a := range w.actors {
+		if a.live() && a.kind != kindReader {
+			a.stepMachine(ev)
+		}
+	}
+}
+
+func fmtTime(d time.Duration) string {
+	return fmt.Sprintf("%d.%03dms", d/time.Millisecond, (d%time.Millisecond)/time.Microsecond)
+}

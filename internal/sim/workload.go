@@ -1,0 +1,503 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/foliodb/folio/internal/digest"
+	"github.com/foliodb/folio/internal/ledger"
+	"github.com/foliodb/folio/internal/metadata"
+)
+
+// Workload limits: enough concurrency to interleave, few enough ledgers for
+// the end checks to stay cheap.
+const (
+	maxLedgers       = 10
+	maxLiveWriters   = 3
+	maxDownBookies   = 2
+	maxEntriesLedger = 60
+)
+
+// runSafety runs Config.Steps workload and fault actions, one per tick.
+func (w *world) runSafety() {
+	var tick func()
+	tick = func() {
+		if w.step >= w.cfg.Steps {
+			return
+		}
+		w.step++
+		w.action()
+		w.after(w.between(200*time.Microsecond, 6*time.Millisecond), tick)
+	}
+	w.after(0, tick)
+	w.runUntil(func() bool { return w.step >= w.cfg.Steps })
+}
+
+// action draws one workload or fault action.
+func (w *world) action() {
+	x := w.rng.IntN(1000)
+	switch {
+	case x < 60:
+		w.startWriter()
+	case x < 450:
+		if a := w.pickActor(kindWriter); a != nil {
+			w.topUp(a)
+		}
+	case x < 480:
+		if l := w.pickOpenLedger(); l != nil {
+			w.startRecovery(l)
+			if w.chance(300) {
+				w.startRecovery(l) // concurrent recoverers
+			}
+		}
+	case x < 520:
+		if l := w.pickLedger(); l != nil {
+			w.startReader(l)
+		}
+	case x < 527:
+		if a := w.pickActor(kindWriter); a != nil && !a.closeAsked {
+			a.closeAsked = true
+			w.logf("%s: close", a.name)
+			a.writer.Close()
+			a.drain()
+		}
+	default:
+		y := x - 527
+		if f := faultOfAction(y); f != "" && w.rng.IntN(8) < w.intensity[f] {
+			w.fault(y)
+		}
+	}
+}
+
+// fault draws a fault action from y in [0, 473).
+func (w *world) fault(y int) {
+	switch {
+	case y < 30 && w.faults[FaultCrash]:
+		if n := w.pickBookie(func(n *bookieNode) bool { return n.up }); n != nil && w.down() < maxDownBookies {
+			n.crash()
+		}
+	case y < 90 && w.faults[FaultCrash]:
+		if n := w.pickBookie(func(n *bookieNode) bool { return !n.up }); n != nil {
+			n.restart()
+		}
+	case y < 115 && w.faults[FaultPause]:
+		if n := w.pickBookie(func(n *bookieNode) bool { return n.up && !n.paused }); n != nil && w.down() < maxDownBookies {
+			n.pause()
+		}
+	case y < 160 && w.faults[FaultPause]:
+		if n := w.pickBookie(func(n *bookieNode) bool { return n.paused }); n != nil {
+			n.resume()
+		}
+	case y < 185 && w.faults[FaultPartition]:
+		w.partition()
+	case y < 230 && w.faults[FaultPartition]:
+		if len(w.net.cut) > 0 || len(w.net.isolated) > 0 {
+			w.logf("network: partitions healed")
+			w.net.heal()
+		}
+	case y < 270 && w.faults[FaultReset]:
+		if a := w.pickLiveActor(); a != nil {
+			if n := w.pickBookie(func(*bookieNode) bool { return true }); n != nil {
+				w.logf("network: connection %s-%s reset", a.name, n.id)
+				w.net.reset(a, n.id)
+			}
+		}
+	case y < 300 && w.faults[FaultConflict]:
+		if l := w.pickLedger(); l != nil {
+			w.meta.foreignWrite(l)
+		}
+	case y < 330 && w.faults[FaultDelay]:
+		// A congested link for a while: its messages queue behind each
+		// other (FIFO), while other links are fast.
+		if a := w.pickLiveActor(); a != nil {
+			if n := w.pickBookie(func(*bookieNode) bool { return true }); n != nil {
+				c := w.net.conn(a.name, n.id)
+				c.slow = w.between(20*time.Millisecond, 150*time.Millisecond)
+				w.logf("network: link %s-%s congested (+%s)", a.name, n.id, fmtTime(c.slow))
+				w.after(w.between(50*time.Millisecond, 400*time.Millisecond), func() { c.slow = 0 })
+			}
+		}
+	case y < 335 && w.faults[FaultClient]:
+		if a := w.pickActor(kindWriter); a != nil {
+			w.logf("%s: client crashes (%d requests in flight)", a.name, len(a.pending))
+			a.crashed = true
+		}
+	}
+}
+
+// faultOfAction names the fault kind of fault action y.
+func faultOfAction(y int) Fault {
+	switch {
+	case y < 90:
+		return FaultCrash
+	case y < 160:
+		return FaultPause
+	case y < 230:
+		return FaultPartition
+	case y < 270:
+		return FaultReset
+	case y < 300:
+		return FaultConflict
+	case y < 330:
+		return FaultDelay
+	case y < 345:
+		return FaultClient
+	}
+	return ""
+}
+
+// down counts bookies crashed or paused.
+func (w *world) down() int {
+	k := 0
+	for _, n := range w.bookies {
+		if !n.up || n.paused {
+			k++
+		}
+	}
+	return k
+}
+
+func (w *world) partition() {
+	if w.chance(300) {
+		n := w.pickBookie(func(n *bookieNode) bool { return !w.net.isolated[n.id] })
+		if n != nil && len(w.net.isolated) < 1 {
+			w.net.isolated[n.id] = true
+			w.logf("network: %s isolated", n.id)
+		}
+		return
+	}
+	a := w.pickLiveActor()
+	n := w.pickBookie(func(*bookieNode) bool { return true })
+	if a != nil && n != nil {
+		w.net.cut[connKey{a.name, n.id}] = true
+		w.logf("network: %s cut from %s", a.name, n.id)
+	}
+}
+
+func (w *world) pickBookie(ok func(*bookieNode) bool) *bookieNode {
+	var c []*bookieNode
+	for _, n := range w.bookies {
+		if ok(n) {
+			c = append(c, n)
+		}
+	}
+	if len(c) == 0 {
+		return nil
+	}
+	return c[w.rng.IntN(len(c))]
+}
+
+func (w *world) pickActor(kind actorKind) *actor {
+	var c []*actor
+	for _, a := range w.actors {
+		if a.kind == kind && a.live() {
+			c = append(c, a)
+		}
+	}
+	if len(c) == 0 {
+		return nil
+	}
+	return c[w.rng.IntN(len(c))]
+}
+
+func (w *world) pickLiveActor() *actor {
+	var c []*actor
+	for _, a := range w.actors {
+		if a.live() {
+			c = append(c, a)
+		}
+	}
+	if len(c) == 0 {
+		return nil
+	}
+	return c[w.rng.IntN(len(c))]
+}
+
+// pickOpenLedger prefers ledgers not yet closed (a recovery of a closed
+// ledger has nothing to do).
+//
+// Most of all it prefers ledgers whose writer is alive with adds in flight:
+// the recoverer that wrongly decides the writer has crashed (issue 7) is
+// the race the fencing protocol exists for.
+func (w *world) pickOpenLedger() *ledgerRec {
+	var racing []*ledgerRec
+	for _, l := range w.ledgers {
+		if a := l.writer; a != nil && a.live() && len(a.pending) > 0 && a.writer.Err() == nil {
+			racing = append(racing, l)
+		}
+	}
+	if len(racing) > 0 && w.chance(800) {
+		return racing[w.rng.IntN(len(racing))]
+	}
+	var c []*ledgerRec
+	for _, l := range w.ledgers {
+		if !w.closed(l) {
+			c = append(c, l)
+		}
+	}
+	if len(c) == 0 || w.chance(100) {
+		return w.pickLedger()
+	}
+	return c[w.rng.IntN(len(c))]
+}
+
+func (w *world) pickLedger() *ledgerRec {
+	if len(w.ledgers) == 0 {
+		return nil
+	}
+	return w.ledgers[w.rng.IntN(len(w.ledgers))]
+}
+
+// startWriter creates a ledger (E, Qw, Qa drawn; the ensemble from the
+// writable bookies) and a writer for it, synchronous or pipelined.
+func (w *world) startWriter() {
+	if len(w.ledgers) >= maxLedgers {
+		return
+	}
+	live := 0
+	for _, a := range w.actors {
+		if a.kind == kindWriter && a.live() {
+			live++
+		}
+	}
+	if live >= maxLiveWriters {
+		return
+	}
+	writable := w.writable()
+	nb := len(w.bookies)
+	e := 2 + w.rng.IntN(min(nb-2, 4))
+	if w.chance(80) {
+		e = 1
+	}
+	qw := 1 + w.rng.IntN(e)
+	if qw == 1 && e > 1 && w.chance(600) {
+		qw = e // replication is the interesting case
+	}
+	qa := 1 + w.rng.IntN(qw)
+	if qa == 1 && qw > 1 && w.chance(700) {
+		qa = 2 // Qa=1 ledgers need every bookie to recover; keep them rarer
+	}
+	ensemble, err := w.policy.NewEnsemble(e, writable)
+	if err != nil {
+		w.logf("create ledger: %v", err)
+		return
+	}
+	password := []byte(fmt.Sprintf("pw-%d", len(w.ledgers)))
+	md := &metadata.LedgerMetadata{
+		EnsembleSize: e, WriteQuorum: qw, AckQuorum: qa,
+		State: metadata.LedgerOpen, LastEntryID: -1,
+		Ensembles:   []metadata.Segment{{FirstEntryID: 0, Ensemble: ensemble}},
+		HasPassword: true, Password: password, DigestType: metadata.DigestCRC32C,
+	}
+	var id int64
+	var v metadata.Version
+	w.meta.do(func(ctx context.Context) { id, v, err = w.meta.drv.CreateLedger(ctx, md) })
+	if err != nil {
+		w.logf("create ledger: %v", err)
+		return
+	}
+	dig, err := digest.New(digest.CRC32C, password)
+	if err != nil {
+		panic(err)
+	}
+	key := digest.MasterKey(password)
+	l := &ledgerRec{id: id, password: password, key: key[:], dig: dig, q: quorumParams{e, qw, qa}, payloads: map[int64][]byte{}}
+	w.ledgers = append(w.ledgers, l)
+	w.stats.Ledgers++
+	wr, err := ledger.NewWriter(ledger.WriterConfig{LedgerID: id, Metadata: md, Version: v, Placement: w.policy, Writable: writable})
+	if err != nil {
+		panic(err)
+	}
+	a := w.newActor(kindWriter, "w", l)
+	a.writer, a.m = wr, wr
+	a.window = 1
+
+	l.writer = a
+	w.logf("%s: ledger %d E=%d Qw=%d Qa=%d %s window=%d", a.name, id, e, qw, qa, ledger.FormatMetadata(md), a.window)
+}
+
+// topUp appends until the writer has window adds in flight.
+func (w *world) topUp(a *actor) {
+	for a.live() && a.writer.Err() == nil && !a.closeAsked && a.inflight < a.window && a.writer.LastAddPushed() < maxEntriesLedger {
+		id := a.writer.LastAddPushed() + 1
+		payload := []byte(fmt.Sprintf("%s:L%d:e%d:%d", a.name, a.led.id, id, w.rng.Uint32()))
+		got, err := a.writer.Append(payload)
+		if err != nil {
+			return
+		}
+		if got != id {
+			panic(fmt.Sprintf("sim: writer assigned e%d, expected e%d", got, id))
+		}
+		a.led.payloads[id] = payload
+		a.inflight++
+		w.logf("%s: append e%d", a.name, id)
+		a.drain()
+	}
+}
+
+// addComplete: a writer's add finished; a synchronous writer goes on after
+// a think time.
+func (a *actor) addComplete(eff ledger.AddComplete) {
+	w := a.w
+	a.inflight--
+	if eff.Err != nil {
+		return
+	}
+	w.stats.Acked++
+	w.check.acked(a, eff.EntryID)
+	if a.window == 1 && w.phase == "safety" {
+		w.after(w.between(0, 2*time.Millisecond), func() { w.topUp(a) })
+	}
+}
+
+// startRecovery opens ledger l with recovery (the metadata read is the
+// open's; the password is right).
+func (w *world) startRecovery(l *ledgerRec) *actor {
+	md, v := w.meta.read(l.id)
+	if md == nil {
+		return nil
+	}
+	a := w.newActor(kindRecoverer, "r", l)
+	a.mdSeen = md
+	rec := ledger.NewRecovery(ledger.RecoveryConfig{
+		LedgerID: l.id, Metadata: md, Version: v, Verifier: l.dig,
+		Placement: w.policy, Writable: w.writable(), ReadAhead: 1 + w.rng.IntN(3),
+		Unsafe: w.unsafe,
+	})
+	a.rec, a.m = rec, rec
+	l.recovering++
+	w.stats.Recoveries++
+	w.logf("%s: recover ledger %d from v%d %s", a.name, l.id, v, ledger.FormatMetadata(md))
+	rec.Start()
+	a.drain()
+	return a
+}
+
+// startReader starts a tailing reader: it reads the LAC (fence-free, by
+// READ_ENTRY(-1) or READ_LAC), then the entries up to it, and again.
+func (w *world) startReader(l *ledgerRec) {
+	a := w.newActor(kindReader, "t", l)
+	a.next = 0
+	w.logf("%s: tail ledger %d", a.name, l.id)
+	w.readerRound(a)
+}
+
+func (w *world) readerRound(a *actor) {
+	if !a.live() {
+		return
+	}
+	if a.rounds >= 8 || w.phase != "safety" {
+		a.finished = true
+		return
+	}
+	a.rounds++
+	md, _ := w.meta.read(a.led.id)
+	if md == nil {
+		a.finished = true
+		return
+	}
+	clear(a.pending) // answers to the previous round are dropped
+	r := ledger.NewReadLAC(ledger.ReadLACConfig{LedgerID: a.led.id, Metadata: md, Verifier: a.led.dig, UseReadLAC: w.chance(500)})
+	a.m = r
+	a.mdSeen = md
+	r.Start()
+	a.drain()
+}
+
+func (a *actor) readerLAC(eff ledger.LACComplete) {
+	w := a.w
+	if eff.Err != nil {
+		w.after(w.between(5*time.Millisecond, 30*time.Millisecond), func() { w.readerRound(a) })
+		return
+	}
+	w.check.observedLAC(a, eff.LAC)
+	a.lac = eff.LAC
+	if eff.LAC < a.next {
+		w.after(w.between(5*time.Millisecond, 30*time.Millisecond), func() { w.readerRound(a) })
+		return
+	}
+	clear(a.pending)
+	r, err := ledger.NewRead(ledger.ReadConfig{LedgerID: a.led.id, Metadata: a.mdSeen, Verifier: a.led.dig, First: a.next, Last: min(eff.LAC, a.next+7)})
+	if err != nil {
+		panic(err)
+	}
+	a.m = r
+	r.Start()
+	a.drain()
+}
+
+func (a *actor) readerEntry(eff ledger.EntryComplete) {
+	w := a.w
+	w.stats.EntriesRead++
+	w.logf("%s: read e%d %q", a.name, eff.Entry.EntryID, eff.Entry.Payload)
+	w.check.readEntry(a, eff.Entry)
+	a.next = eff.Entry.EntryID + 1
+}
+
+func (a *actor) readerDone(ledger.ReadComplete) {
+	w := a.w
+	w.after(w.between(2*time.Millisecond, 20*time.Millisecond), func() { w.readerRound(a) })
+}
+
+// runLiveness heals every fault and requires every ledger to be closed
+// within Config.LivenessTimeout of virtual time: writers that can close
+// do; other ledgers are recovered, again and again until it succeeds.
+func (w *world) runLiveness() {
+	w.phase = "liveness"
+	w.step = w.cfg.Steps + 1
+	w.logf("liveness: healing every fault")
+	w.net.heal()
+	for _, n := range w.bookies {
+		switch {
+		case !n.up:
+			n.restart()
+		case n.paused:
+			n.resume()
+		}
+	}
+	for _, a := range w.actors {
+		if a.kind == kindWriter && a.live() && !a.closeAsked {
+			a.closeAsked = true
+			w.logf("%s: close", a.name)
+			a.writer.Close()
+			a.drain()
+		}
+	}
+	deadline := w.now + w.cfg.LivenessTimeout
+	var watch func()
+	watch = func() {
+		for _, l := range w.ledgers {
+			if w.closed(l) || l.recovering > 0 {
+				continue
+			}
+			if wa := l.writer; wa != nil && wa.live() {
+				continue // its close is still running
+			}
+			w.startRecovery(l)
+		}
+		w.after(200*time.Millisecond, watch)
+	}
+	w.after(50*time.Millisecond, watch)
+	w.runUntil(func() bool { return w.allClosed() || w.now > deadline })
+	for _, l := range w.ledgers {
+		if !w.closed(l) {
+			md, _ := w.meta.read(l.id)
+			w.violate("LedgerIsClosed", "ledger %d is not closed %s after healing every fault: %s", l.id, fmtTime(w.cfg.LivenessTimeout), ledger.FormatMetadata(md))
+		}
+	}
+}
+
+func (w *world) closed(l *ledgerRec) bool {
+	md, _ := w.meta.read(l.id)
+	return md == nil || md.State == metadata.LedgerClosed
+}
+
+func (w *world) allClosed() bool {
+	for _, l := range w.ledgers {
+		if !w.closed(l) {
+			return false
+		}
+	}
+	return true
+}
