@@ -296,6 +296,7 @@ func (c *Client) recover(ctx context.Context, lio *ledgerIO, md *metadata.Ledger
 		Verifier:  lio.dig,
 		Placement: pl,
 		Writable:  writable,
+		ReadAhead: c.cfg.RecoveryReadBatchSize,
 	})
 	var res ledger.RecoveryComplete
 	err := lio.run(ctx, m, m.Start, func(eff ledger.Effect) {
@@ -307,7 +308,14 @@ func (c *Client) recover(ctx context.Context, lio *ledgerIO, md *metadata.Ledger
 		err = res.Err
 	}
 	if err != nil {
-		return nil, publicError(fmt.Errorf("client: recover ledger %d: %w", lio.id, err))
+		err = publicError(fmt.Errorf("client: recover ledger %d: %w", lio.id, err))
+		if errors.Is(err, ledger.ErrLedgerRecovery) && !errors.Is(err, ErrLedgerRecovery) {
+			// A failed recovery always matches ErrLedgerRecovery (the ledger
+			// stays IN_RECOVERY, anyone may retry), besides the more specific
+			// cause it may have (ErrUnauthorized, ErrNotEnoughBookies, …).
+			err = &recoveryError{err}
+		}
+		return nil, err
 	}
 	c.log.Info("ledger recovered", "ledger", lio.id, "last_entry", res.Metadata.LastEntryID, "length", res.Metadata.Length)
 	return res.Metadata, nil
@@ -324,3 +332,11 @@ func (c *Client) DeleteLedger(ctx context.Context, id int64) error {
 }
 
 var errClientClosed = errors.New("client: closed")
+
+// recoveryError is a failed recovery whose public error is more specific
+// than ErrLedgerRecovery: it matches both.
+type recoveryError struct{ err error }
+
+func (e *recoveryError) Error() string        { return e.err.Error() }
+func (e *recoveryError) Unwrap() error        { return e.err }
+func (e *recoveryError) Is(target error) bool { return target == ErrLedgerRecovery }

@@ -16,6 +16,13 @@ const (
 	DefaultConnectTimeout     = 10 * time.Second
 	DefaultMetadataTimeout    = 10 * time.Second
 	DefaultMaxOutstandingAdds = 10000
+	// DefaultRecoveryReadBatchSize is Folio's default read-ahead of ledger
+	// recovery. Java's recoveryReadBatchSize defaults to 1 (one entry read
+	// at a time); reading ahead is safe because every entry is decided on
+	// its own by the Qw − Qa + 1 rule and entries past the end are ignored
+	// (spec/protocol.md §4.4), and it makes recovery of a long unconfirmed
+	// tail one round trip per batch instead of one per entry.
+	DefaultRecoveryReadBatchSize = 16
 )
 
 // Config configures a Client. The zero value of each field is its default.
@@ -57,6 +64,11 @@ type Config struct {
 	MaxOutstandingAdds int
 	FailFastWhenBusy   bool
 
+	// RecoveryReadBatchSize is how many entries ledger recovery reads at
+	// once past the last one it has decided (16; 1 reads entry by entry, as
+	// Java's default). Every recovery read fences either way.
+	RecoveryReadBatchSize int
+
 	// Logger receives the client's logs; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -71,6 +83,9 @@ func (c *Config) setDefaults() error {
 	setDuration(&c.MetadataTimeout, DefaultMetadataTimeout)
 	if c.MaxOutstandingAdds <= 0 {
 		c.MaxOutstandingAdds = DefaultMaxOutstandingAdds
+	}
+	if c.RecoveryReadBatchSize <= 0 {
+		c.RecoveryReadBatchSize = DefaultRecoveryReadBatchSize
 	}
 	if c.ConnectionsPerBookie <= 0 {
 		c.ConnectionsPerBookie = 1
