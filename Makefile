@@ -5,7 +5,7 @@ GO ?= go
 FUZZTIME ?= 100000x
 PROTOS := internal/wire/v3/protocolpb/bookkeeper_protocol.proto internal/metadata/formatpb/data_formats.proto
 
-.PHONY: all build test vet unit allocs fuzz-smoke compat fuzz proto proto-check bench sim-long
+.PHONY: all build test vet unit allocs sim fuzz-smoke compat fuzz proto proto-check bench sim-long
 
 all: build
 
@@ -13,7 +13,7 @@ build:
 	$(GO) build ./...
 
 # test: everything CI checks.
-test: vet unit allocs fuzz-smoke compat
+test: vet unit allocs sim fuzz-smoke compat
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go') | grep -v '\.pb\.go$$')" || \
@@ -27,6 +27,11 @@ unit:
 # changes allocation behaviour (sync.Pool drops items), so under -race they skip.
 allocs:
 	$(GO) test -count=1 -run 'Alloc' ./internal/...
+
+# sim runs the simulator's seeds and mutation tests without -race: under
+# -race they shrink to a few seeds and the mutation tests skip.
+sim:
+	$(GO) test -count=1 -run 'TestDeterminism|TestSeeds|TestMutation' ./internal/sim/
 
 # fuzz-smoke runs every fuzz target for FUZZTIME so that a crash fails CI.
 fuzz-smoke:
