@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -28,6 +27,9 @@ type Client struct {
 	md      metadata.Driver
 	tr      *transport.Transport
 	metrics *Metrics
+	health  *bookieHealth
+	// racks are the configured bookie locations; nil: random placement.
+	racks map[metadata.BookieID]string
 
 	// addSlots bounds outstanding appends (Config.MaxOutstandingAdds): an
 	// append takes a slot before it is accepted and frees it when it
@@ -48,7 +50,7 @@ type Client struct {
 		// writers are the open write handles, told of membership changes.
 		writers map[*WriteHandle]struct{}
 		// placement chooses new ensembles; not safe for concurrent use.
-		placement *placement.Random
+		placement placement.Policy
 	}
 }
 
@@ -72,6 +74,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		log:      cfg.Logger,
 		md:       md,
 		metrics:  newMetrics(),
+		health:   newBookieHealth(),
 		addSlots: make(chan struct{}, cfg.MaxOutstandingAdds),
 		tr: transport.New(transport.Config{
 			Protocol:             proto,
@@ -86,7 +89,12 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.mu.writers = map[*WriteHandle]struct{}{}
-	c.mu.placement = placement.NewRandom(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	if err := c.loadRacks(); err != nil {
+		md.Close()
+		c.tr.Close()
+		return nil, err
+	}
+	c.mu.placement = c.newPolicy()
 	events, err := md.WatchBookies(c.ctx)
 	if err == nil {
 		select {
@@ -201,6 +209,9 @@ func (c *Client) CreateLedger(ctx context.Context, o LedgerOptions) (*WriteHandl
 	if err != nil {
 		return nil, err
 	}
+	if opts.WriteFlags&DeferredSync != 0 && c.cfg.UseV2WireProtocol {
+		return nil, fmt.Errorf("client: DEFERRED_SYNC needs the v3 protocol (FORCE_LEDGER)")
+	}
 	dig, err := digest.New(digest.Type(opts.DigestType), opts.Password)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
@@ -235,7 +246,7 @@ func (c *Client) CreateLedger(ctx context.Context, o LedgerOptions) (*WriteHandl
 	if err != nil {
 		return nil, publicError(fmt.Errorf("client: create ledger: %w", err))
 	}
-	w, err := c.newWriteHandle(id, md, version, dig, opts.Password)
+	w, err := c.newWriteHandle(id, md, version, dig, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +297,7 @@ func (c *Client) OpenLedger(ctx context.Context, id int64, o OpenOptions) (*Read
 // recover runs the recovery machine and returns the CLOSED metadata.
 func (c *Client) recover(ctx context.Context, lio *ledgerIO, md *metadata.LedgerMetadata, version metadata.Version) (*metadata.LedgerMetadata, error) {
 	c.mu.Lock()
-	pl := placement.NewRandom(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	pl := c.newPolicy()
 	writable := slices.Clone(c.mu.writable)
 	c.mu.Unlock()
 	m := ledger.NewRecovery(ledger.RecoveryConfig{

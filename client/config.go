@@ -11,11 +11,13 @@ import (
 // Defaults of Config, BookKeeper's where it has one
 // (ClientConfiguration, spec/wire-protocol.md §7.4).
 const (
-	DefaultAddEntryTimeout    = 5 * time.Second
-	DefaultReadEntryTimeout   = 5 * time.Second
-	DefaultConnectTimeout     = 10 * time.Second
-	DefaultMetadataTimeout    = 10 * time.Second
-	DefaultMaxOutstandingAdds = 10000
+	DefaultAddEntryTimeout  = 5 * time.Second
+	DefaultReadEntryTimeout = 5 * time.Second
+	DefaultConnectTimeout   = 10 * time.Second
+	DefaultMetadataTimeout  = 10 * time.Second
+	// DefaultSpeculativeReadTimeout is Java's speculativeReadTimeout.
+	DefaultSpeculativeReadTimeout = 2 * time.Second
+	DefaultMaxOutstandingAdds     = 10000
 	// DefaultRecoveryReadBatchSize is Folio's default read-ahead of ledger
 	// recovery. Java's recoveryReadBatchSize defaults to 1 (one entry read
 	// at a time); reading ahead is safe because every entry is decided on
@@ -43,6 +45,12 @@ type Config struct {
 	// (Java's readEntryTimeoutSec, 5 s); the read then tries another
 	// replica.
 	ReadEntryTimeout time.Duration
+	// SpeculativeReadTimeout is how long a read waits for a replica
+	// before also asking the next replica of the entry's write set (Java's
+	// speculativeReadTimeout, 2 s), and again after each further delay.
+	// Bookies left behind, and bookies whose reads fail, are asked last
+	// by later reads for 30 s. Negative disables speculative reads.
+	SpeculativeReadTimeout time.Duration
 	// ConnectTimeout bounds a TCP connect to a bookie (10 s).
 	ConnectTimeout time.Duration
 	// MetadataTimeout bounds one metadata store operation done on behalf
@@ -69,6 +77,24 @@ type Config struct {
 	// Java's default). Every recovery read fences either way.
 	RecoveryReadBatchSize int
 
+	// BookieRacks maps bookie ids to network locations ("/region/rack")
+	// and turns on rack-aware placement (BookKeeper's
+	// RackawareEnsemblePlacementPolicy): ensembles take one bookie per rack
+	// while racks remain, in alternating rack order, and replacements
+	// prefer racks the ensemble does not use. Unlisted bookies are in
+	// /default-region/default-rack. With fewer racks than the ensemble
+	// size the documented fallback spreads members round-robin over the
+	// racks, unless EnforceMinNumRacksPerWriteQuorum. BookieRackFile
+	// names a file of "bookie-id /region/rack" lines read at New (its
+	// entries override BookieRacks). Both empty: random placement.
+	BookieRacks    map[string]string
+	BookieRackFile string
+	// EnforceMinNumRacksPerWriteQuorum makes rack-aware placement fail
+	// with ErrNotEnoughBookies, rather than fall back, when the writable
+	// bookies cannot give every ensemble member its own rack (so every
+	// write quorum spans Qw racks).
+	EnforceMinNumRacksPerWriteQuorum bool
+
 	// Logger receives the client's logs; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -80,6 +106,9 @@ func (c *Config) setDefaults() error {
 	setDuration(&c.AddEntryTimeout, DefaultAddEntryTimeout)
 	setDuration(&c.ReadEntryTimeout, DefaultReadEntryTimeout)
 	setDuration(&c.ConnectTimeout, DefaultConnectTimeout)
+	if c.SpeculativeReadTimeout == 0 {
+		c.SpeculativeReadTimeout = DefaultSpeculativeReadTimeout
+	}
 	setDuration(&c.MetadataTimeout, DefaultMetadataTimeout)
 	if c.MaxOutstandingAdds <= 0 {
 		c.MaxOutstandingAdds = DefaultMaxOutstandingAdds
@@ -142,7 +171,29 @@ type LedgerOptions struct {
 	Password []byte
 	// CustomMetadata is stored with the ledger for the application.
 	CustomMetadata map[string][]byte
+	// ExplicitLACInterval, when positive, makes the writer send WRITE_LAC
+	// to the write set of its LAC at this interval whenever the LAC moved
+	// past what the entries already sent carry (Java's explicitLacInterval,
+	// spec/protocol.md §1.6): readers then see the last entry of an idle
+	// writer within about one interval. Zero (the default) is off: the
+	// last entry stays invisible to readers until another entry or the
+	// close.
+	ExplicitLACInterval time.Duration
+	// WriteFlags are the ledger's write flags (WriteFlagDeferredSync).
+	WriteFlags WriteFlags
 }
+
+// WriteFlags are BookKeeper's WriteFlag set.
+type WriteFlags uint32
+
+// DeferredSync lets bookies acknowledge adds before they are durable
+// (WriteFlag.DEFERRED_SYNC, spec/protocol.md §1.8). Acknowledged appends
+// then do not move the LAC: WriteHandle.Force makes them durable and moves
+// it. The ledger cannot survive a bookie failure: any failed bookie stops
+// the writer (appends fail with ErrLedgerClosed, outcome unknown) and the
+// ledger is closed at the last forced entry. Close also closes at the last
+// forced entry: Force before Close to keep the rest. Needs the v3 protocol.
+const DeferredSync WriteFlags = 1
 
 func (o *LedgerOptions) withDefaults() (LedgerOptions, error) {
 	r := *o

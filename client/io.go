@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger"
@@ -71,6 +72,10 @@ type ledgerIO struct {
 	mk  [digest.MasterKeySize]byte
 	q   *queue
 
+	// speculate, when positive, steps a SpeculativeTimeout into the
+	// machine after each such delay (reads).
+	speculate time.Duration
+
 	// req and body are scratch space: Send encodes before it returns.
 	req  wire.Request
 	body []byte
@@ -97,6 +102,18 @@ func (l *ledgerIO) do(eff ledger.Effect) bool {
 		for _, b := range e.Bookies {
 			l.sendReadLAC(b)
 		}
+	case ledger.SendForce:
+		for _, b := range e.Bookies {
+			l.sendForce(b, e.ID)
+		}
+	case ledger.SendWriteLAC:
+		l.sendWriteLAC(e)
+	case ledger.SendLongPoll:
+		for _, b := range e.Bookies {
+			l.sendLongPoll(b, e.PreviousLAC, e.TimeoutMs)
+		}
+	case ledger.BookieSlow:
+		l.c.health.markSlow(e.Bookie)
 	case ledger.WriteMetadata:
 		l.writeMetadata(e)
 	case ledger.ReadMetadata:
@@ -117,6 +134,9 @@ func (l *ledgerIO) sendAdd(e ledger.SendAdd) {
 			Header: wire.Header{Op: wire.OpAddEntry},
 			Has:    wire.BodyAdd,
 			Add:    wire.AddRequest{LedgerID: l.id, EntryID: e.EntryID, MasterKey: l.mk[:], Body: l.body},
+		}
+		if e.DeferredSync {
+			l.req.Add.WriteFlags, l.req.Add.HasWriteFlags = wire.WriteFlagDeferredSync, true
 		}
 		if e.Recovery {
 			l.req.Add.Flag = wire.AddFlagRecoveryAdd
@@ -147,9 +167,12 @@ func (l *ledgerIO) sendRead(b metadata.BookieID, entryID int64, fence bool) {
 		l.req.Read.HasMasterKey = true
 		l.req.Header.Priority = wire.HighPriority
 	}
-	q := l.q
+	q, h := l.q, l.c.health
 	l.c.tr.Send(string(b), l.id, &l.req, func(resp *wire.Response, err error) {
 		ev := ledger.ReadResponse{Bookie: b, EntryID: entryID, Err: err}
+		if err != nil {
+			h.markSlow(b) // no answer: timeout or lost connection
+		}
 		if err == nil {
 			ev.Err = statusErr(resp.Status, resp.Read.Status)
 			switch {
@@ -238,6 +261,12 @@ type machine interface {
 // (answers still in flight are dropped).
 func (l *ledgerIO) run(ctx context.Context, m machine, start func(), deliver func(ledger.Effect)) error {
 	defer l.q.close()
+	var tick <-chan time.Time
+	if l.speculate > 0 {
+		t := time.NewTicker(l.speculate)
+		defer t.Stop()
+		tick = t.C
+	}
 	start()
 	for {
 		for _, eff := range m.Ready() {
@@ -249,6 +278,8 @@ func (l *ledgerIO) run(ctx context.Context, m machine, start func(), deliver fun
 			return nil
 		}
 		select {
+		case <-tick:
+			m.Step(ledger.SpeculativeTimeout{})
 		case <-l.q.signal:
 			for _, it := range l.q.drain() {
 				m.Step(it.(ledger.Event))
@@ -258,5 +289,62 @@ func (l *ledgerIO) run(ctx context.Context, m machine, start func(), deliver fun
 		case <-l.c.ctx.Done():
 			return errClientClosed
 		}
+	}
+}
+
+func (l *ledgerIO) sendLongPoll(b metadata.BookieID, prev, timeoutMs int64) {
+	l.req = wire.Request{
+		Header: wire.Header{Op: wire.OpReadEntry},
+		Has:    wire.BodyRead,
+		Read: wire.ReadRequest{LedgerID: l.id, EntryID: -1, Flag: wire.ReadFlagEntryPiggyback,
+			PreviousLAC: prev, HasPreviousLAC: true, TimeoutMs: timeoutMs, HasTimeout: true},
+	}
+	q := l.q
+	l.c.tr.Send(string(b), l.id, &l.req, func(resp *wire.Response, err error) {
+		ev := ledger.LongPollResponse{Bookie: b, EntryID: -1, Err: err}
+		if err == nil {
+			ev.Err = statusErr(resp.Status, resp.Read.Status)
+			if ev.Err == nil {
+				ev.MaxLAC, ev.HasMaxLAC = resp.Read.MaxLAC, resp.Read.HasMaxLAC
+				if resp.Read.HasBody && resp.Read.EntryID >= 0 {
+					ev.EntryID = resp.Read.EntryID
+					ev.Body = append([]byte(nil), resp.Read.Body...)
+				}
+			}
+		}
+		q.push(ev)
+	})
+}
+
+func (l *ledgerIO) sendForce(b metadata.BookieID, id int64) {
+	l.req = wire.Request{Header: wire.Header{Op: wire.OpForceLedger}, Has: wire.BodyForceLedger, ForceLedgerID: l.id}
+	q := l.q
+	l.c.tr.Send(string(b), l.id, &l.req, func(resp *wire.Response, err error) {
+		if err == nil {
+			err = statusErr(resp.Status, resp.ForceLedger.Status)
+		}
+		q.push(ledger.ForceResponse{ID: id, Bookie: b, Err: err})
+	})
+}
+
+// sendWriteLAC sends WRITE_LAC; the answers only go to the log (explicit
+// LAC is a hint for readers, spec §1.6).
+func (l *ledgerIO) sendWriteLAC(e ledger.SendWriteLAC) {
+	body := l.dig.AppendLAC(nil, l.id, e.LAC)
+	for _, b := range e.Bookies {
+		l.req = wire.Request{
+			Header:   wire.Header{Op: wire.OpWriteLAC},
+			Has:      wire.BodyWriteLAC,
+			WriteLAC: wire.WriteLACRequest{LedgerID: l.id, LAC: e.LAC, MasterKey: l.mk[:], Body: body},
+		}
+		c, id, lac := l.c, l.id, e.LAC
+		c.tr.Send(string(b), l.id, &l.req, func(resp *wire.Response, err error) {
+			if err == nil {
+				err = statusErr(resp.Status, resp.WriteLAC.Status)
+			}
+			if err != nil {
+				c.log.Debug("write LAC failed", "ledger", id, "bookie", b, "lac", lac, "err", err)
+			}
+		})
 	}
 }

@@ -169,12 +169,15 @@ func (r *ReadHandle) readChunk(ctx context.Context, lo, hi int64, out []Entry) (
 		}
 		hi = md.LastEntryID
 	}
-	m, err := ledger.NewRead(ledger.ReadConfig{LedgerID: r.id, Metadata: md, Verifier: r.dig, First: lo, Last: hi})
+	m, err := ledger.NewRead(ledger.ReadConfig{LedgerID: r.id, Metadata: md, Verifier: r.dig, First: lo, Last: hi,
+		Avoid: r.c.health.avoidSet()})
 	if err != nil {
 		return out, err
 	}
 	var res ledger.ReadComplete
-	err = r.newIO().run(ctx, m, m.Start, func(eff ledger.Effect) {
+	lio := r.newIO()
+	lio.speculate = r.c.cfg.SpeculativeReadTimeout
+	err = lio.run(ctx, m, m.Start, func(eff ledger.Effect) {
 		switch e := eff.(type) {
 		case ledger.EntryComplete:
 			out = append(out, Entry{ID: e.Entry.EntryID, Payload: e.Entry.Payload})

@@ -3,13 +3,11 @@ package client
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger"
-	"github.com/foliodb/folio/internal/ledger/placement"
 	"github.com/foliodb/folio/internal/metadata"
 )
 
@@ -34,8 +32,13 @@ type WriteHandle struct {
 	stopped  chan struct{}
 	stopOnce atomic.Bool
 
+	lacInterval time.Duration
+	forceIDs    atomic.Int64
+
 	// Owned by the executor goroutine:
 	w *ledger.Writer
+	// forceWaiters are the Force calls waiting, by force id.
+	forceWaiters map[int64]chan error
 	// futures are the accepted appends, in entry order.
 	futures      []*AppendFuture
 	futuresHead  int
@@ -91,7 +94,39 @@ func (f *AppendFuture) complete(id int64, err error) {
 
 type closeCmd struct{ done chan error }
 
-func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version metadata.Version, dig *digest.Digester, password []byte) (*WriteHandle, error) {
+type forceCmd struct {
+	id   int64
+	done chan error
+}
+
+// Force makes every entry acknowledged before the call durable on all
+// bookies of the ensemble, and moves the LAC to the last of them (spec
+// §1.8). It matters only for DeferredSync ledgers: otherwise, or when
+// nothing was acknowledged since the last force, it returns at once. One
+// bookie failing fails the force. On a closed or stopped handle it fails
+// with ErrLedgerClosed or ErrLedgerFenced.
+func (w *WriteHandle) Force(ctx context.Context) error {
+	done := make(chan error, 1)
+	if !w.q.push(forceCmd{id: w.forceIDs.Add(1), done: done}) {
+		return w.exitErr()
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-w.exited:
+		select {
+		case err := <-done:
+			return err
+		default:
+		}
+		return w.exitErr()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version metadata.Version, dig *digest.Digester, opts LedgerOptions) (*WriteHandle, error) {
+	password := opts.Password
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mu.closed {
@@ -101,15 +136,18 @@ func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version m
 		LedgerID:  id,
 		Metadata:  md,
 		Version:   version,
-		Placement: placement.NewRandom(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		Placement: c.newPolicy(),
 		Writable:  c.mu.writable,
+
+		DeferredSync: opts.WriteFlags&DeferredSync != 0,
 	})
 	if err != nil {
 		return nil, err
 	}
 	q := newQueue()
 	w := &WriteHandle{c: c, id: id, q: q, io: c.newLedgerIO(id, dig, password, q), w: m,
-		exited: make(chan struct{}), stopped: make(chan struct{})}
+		exited: make(chan struct{}), stopped: make(chan struct{}), lacInterval: opts.ExplicitLACInterval,
+		forceWaiters: map[int64]chan error{}}
 	w.lac.Store(-1)
 	c.mu.writers[w] = struct{}{}
 	c.wg.Add(1)
@@ -120,7 +158,8 @@ func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version m
 // ID returns the ledger id.
 func (w *WriteHandle) ID() int64 { return w.id }
 
-// LastAddConfirmed returns the highest acknowledged entry id (-1 if none).
+// LastAddConfirmed returns the highest acknowledged entry id (-1 if none);
+// for a DeferredSync ledger, the highest entry made durable by Force.
 func (w *WriteHandle) LastAddConfirmed() int64 { return w.lac.Load() }
 
 // Append appends payload and waits until it is acknowledged: stored
@@ -220,8 +259,18 @@ func (w *WriteHandle) loop() {
 	defer w.c.wg.Done()
 	defer close(w.exited)
 	defer w.unregister()
+	var tick <-chan time.Time
+	if w.lacInterval > 0 {
+		t := time.NewTicker(w.lacInterval)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
+		case <-tick:
+			w.w.FlushLAC()
+			w.drive()
+			continue
 		case <-w.q.signal:
 		case <-w.stopped:
 			w.q.close()
@@ -241,6 +290,9 @@ func (w *WriteHandle) loop() {
 			case closeCmd:
 				w.closeWaiters = append(w.closeWaiters, it.done)
 				w.w.Close()
+			case forceCmd:
+				w.forceWaiters[it.id] = it.done
+				w.w.Force(it.id)
 			case ledger.Event:
 				w.w.Step(it)
 			}
@@ -266,6 +318,12 @@ func (w *WriteHandle) drive() {
 		switch e := eff.(type) {
 		case ledger.AddComplete:
 			w.completeAdd(e)
+		case ledger.ForceComplete:
+			w.lac.Store(w.w.LastAddConfirmed())
+			if ch := w.forceWaiters[e.ID]; ch != nil {
+				delete(w.forceWaiters, e.ID)
+				ch <- publicError(e.Err)
+			}
 		case ledger.CloseComplete:
 			res := e
 			w.closeResult = &res
@@ -307,7 +365,7 @@ func (w *WriteHandle) completeAdd(e ledger.AddComplete) {
 		f.complete(-1, fmt.Errorf("ledger %d entry %d: %w", w.id, e.EntryID, e.Err))
 		return
 	}
-	w.lac.Store(e.EntryID)
+	w.lac.Store(w.w.LastAddConfirmed())
 	f.complete(e.EntryID, nil)
 }
 
@@ -321,6 +379,10 @@ func (w *WriteHandle) failAll(err error) {
 		ch <- err
 	}
 	w.closeWaiters = nil
+	for id, ch := range w.forceWaiters {
+		ch <- err
+		delete(w.forceWaiters, id)
+	}
 }
 
 func (w *WriteHandle) unregister() {

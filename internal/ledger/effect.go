@@ -26,6 +26,9 @@ type SendAdd struct {
 	Length   int64
 	Payload  []byte
 	Recovery bool
+	// DeferredSync sets WriteFlagDeferredSync: the bookie may answer
+	// before the entry is durable (spec §1.8).
+	DeferredSync bool
 }
 
 // SendRead asks the shell to send READ_ENTRY of EntryID (-1: the bookie's

@@ -30,6 +30,17 @@ type pipeline struct {
 	// length is the cumulative payload length of entries 0 … lastAddPushed.
 	length  int64
 	pending []*pendingAdd
+
+	// lacLength is the cumulative length through entry lac.
+	lacLength int64
+	// deferred (DEFERRED_SYNC): entries carry synced, the LAC made durable
+	// by the last force, instead of lac (spec §1.8); syncedLength is the
+	// length through entry synced.
+	deferred     bool
+	synced       int64
+	syncedLength int64
+	// carried is the highest LAC an entry sent so far carried.
+	carried int64
 }
 
 // pendingAdd is one entry sent but not yet acknowledged.
@@ -40,6 +51,7 @@ type pendingAdd struct {
 	lac, length int64
 	payload     []byte
 	recovery    bool
+	deferred    bool
 	// acked is indexed by write-set position (0 … Qw-1); acks counts the
 	// true values.
 	acked []bool
@@ -47,7 +59,16 @@ type pendingAdd struct {
 }
 
 func newPipeline(q quorum.Params, ensemble []metadata.BookieID, lac, length int64) pipeline {
-	return pipeline{q: q, ensemble: slices.Clone(ensemble), lac: lac, lastAddPushed: lac, length: length}
+	return pipeline{q: q, ensemble: slices.Clone(ensemble), lac: lac, lastAddPushed: lac, length: length,
+		lacLength: length, synced: lac, syncedLength: length, carried: -1}
+}
+
+// visibleLAC is the LAC readers may see: lac, or synced with DEFERRED_SYNC.
+func (p *pipeline) visibleLAC() (lac, length int64) {
+	if p.deferred {
+		return p.synced, p.syncedLength
+	}
+	return p.lac, p.lacLength
 }
 
 // push appends the next entry and returns the request that sends it to its
@@ -55,12 +76,15 @@ func newPipeline(q quorum.Params, ensemble []metadata.BookieID, lac, length int6
 func (p *pipeline) push(payload []byte, recovery bool) (*pendingAdd, SendAdd) {
 	p.lastAddPushed++
 	p.length += int64(len(payload))
+	lac, _ := p.visibleLAC()
+	p.carried = max(p.carried, lac)
 	op := &pendingAdd{
 		entryID:  p.lastAddPushed,
-		lac:      p.lac,
+		lac:      lac,
 		length:   p.length,
 		payload:  payload,
 		recovery: recovery,
+		deferred: p.deferred && !recovery,
 		acked:    make([]bool, p.q.WriteQuorum),
 	}
 	p.pending = append(p.pending, op)
@@ -72,7 +96,7 @@ func (p *pipeline) push(payload []byte, recovery bool) (*pendingAdd, SendAdd) {
 }
 
 func (op *pendingAdd) send(to []metadata.BookieID) SendAdd {
-	return SendAdd{Bookies: to, EntryID: op.entryID, LAC: op.lac, Length: op.length, Payload: op.payload, Recovery: op.recovery}
+	return SendAdd{Bookies: to, EntryID: op.entryID, LAC: op.lac, Length: op.length, Payload: op.payload, Recovery: op.recovery, DeferredSync: op.deferred}
 }
 
 // find returns the pending add of entryID, or nil if that entry is not
@@ -159,6 +183,7 @@ func (p *pipeline) popAcknowledged() []*pendingAdd {
 			panic(fmt.Sprintf("ledger: acknowledging e%d after LAC %d", p.pending[n].entryID, p.lac))
 		}
 		p.lac = p.pending[n].entryID
+		p.lacLength = p.pending[n].length
 		n++
 	}
 	if n == 0 {

@@ -1,7 +1,10 @@
 package ledger
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger/quorum"
@@ -17,6 +20,10 @@ type ReadConfig struct {
 	// First and Last bound the range, inclusive. Whether Last may pass the
 	// LAC is the caller's decision (Read vs ReadUnconfirmed).
 	First, Last int64
+	// Avoid reports bookies to ask last (recently slow or failing, as the
+	// shell remembers them; Java's reorderReadSequence). nil: write-set
+	// order. It must be a pure function during the read.
+	Avoid func(metadata.BookieID) bool
 }
 
 // Read reads the entries First … Last in sequential mode (spec §3.3): each
@@ -30,9 +37,15 @@ type ReadConfig struct {
 // explicit negative (then the entry was never acknowledged); otherwise it is
 // the first other error, since an unknown answer may hide the entry.
 //
-// Inputs: Start, Step(ReadResponse). Outputs: SendRead, then EntryComplete
-// for each entry in ascending order, then one ReadComplete. Delivery stops
-// at the first entry that fails.
+// Speculative reads (spec §3.3): on a SpeculativeTimeout event (the shell
+// steps one after each speculative delay) every entry still without a
+// result and with no answer from the replicas asked so far is also asked
+// of its next replica; the replica left waiting is reported with a
+// BookieSlow effect. Any asked replica's answer is then accepted.
+//
+// Inputs: Start, Step(ReadResponse | SpeculativeTimeout). Outputs: SendRead,
+// BookieSlow, then EntryComplete for each entry in ascending order, then one
+// ReadComplete. Delivery stops at the first entry that fails.
 type Read struct {
 	cfg     ReadConfig
 	q       quorum.Params
@@ -47,7 +60,8 @@ type Read struct {
 // the earlier ones said.
 type entryRead struct {
 	replicas  []metadata.BookieID // the write set, in order
-	asked     int                 // replicas[asked] holds the request in flight
+	asked     int                 // replicas[0..asked] were asked
+	answered  []bool              // by replica index
 	negatives int
 	firstErr  error
 	result    *digest.Entry
@@ -65,9 +79,16 @@ func NewRead(cfg ReadConfig) (*Read, error) {
 	for i := range r.entries {
 		id := cfg.First + int64(i)
 		ensemble := md.EnsembleAt(id)
+		e := &r.entries[i]
 		for _, idx := range q.WriteSet(id) {
-			r.entries[i].replicas = append(r.entries[i].replicas, ensemble[idx])
+			e.replicas = append(e.replicas, ensemble[idx])
 		}
+		if cfg.Avoid != nil {
+			slices.SortStableFunc(e.replicas, func(a, b metadata.BookieID) int {
+				return cmp.Compare(b2i(cfg.Avoid(a)), b2i(cfg.Avoid(b)))
+			})
+		}
+		e.answered = make([]bool, len(e.replicas))
 	}
 	return r, nil
 }
@@ -94,9 +115,20 @@ func (r *Read) ask(i int) {
 	r.effects = append(r.effects, SendRead{Bookies: []metadata.BookieID{e.replicas[e.asked]}, EntryID: r.cfg.First + int64(i)})
 }
 
-// Step feeds one answer; answers not from the replica being asked are
-// ignored (a late answer from a replica already given up on).
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Step feeds one answer or a SpeculativeTimeout; answers from replicas not
+// asked, or already answered, are ignored.
 func (r *Read) Step(ev Event) {
+	if _, ok := ev.(SpeculativeTimeout); ok {
+		r.speculate()
+		return
+	}
 	resp, ok := ev.(ReadResponse)
 	if !ok {
 		panic(fmt.Sprintf("ledger: Read cannot step %T", ev))
@@ -106,9 +138,14 @@ func (r *Read) Step(ev Event) {
 		return
 	}
 	e := &r.entries[i]
-	if e.result != nil || e.err != nil || e.replicas[e.asked] != resp.Bookie {
+	if e.result != nil || e.err != nil {
 		return
 	}
+	ri := slices.Index(e.replicas[:e.asked+1], resp.Bookie)
+	if ri < 0 || e.answered[ri] {
+		return
+	}
+	e.answered[ri] = true
 	err := resp.Err
 	if err == nil {
 		var entry digest.Entry
@@ -122,6 +159,9 @@ func (r *Read) Step(ev Event) {
 		e.negatives++
 	} else if e.firstErr == nil {
 		e.firstErr = fmt.Errorf("bookie %s: %w", resp.Bookie, err)
+	}
+	if slices.Contains(e.answered[:e.asked+1], false) {
+		return // a speculative request is still out
 	}
 	if e.asked+1 < len(e.replicas) {
 		e.asked++
@@ -158,3 +198,38 @@ func (r *Read) deliver() {
 	r.done = true
 	r.effects = append(r.effects, ReadComplete{})
 }
+
+// speculate asks the next replica of every entry that is still waiting
+// whose latest replica has not answered, and reports the replicas left waiting as slow.
+func (r *Read) speculate() {
+	if r.done {
+		return
+	}
+	slow := map[metadata.BookieID]bool{}
+	for i := r.next; i < len(r.entries); i++ {
+		e := &r.entries[i]
+		if e.result != nil || e.err != nil || e.asked+1 >= len(e.replicas) || e.answered[e.asked] {
+			continue
+		}
+		slow[e.replicas[e.asked]] = true
+		e.asked++
+		r.ask(i)
+	}
+	for _, b := range slices.Sorted(maps.Keys(slow)) {
+		r.effects = append(r.effects, BookieSlow{Bookie: b})
+	}
+}
+
+// SpeculativeTimeout tells a Read that the speculative delay passed.
+type SpeculativeTimeout struct{}
+
+// BookieSlow reports a bookie that did not answer a read within the
+// speculative delay; the shell orders reads away from it for a while.
+type BookieSlow struct {
+	Bookie metadata.BookieID
+}
+
+func (SpeculativeTimeout) isEvent() {}
+func (BookieSlow) isEffect()        {}
+
+func (e BookieSlow) String() string { return "bookie slow: " + string(e.Bookie) }

@@ -24,6 +24,11 @@ type WriterConfig struct {
 	// Writable is the initial set of writable bookies; WritableBookies
 	// events replace it.
 	Writable []metadata.BookieID
+	// DeferredSync writes with WriteFlagDeferredSync (spec §1.8): bookies
+	// may acknowledge before fsync, so acknowledged adds do not move the
+	// LAC; Force does, once every bookie of the ensemble has synced. Any
+	// bookie failure stops the writer (no ensemble change).
+	DeferredSync bool
 }
 
 // Writer is the write handle of one ledger as a state machine: it numbers
@@ -75,6 +80,13 @@ type Writer struct {
 	// closeResult is the CloseComplete once close is done.
 	closeResult CloseComplete
 
+	// deferred: DEFERRED_SYNC (WriterConfig.DeferredSync).
+	deferred bool
+	// forces are the outstanding forces by id.
+	forces map[int64]*forceOp
+	// explicitSent is the highest LAC sent by WRITE_LAC.
+	explicitSent int64
+
 	// meta is the outstanding metadata operation, if any.
 	meta metaOp
 	// proposed is the value of the outstanding WriteMetadata.
@@ -122,12 +134,20 @@ func NewWriter(cfg WriterConfig) (*Writer, error) {
 		version:   cfg.Version,
 		p:         newPipeline(q, md.LastEnsemble().Ensemble, -1, 0),
 		failed:    map[int]metadata.BookieID{},
+		deferred:  cfg.DeferredSync,
+		forces:    map[int64]*forceOp{},
 	}
+	w.p.deferred = cfg.DeferredSync
+	w.explicitSent = -1
 	return w, nil
 }
 
-// LastAddConfirmed returns the LAC: the highest acknowledged entry, -1 if none.
-func (w *Writer) LastAddConfirmed() int64 { return w.p.lac }
+// LastAddConfirmed returns the LAC: the highest acknowledged entry, -1 if
+// none; with DeferredSync, the highest entry made durable by a Force.
+func (w *Writer) LastAddConfirmed() int64 {
+	lac, _ := w.p.visibleLAC()
+	return lac
+}
 
 // LastAddPushed returns the highest entry id handed out by Append.
 func (w *Writer) LastAddPushed() int64 { return w.p.lastAddPushed }
@@ -198,6 +218,8 @@ func (w *Writer) Step(ev Event) {
 		w.handleMetadataRead(ev)
 	case WritableBookies:
 		w.writable = slices.Clone(ev.Bookies)
+	case ForceResponse:
+		w.handleForceResponse(ev)
 	default:
 		panic(fmt.Sprintf("ledger: writer cannot step %T", ev))
 	}
@@ -278,10 +300,24 @@ func (w *Writer) stop(appendErr, pendingErr error) {
 		w.emit(AddComplete{EntryID: op.entryID, Err: pendingErr})
 	}
 	clear(w.failed)
+	for _, id := range slices.Sorted(maps.Keys(w.forces)) {
+		w.emit(ForceComplete{ID: id, LAC: w.LastAddConfirmed(), Err: appendErr})
+	}
+	clear(w.forces)
 }
 
 // startEnsembleChange begins replacing the bookies in w.failed (spec §2.2).
 func (w *Writer) startEnsembleChange() {
+	if w.deferred {
+		// Entries not yet forced may live only on the failed bookie: the
+		// writer cannot replace it (spec §1.8, DeferredSyncTest
+		// testForbiddenEnsembleChange). Close at the forced LAC.
+		bad := slices.Collect(maps.Values(w.failed))
+		slices.Sort(bad)
+		w.failEnsembleChange(fmt.Errorf("ledger %d: bookie failure %s with DEFERRED_SYNC, which forbids ensemble change: %w",
+			w.ledgerID, bookieList(bad), ErrLedgerClosed))
+		return
+	}
 	w.changing = true
 	w.runEnsembleChange()
 }
@@ -468,7 +504,7 @@ func (w *Writer) maybeRunClose() {
 // at another end is ErrMetadataVersion, OPEN or IN_RECOVERY is written
 // CLOSED at the LAC and the length of the acknowledged entries.
 func (w *Writer) runClose() {
-	last, length := w.p.lac, w.p.length
+	last, length := w.p.visibleLAC()
 	if w.md.State == metadata.LedgerClosed {
 		res := CloseComplete{LastEntryID: w.md.LastEntryID, Length: w.md.Length}
 		if w.md.LastEntryID != last || w.md.Length != length {
@@ -489,4 +525,130 @@ func (w *Writer) finishClose(res CloseComplete) {
 	w.close = closeDone
 	w.closeResult = res
 	w.emit(res)
+}
+
+// forceOp is one outstanding Force: the acknowledged head it makes durable
+// and the ensemble bookies that answered OK.
+type forceOp struct {
+	head, length int64
+	ensemble     []metadata.BookieID
+	ok           []bool
+	oks          int
+}
+
+// Force makes durable every entry acknowledged so far (spec §1.8): it sends
+// FORCE_LEDGER to every bookie of the current ensemble and, when all of
+// them answer OK, raises the LAC to the acknowledged head it started with.
+// One failure fails the force (the writer goes on; a failed bookie also
+// fails the next add, which stops the writer). The result is a
+// ForceComplete with id. Without DeferredSync, or when nothing new was
+// acknowledged, it completes at once; on a stopped writer it fails with
+// the writer's error.
+func (w *Writer) Force(id int64) {
+	if w.appendErr != nil {
+		w.emit(ForceComplete{ID: id, LAC: w.LastAddConfirmed(), Err: w.appendErr})
+		return
+	}
+	if !w.deferred || w.p.lac <= w.p.synced {
+		w.emit(ForceComplete{ID: id, LAC: w.LastAddConfirmed()})
+		return
+	}
+	ensemble := slices.Clone(w.p.ensemble)
+	w.forces[id] = &forceOp{head: w.p.lac, length: w.p.lacLength, ensemble: ensemble, ok: make([]bool, len(ensemble))}
+	w.emit(SendForce{ID: id, Bookies: ensemble})
+}
+
+func (w *Writer) handleForceResponse(ev ForceResponse) {
+	op := w.forces[ev.ID]
+	if op == nil {
+		return
+	}
+	idx := slices.Index(op.ensemble, ev.Bookie)
+	if idx < 0 || op.ok[idx] {
+		return
+	}
+	if ev.Err != nil {
+		delete(w.forces, ev.ID)
+		w.emit(ForceComplete{ID: ev.ID, LAC: w.LastAddConfirmed(), Err: fmt.Errorf("ledger %d: force: bookie %s: %w", w.ledgerID, ev.Bookie, ev.Err)})
+		return
+	}
+	op.ok[idx] = true
+	op.oks++
+	if op.oks < len(op.ensemble) {
+		return
+	}
+	delete(w.forces, ev.ID)
+	if op.head > w.p.synced {
+		w.p.synced, w.p.syncedLength = op.head, op.length
+	}
+	w.emit(ForceComplete{ID: ev.ID, LAC: w.LastAddConfirmed()})
+}
+
+// FlushLAC is the explicit-LAC timer tick (spec §1.6): if the LAC moved
+// past what entries already carried and what the last WRITE_LAC sent, it
+// sends WRITE_LAC to the write set of entry LAC, so that readers see the
+// last entries while the writer is idle. Explicit LAC is a hint for
+// readers only; the answers do not matter to the writer and are not
+// stepped.
+func (w *Writer) FlushLAC() {
+	if w.appendErr != nil {
+		return
+	}
+	lac := w.LastAddConfirmed()
+	if lac < 0 || lac <= max(w.p.carried, w.explicitSent) {
+		return
+	}
+	w.explicitSent = lac
+	to := make([]metadata.BookieID, 0, w.q.WriteQuorum)
+	for _, idx := range w.q.WriteSet(lac) {
+		to = append(to, w.p.ensemble[idx])
+	}
+	w.emit(SendWriteLAC{Bookies: to, LAC: lac})
+}
+
+// SendForce asks the shell to send FORCE_LEDGER to each of Bookies; the
+// answers come back as ForceResponse with ID.
+type SendForce struct {
+	ID      int64
+	Bookies []metadata.BookieID
+}
+
+// SendWriteLAC asks the shell to send WRITE_LAC with LAC (body
+// digest.Digester.AppendLAC) to each of Bookies. Answers are not stepped.
+type SendWriteLAC struct {
+	Bookies []metadata.BookieID
+	LAC     int64
+}
+
+// ForceResponse is a bookie's answer to the FORCE_LEDGER of force ID.
+type ForceResponse struct {
+	ID     int64
+	Bookie metadata.BookieID
+	Err    error
+}
+
+// ForceComplete ends force ID: Err nil when every entry up to LAC is
+// durable on every bookie of its write set. LAC is the writer's LAC after
+// it.
+type ForceComplete struct {
+	ID  int64
+	LAC int64
+	Err error
+}
+
+func (SendForce) isEffect()     {}
+func (SendWriteLAC) isEffect()  {}
+func (ForceComplete) isEffect() {}
+func (ForceResponse) isEvent()  {}
+
+func (e SendForce) String() string {
+	return fmt.Sprintf("send force #%d -> %s", e.ID, bookieList(e.Bookies))
+}
+
+func (e SendWriteLAC) String() string {
+	return fmt.Sprintf("send write-lac lac=%d -> %s", e.LAC, bookieList(e.Bookies))
+}
+
+func (e ForceComplete) String() string {
+	return fmt.Sprintf("force #%d complete: lac=%d %s", e.ID, e.LAC, errString(e.Err))
 }

@@ -1,0 +1,238 @@
+package client_test
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/foliodb/folio/client"
+	"github.com/foliodb/folio/internal/testcluster"
+)
+
+// TestReaderLACSemantics is spec/protocol.md §8.2 #17, plus Tail.
+func TestReaderLACSemantics(t *testing.T) {
+	cl := testcluster.Start(t, 3)
+	ctx := testCtx(t)
+	c := newClient(t, cl, nil)
+	pw := []byte("pw")
+	opts := client.LedgerOptions{EnsembleSize: 3, WriteQuorumSize: 2, AckQuorumSize: 2, Password: pw}
+
+	writeSync := func(w *client.WriteHandle, first, last int64) {
+		t.Helper()
+		for i := first; i <= last; i++ {
+			if id, err := w.Append(ctx, payloadOf(w.ID(), i)); err != nil || id != i {
+				t.Fatalf("append %d: %d, %v", i, id, err)
+			}
+		}
+	}
+	checkEntry := func(ledgerID int64, e *client.Entry, id int64) {
+		t.Helper()
+		if e == nil || e.ID != id || !bytes.Equal(e.Payload, payloadOf(ledgerID, id)) {
+			t.Fatalf("entry %d: got %+v", id, e)
+		}
+	}
+
+	t.Run("Piggyback", func(t *testing.T) {
+		w, err := c.CreateLedger(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeSync(w, 0, 9)
+		r, err := c.OpenLedger(ctx, w.ID(), client.OpenOptions{Password: pw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lac, err := r.ReadLastAddConfirmed(ctx); err != nil || lac != 8 {
+			t.Fatalf("ReadLastAddConfirmed = %d, %v; want 8", lac, err)
+		}
+		if _, err := r.Read(ctx, 0, 9); !errors.Is(err, client.ErrReadBeyondLAC) {
+			t.Fatalf("Read(0, 9) = %v, want ErrReadBeyondLAC", err)
+		}
+		es, err := r.ReadUnconfirmed(ctx, 9, 9)
+		if err != nil || len(es) != 1 {
+			t.Fatalf("ReadUnconfirmed(9, 9) = %v, %v", es, err)
+		}
+		checkEntry(w.ID(), &es[0], 9)
+		// Entry 9 is confirmed only by the LAC entry 10 carries.
+		res, err := r.ReadLastAddConfirmedAndEntry(ctx, 9, 100*time.Millisecond)
+		if err != nil || res.Entry != nil || res.LAC != 8 {
+			t.Fatalf("long poll for 9 = %+v, %v; want no entry, LAC 8", res, err)
+		}
+		writeSync(w, 10, 10)
+		res, err = r.ReadLastAddConfirmedAndEntry(ctx, 9, 2*time.Second)
+		if err != nil || res.LAC != 9 {
+			t.Fatalf("long poll for 9 after e10 = %+v, %v; want LAC 9", res, err)
+		}
+		checkEntry(w.ID(), res.Entry, 9)
+	})
+
+	t.Run("ExplicitLACAndLongPoll", func(t *testing.T) {
+		o := opts
+		o.ExplicitLACInterval = 100 * time.Millisecond
+		w, err := c.CreateLedger(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeSync(w, 0, 9)
+		r, err := c.OpenLedger(ctx, w.ID(), client.OpenOptions{Password: pw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		for {
+			lac, err := r.ReadLastAddConfirmed(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lac == 9 {
+				break
+			}
+			if time.Since(start) > time.Second {
+				t.Fatalf("LAC still %d after 1 s with explicit LAC every 100 ms", lac)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Logf("explicit LAC 9 seen after %v", time.Since(start))
+
+		// Nothing is written: a long poll for 10 comes back empty after
+		// its timeout.
+		start = time.Now()
+		res, err := r.ReadLastAddConfirmedAndEntry(ctx, 10, 2*time.Second)
+		took := time.Since(start)
+		if err != nil || res.Entry != nil || res.LAC != 9 {
+			t.Fatalf("long poll for 10 = %+v, %v; want no entry, LAC 9", res, err)
+		}
+		if took < 1900*time.Millisecond || took > 3500*time.Millisecond {
+			t.Fatalf("empty long poll took %v, want about 2 s", took)
+		}
+		t.Logf("empty long poll took %v", took)
+
+		// e10 is written while a long poll waits: the poll returns it
+		// promptly (its LAC reaches the bookies by WRITE_LAC).
+		type result struct {
+			res client.LACAndEntry
+			err error
+			at  time.Time
+		}
+		got := make(chan result, 1)
+		go func() {
+			res, err := r.ReadLastAddConfirmedAndEntry(ctx, 10, 3*time.Second)
+			got <- result{res, err, time.Now()}
+		}()
+		time.Sleep(300 * time.Millisecond)
+		writeSync(w, 10, 10)
+		written := time.Now()
+		g := <-got
+		if g.err != nil || g.res.LAC < 10 {
+			t.Fatalf("long poll for 10 = %+v, %v", g.res, g.err)
+		}
+		checkEntry(w.ID(), g.res.Entry, 10)
+		if lag := g.at.Sub(written); lag > time.Second {
+			t.Fatalf("e10 seen %v after it was written", lag)
+		} else {
+			t.Logf("e10 seen %v after its append returned", lag)
+		}
+
+		// Tail follows the ledger until it is closed.
+		tailed := make(chan []client.Entry, 1)
+		tailErr := make(chan error, 1)
+		go func() {
+			var out []client.Entry
+			for e, err := range r.Tail(ctx, 0) {
+				if err != nil {
+					tailErr <- err
+					return
+				}
+				out = append(out, e)
+			}
+			tailed <- out
+		}()
+		for i := int64(11); i < 20; i++ {
+			writeSync(w, i, i)
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err := w.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case out := <-tailed:
+			if len(out) != 20 {
+				t.Fatalf("tail read %d entries, want 20", len(out))
+			}
+			for i := range out {
+				checkEntry(w.ID(), &out[i], int64(i))
+			}
+		case err := <-tailErr:
+			t.Fatal(err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("tail did not end after the ledger was closed")
+		}
+	})
+}
+
+// TestDeferredSync is spec/protocol.md §8.2 #18.
+func TestDeferredSync(t *testing.T) {
+	cl := testcluster.Start(t, 3)
+	ctx := testCtx(t)
+	c := newClient(t, cl, nil)
+	pw := []byte("pw")
+	// Qa = Qw = E: the killed bookie is in every write set and every add
+	// needs it, so the next add fails whatever the order of the answers.
+	w, err := c.CreateLedger(ctx, client.LedgerOptions{EnsembleSize: 3, WriteQuorumSize: 3, AckQuorumSize: 3,
+		Password: pw, WriteFlags: client.DeferredSync})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Force(ctx); err != nil {
+		t.Fatalf("force before any write: %v", err)
+	}
+	for i := range int64(10) {
+		if id, err := w.Append(ctx, payloadOf(w.ID(), i)); err != nil || id != i {
+			t.Fatalf("append %d: %d, %v", i, id, err)
+		}
+		if lac := w.LastAddConfirmed(); lac != -1 {
+			t.Fatalf("LAC %d after deferred-sync append %d, want -1", lac, i)
+		}
+	}
+	if err := w.Force(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if lac := w.LastAddConfirmed(); lac != 9 {
+		t.Fatalf("LAC after force = %d, want 9", lac)
+	}
+	cl.Bookies[0].Kill()
+	if _, err := w.Append(ctx, payloadOf(w.ID(), 10)); err == nil {
+		t.Fatal("append with a killed bookie succeeded (ensemble change with DEFERRED_SYNC?)")
+	} else {
+		t.Logf("append after kill: %v", err)
+	}
+	if err := w.Force(ctx); err == nil {
+		t.Fatal("force with a killed bookie succeeded")
+	}
+	md, _, err := cl.MD.ReadLedger(ctx, w.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(md.Ensembles) != 1 {
+		t.Fatalf("ensemble changed: %v", md.Ensembles)
+	}
+	c2 := newClient(t, cl, nil)
+	r, err := c2.OpenLedger(ctx, w.ID(), client.OpenOptions{Password: pw, Recovery: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := r.ReadLastAddConfirmed(ctx)
+	if err != nil || last < 9 {
+		t.Fatalf("recovered last entry %d, %v; want ≥ 9", last, err)
+	}
+	es, err := r.Read(ctx, 0, last)
+	if err != nil || int64(len(es)) != last+1 {
+		t.Fatalf("read 0..%d: %d entries, %v", last, len(es), err)
+	}
+	for i, e := range es {
+		if !bytes.Equal(e.Payload, payloadOf(w.ID(), int64(i))) {
+			t.Fatalf("entry %d differs", i)
+		}
+	}
+}

@@ -1,0 +1,142 @@
+package placement
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/foliodb/folio/internal/metadata"
+)
+
+// DefaultRack is the network location of a bookie the configuration does
+// not place (BookKeeper's /default-region/default-rack).
+const DefaultRack = "/default-region/default-rack"
+
+// RackAware spreads ensembles over racks (BookKeeper's
+// RackawareEnsemblePlacementPolicy). Locations map bookie ids to
+// "/region/rack" paths; unknown bookies are in DefaultRack.
+//
+// NewEnsemble takes at most one bookie per rack while racks remain, so
+// with at least as many racks as the ensemble size no two members share a
+// rack, and the ensemble order alternates racks, so that every write set
+// (consecutive indexes) spans as many racks as it can. With fewer racks:
+//   - by default (the documented fallback, as Java's default) it goes on
+//     round-robin over the racks, so members spread as evenly as possible
+//     and consecutive members are in different racks whenever two racks
+//     exist;
+//   - with EnforceMinNumRacks it fails with ErrNotEnoughBookies.
+//
+// ReplaceBookie prefers a bookie in a rack no other member uses, then
+// (fallback, unless EnforceMinNumRacks) any eligible bookie, preferring
+// racks used least.
+type RackAware struct {
+	rand      *rand.Rand
+	locations map[metadata.BookieID]string
+	// EnforceMinNumRacks makes a placement that cannot give every member
+	// its own rack fail instead of falling back (Folio's form of
+	// EnforceMinNumRacksPerWriteQuorum: the policy does not know Qw, so it
+	// enforces distinct racks over the whole ensemble, which implies it
+	// for every write quorum).
+	EnforceMinNumRacks bool
+}
+
+// NewRackAware returns a RackAware policy drawing from src; locations is
+// copied.
+func NewRackAware(src rand.Source, locations map[metadata.BookieID]string, enforce bool) *RackAware {
+	return &RackAware{rand: rand.New(src), locations: maps.Clone(locations), EnforceMinNumRacks: enforce}
+}
+
+// ParseLocations reads a bookie location file: one "bookie-id /region/rack"
+// per line; blank lines and lines starting with # are skipped.
+func ParseLocations(r io.Reader) (map[metadata.BookieID]string, error) {
+	out := map[metadata.BookieID]string{}
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 2 || !strings.HasPrefix(f[1], "/") {
+			return nil, fmt.Errorf("placement: line %d: want \"bookie-id /region/rack\", got %q", n, line)
+		}
+		out[metadata.BookieID(f[0])] = f[1]
+	}
+	return out, sc.Err()
+}
+
+// Rack returns b's network location.
+func (p *RackAware) Rack(b metadata.BookieID) string {
+	if loc, ok := p.locations[b]; ok {
+		return loc
+	}
+	return DefaultRack
+}
+
+// NewEnsemble implements Policy.
+func (p *RackAware) NewEnsemble(size int, writable []metadata.BookieID) ([]metadata.BookieID, error) {
+	candidates := distinct(writable, nil)
+	if len(candidates) < size {
+		return nil, fmt.Errorf("%w: need %d, have %d writable", ErrNotEnoughBookies, size, len(candidates))
+	}
+	byRack := map[string][]metadata.BookieID{}
+	for _, b := range candidates {
+		byRack[p.Rack(b)] = append(byRack[p.Rack(b)], b)
+	}
+	racks := slices.Sorted(maps.Keys(byRack))
+	if p.EnforceMinNumRacks && len(racks) < size {
+		return nil, fmt.Errorf("%w: ensemble of %d needs %d racks, writable bookies are in %d", ErrNotEnoughBookies, size, size, len(racks))
+	}
+	p.rand.Shuffle(len(racks), func(i, j int) { racks[i], racks[j] = racks[j], racks[i] })
+	for _, r := range racks {
+		bs := byRack[r]
+		p.rand.Shuffle(len(bs), func(i, j int) { bs[i], bs[j] = bs[j], bs[i] })
+	}
+	out := make([]metadata.BookieID, 0, size)
+	for len(out) < size {
+		for _, r := range racks {
+			if len(out) == size {
+				break
+			}
+			if bs := byRack[r]; len(bs) > 0 {
+				out = append(out, bs[0])
+				byRack[r] = bs[1:]
+			}
+		}
+	}
+	return out, nil
+}
+
+// ReplaceBookie implements Policy.
+func (p *RackAware) ReplaceBookie(ensemble []metadata.BookieID, idx int, writable, exclude []metadata.BookieID) (metadata.BookieID, error) {
+	candidates := distinct(writable, func(b metadata.BookieID) bool {
+		return slices.Contains(ensemble, b) || slices.Contains(exclude, b)
+	})
+	if len(candidates) == 0 {
+		return "", fmt.Errorf("%w: no writable bookie outside the ensemble to replace index %d (%s)", ErrNotEnoughBookies, idx, ensemble[idx])
+	}
+	used := map[string]int{}
+	for i, b := range ensemble {
+		if i != idx {
+			used[p.Rack(b)]++
+		}
+	}
+	least := -1
+	var best []metadata.BookieID
+	for _, b := range candidates {
+		switch n := used[p.Rack(b)]; {
+		case least < 0 || n < least:
+			least, best = n, []metadata.BookieID{b}
+		case n == least:
+			best = append(best, b)
+		}
+	}
+	if least > 0 && p.EnforceMinNumRacks {
+		return "", fmt.Errorf("%w: no writable bookie in a rack the ensemble does not use to replace index %d (%s)", ErrNotEnoughBookies, idx, ensemble[idx])
+	}
+	return best[p.rand.IntN(len(best))], nil
+}

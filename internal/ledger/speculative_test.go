@@ -1,0 +1,109 @@
+package ledger
+
+import (
+	"testing"
+
+	"github.com/foliodb/folio/internal/digest"
+	"github.com/foliodb/folio/internal/metadata"
+)
+
+func specMetadata() *metadata.LedgerMetadata {
+	return &metadata.LedgerMetadata{EnsembleSize: 3, WriteQuorum: 2, AckQuorum: 2, State: metadata.LedgerOpen, LastEntryID: -1,
+		Ensembles: []metadata.Segment{{FirstEntryID: 0, Ensemble: []metadata.BookieID{"b1", "b2", "b3"}}}}
+}
+
+func sends(effs []Effect) []SendRead {
+	var out []SendRead
+	for _, e := range effs {
+		if s, ok := e.(SendRead); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// A replica that does not answer: the speculative timeout asks the next
+// one, reports the slow one, and the first answer wins.
+func TestReadSpeculative(t *testing.T) {
+	dig, _ := digest.New(digest.CRC32C, []byte("pw"))
+	r, err := NewRead(ReadConfig{LedgerID: 7, Metadata: specMetadata(), Verifier: dig, First: 0, Last: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Start()
+	s := sends(r.Ready())
+	// e0 -> b1, e1 -> b2.
+	if len(s) != 2 || s[0].Bookies[0] != "b1" || s[1].Bookies[0] != "b2" {
+		t.Fatalf("initial sends %v", s)
+	}
+	r.Step(ReadResponse{Bookie: "b2", EntryID: 1, Body: dig.AppendEntry(nil, 7, 1, 0, 2, []byte("y"))})
+	if effs := r.Ready(); len(effs) != 0 {
+		t.Fatalf("e1 delivered before e0: %v", effs)
+	}
+	r.Step(SpeculativeTimeout{})
+	effs := r.Ready()
+	s = sends(effs)
+	if len(s) != 1 || s[0].EntryID != 0 || s[0].Bookies[0] != "b2" {
+		t.Fatalf("speculative sends %v", effs)
+	}
+	if len(effs) != 2 || effs[1] != (BookieSlow{Bookie: "b1"}) {
+		t.Fatalf("effects %v, want the send and b1 slow", effs)
+	}
+	// Nothing more to speculate on: e0's last replica was asked.
+	r.Step(SpeculativeTimeout{})
+	if effs := r.Ready(); len(effs) != 0 {
+		t.Fatalf("second speculation: %v", effs)
+	}
+	r.Step(ReadResponse{Bookie: "b2", EntryID: 0, Body: dig.AppendEntry(nil, 7, 0, -1, 1, []byte("x"))})
+	effs = r.Ready()
+	if len(effs) != 3 || !r.Done() {
+		t.Fatalf("completion %v", effs)
+	}
+	if rc := effs[2].(ReadComplete); rc.Err != nil {
+		t.Fatal(rc.Err)
+	}
+	// The late answer of b1 is ignored.
+	r.Step(ReadResponse{Bookie: "b1", EntryID: 0, Err: ErrTimeout})
+	if effs := r.Ready(); len(effs) != 0 {
+		t.Fatalf("late answer: %v", effs)
+	}
+}
+
+// An error from the first replica while the speculative one is still out
+// waits for it; both failing with negatives is ErrNoSuchEntry.
+func TestReadSpeculativeBothFail(t *testing.T) {
+	dig, _ := digest.New(digest.CRC32C, []byte("pw"))
+	r, _ := NewRead(ReadConfig{LedgerID: 7, Metadata: specMetadata(), Verifier: dig, First: 0, Last: 0})
+	r.Start()
+	r.Ready()
+	r.Step(SpeculativeTimeout{})
+	r.Ready()
+	r.Step(ReadResponse{Bookie: "b1", EntryID: 0, Err: ErrNoSuchEntry})
+	if effs := r.Ready(); len(effs) != 0 || r.Done() {
+		t.Fatalf("decided with b2 outstanding: %v", effs)
+	}
+	r.Step(ReadResponse{Bookie: "b2", EntryID: 0, Err: ErrNoSuchEntry})
+	effs := r.Ready()
+	if !r.Done() || len(effs) != 1 {
+		t.Fatalf("effects %v", effs)
+	}
+	if rc := effs[0].(ReadComplete); rc.Err == nil {
+		t.Fatal("read of a missing entry succeeded")
+	}
+}
+
+// Avoided bookies are asked last.
+func TestReadAvoid(t *testing.T) {
+	dig, _ := digest.New(digest.CRC32C, []byte("pw"))
+	r, _ := NewRead(ReadConfig{LedgerID: 7, Metadata: specMetadata(), Verifier: dig, First: 0, Last: 2,
+		Avoid: func(b metadata.BookieID) bool { return b == "b2" }})
+	r.Start()
+	s := sends(r.Ready())
+	// Write sets: e0 {b1 b2}, e1 {b2 b3}, e2 {b3 b1}.
+	want := []metadata.BookieID{"b1", "b3", "b3"}
+	for i, sr := range s {
+		if sr.Bookies[0] != want[i] {
+			t.Fatalf("e%d asked of %s, want %s", i, sr.Bookies[0], want[i])
+		}
+	}
+}
