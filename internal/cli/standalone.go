@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"fmt"
+	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -24,6 +27,8 @@ func newStandaloneCommand(env Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Stdout = cmd.OutOrStdout()
 			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			stderr := cmd.ErrOrStderr()
+			cfg.OnReady = func(info standalone.Info) { writeStandaloneScreen(stderr, info) }
 			if cfg.Bookies < 1 {
 				return Usagef(cmd, "--bookies must be at least 1")
 			}
@@ -42,4 +47,27 @@ func newStandaloneCommand(env Env) *cobra.Command {
 	f.IntVar(&cfg.HTTPPort, "http-port", standalone.DefaultHTTPPort, "admin HTTP port (0: pick a free one, kept in DIR)")
 	f.StringArrayVar(&cfg.BookieSet, "bookie-set", nil, "bookie configuration override key=value, applied to every bookie (repeatable)")
 	return cmd
+}
+
+// writeStandaloneScreen prints the first screen of `folio standalone` (on
+// stderr: stdout carries the readiness line alone): what runs where and how
+// to connect.
+func writeStandaloneScreen(w io.Writer, info standalone.Info) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nFolio standalone is running: embedded etcd and %d bookie(s).\n\n", len(info.Bookies))
+	fmt.Fprintf(&b, "  metadata   %s\n", info.MetadataServiceURI)
+	fmt.Fprintf(&b, "  etcd       clients %s, peers %s, log %s\n", info.EtcdClientAddr, info.EtcdPeerAddr, info.EtcdLogFile)
+	for i, bk := range info.Bookies {
+		fmt.Fprintf(&b, "  bookie %-3d %s  journal %s, ledgers %s\n", i, bk.ID, bk.JournalDir, bk.LedgerDir)
+	}
+	fmt.Fprintf(&b, "  http       http://%s  /heartbeat /metrics /api/v1/bookie/{info,state,state/readonly,gc}?bookie=<id>\n", info.HTTPAddr)
+	fmt.Fprintf(&b, "  data       %s (ports picked as 0 are kept in ports.json)\n\n", info.DataDir)
+	fmt.Fprintf(&b, "From the shell:\n")
+	fmt.Fprintf(&b, "  export %s='%s'\n", MetadataURIEnv, info.MetadataServiceURI)
+	fmt.Fprintf(&b, "  folio shell listbookies\n  folio shell simpletest --keep\n  folio shell listledgers\n\n")
+	fmt.Fprintf(&b, "From Go (import \"github.com/foliodb/folio/client\"):\n")
+	fmt.Fprintf(&b, "  c, err := client.New(ctx, client.Config{MetadataServiceURI: %q})\n", info.MetadataServiceURI)
+	fmt.Fprintf(&b, "  w, err := c.CreateLedger(ctx, client.LedgerOptions{Password: []byte(\"secret\")})\n\n")
+	fmt.Fprintf(&b, "Ctrl-C or SIGTERM stops it; starting it again from the same data directory keeps every ledger.\n\n")
+	io.WriteString(w, b.String())
 }

@@ -83,6 +83,33 @@ type Config struct {
 	// BookieSet are extra bookie configuration pairs (key=value), e.g.
 	// gcWaitTime or zkTimeout for tests.
 	BookieSet []string
+	// OnReady, if set, is called once, right after the readiness line, with
+	// what runs where (folio standalone prints it to stderr).
+	OnReady func(Info)
+}
+
+// Info describes a running standalone cluster.
+type Info struct {
+	// MetadataServiceURI is what clients and `folio shell` connect with.
+	MetadataServiceURI string
+	// EtcdClientAddr and EtcdPeerAddr are host:port of the embedded etcd.
+	EtcdClientAddr, EtcdPeerAddr string
+	// EtcdDataDir holds etcd's data; EtcdLogFile its log.
+	EtcdDataDir, EtcdLogFile string
+	// HTTPAddr is host:port of the admin HTTP server.
+	HTTPAddr string
+	// DataDir is the absolute data directory.
+	DataDir string
+	// Bookies are the bookies in order (bookie i is Bookies[i]).
+	Bookies []BookieInfo
+}
+
+// BookieInfo is one bookie of a standalone cluster.
+type BookieInfo struct {
+	ID string
+	// JournalDir and LedgerDir are the configured directories (the data is
+	// in their current/ subdirectories).
+	JournalDir, LedgerDir string
 }
 
 // ports is DataDir/ports.json: the ports picked for settings given as 0.
@@ -373,6 +400,22 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	fmt.Fprintf(cfg.Stdout, "%smetadata-service-uri=%s bookies=%s\n", ReadyPrefix, uri, strings.Join(ids, ","))
 	log.Info("standalone ready", "metadataServiceUri", uri, "bookies", ids, "http", httpLn.Addr().String())
+	if cfg.OnReady != nil {
+		info := Info{
+			MetadataServiceURI: uri,
+			EtcdClientAddr:     etcdSrv.ClientAddr(),
+			EtcdPeerAddr:       net.JoinHostPort(Host, strconv.Itoa(etcdSrv.PeerPort())),
+			EtcdDataDir:        etcdSrv.DataDir(),
+			EtcdLogFile:        etcdSrv.LogFile(),
+			HTTPAddr:           httpLn.Addr().String(),
+			DataDir:            cfg.DataDir,
+		}
+		for i, id := range ids {
+			d := bookieDir(&cfg, i)
+			info.Bookies = append(info.Bookies, BookieInfo{ID: id, JournalDir: filepath.Join(d, "journal"), LedgerDir: filepath.Join(d, "ledgers")})
+		}
+		cfg.OnReady(info)
+	}
 
 	// Run until stopped or a part fails.
 	failed := make(chan error, len(procs)+1)
@@ -404,10 +447,15 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	return runErr
 }
 
+// bookieDir is bookie i's directory.
+func bookieDir(cfg *Config, i int) string {
+	return filepath.Join(cfg.DataDir, fmt.Sprintf("bookie-%d", i))
+}
+
 // bookieConfig is the configuration of bookie i.
 func bookieConfig(cfg *Config, i, port int, uri string) (server.Config, error) {
 	bc := server.DefaultConfig()
-	dir := filepath.Join(cfg.DataDir, fmt.Sprintf("bookie-%d", i))
+	dir := bookieDir(cfg, i)
 	bc.BookiePort = port
 	bc.ListenHost = Host
 	bc.AdvertisedAddress = Host

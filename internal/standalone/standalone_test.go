@@ -3,7 +3,9 @@ package standalone
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -33,8 +35,10 @@ func TestRunReadyLineAndStop(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out syncBuffer
 	done := make(chan error, 1)
+	infos := make(chan Info, 2)
 	go func() {
-		done <- Run(ctx, Config{Bookies: 2, DataDir: dir, Stdout: &out, BookieSet: []string{"zkTimeout=2000"}})
+		done <- Run(ctx, Config{Bookies: 2, DataDir: dir, Stdout: &out, BookieSet: []string{"zkTimeout=2000"},
+			OnReady: func(i Info) { infos <- i }})
 	}()
 	deadline := time.Now().Add(60 * time.Second)
 	for !strings.Contains(out.String(), "\n") {
@@ -51,6 +55,19 @@ func TestRunReadyLineAndStop(t *testing.T) {
 	if err != nil || p.EtcdClient == 0 || p.EtcdPeer == 0 || p.HTTP == 0 || len(p.Bookies) != 2 {
 		t.Fatalf("recorded ports %+v, %v", p, err)
 	}
+	// OnReady describes what the readiness line announced, once.
+	var info Info
+	select {
+	case info = <-infos:
+	case <-time.After(10 * time.Second):
+		t.Fatal("OnReady not called")
+	}
+	if !strings.Contains(line, "metadata-service-uri="+info.MetadataServiceURI+" ") ||
+		!strings.Contains(line, "bookies="+info.Bookies[0].ID+","+info.Bookies[1].ID+"\n") ||
+		info.EtcdClientAddr != fmt.Sprintf("127.0.0.1:%d", p.EtcdClient) || info.HTTPAddr != fmt.Sprintf("127.0.0.1:%d", p.HTTP) ||
+		info.Bookies[1].JournalDir != filepath.Join(info.DataDir, "bookie-1", "journal") || info.EtcdLogFile == "" {
+		t.Fatalf("info %+v does not match line %q / ports %+v", info, line, p)
+	}
 	cancel()
 	select {
 	case err := <-done:
@@ -62,5 +79,8 @@ func TestRunReadyLineAndStop(t *testing.T) {
 	}
 	if strings.Count(out.String(), "\n") != 1 {
 		t.Fatalf("stdout %q: want exactly one line", out.String())
+	}
+	if len(infos) != 0 {
+		t.Fatal("OnReady called more than once")
 	}
 }

@@ -1,0 +1,36 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/foliodb/folio/internal/standalone"
+)
+
+func TestStandaloneScreen(t *testing.T) {
+	var b strings.Builder
+	writeStandaloneScreen(&b, standalone.Info{
+		MetadataServiceURI: "etcd://127.0.0.1:2379/ledgers",
+		EtcdClientAddr:     "127.0.0.1:2379", EtcdPeerAddr: "127.0.0.1:2380",
+		EtcdDataDir: "/d/etcd", EtcdLogFile: "/d/etcd/etcd.log",
+		HTTPAddr: "127.0.0.1:8080", DataDir: "/d",
+		Bookies: []standalone.BookieInfo{
+			{ID: "127.0.0.1:3181", JournalDir: "/d/bookie-0/journal", LedgerDir: "/d/bookie-0/ledgers"},
+			{ID: "127.0.0.1:3182", JournalDir: "/d/bookie-1/journal", LedgerDir: "/d/bookie-1/ledgers"},
+		},
+	})
+	out := b.String()
+	for _, want := range []string{
+		"etcd://127.0.0.1:2379/ledgers", "peers 127.0.0.1:2380", "/d/etcd/etcd.log",
+		"127.0.0.1:3181", "/d/bookie-1/ledgers", "http://127.0.0.1:8080", "/metrics",
+		"export FOLIO_METADATA_SERVICE_URI='etcd://127.0.0.1:2379/ledgers'", "folio shell simpletest",
+		`client.New(ctx, client.Config{MetadataServiceURI: "etcd://127.0.0.1:2379/ledgers"})`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("screen lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, standalone.ReadyPrefix) {
+		t.Error("the screen repeats the readiness line (it belongs on stdout, once)")
+	}
+}
