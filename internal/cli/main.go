@@ -107,6 +107,7 @@ func NewRootCommand(env Env) *cobra.Command {
 		newBookieCommand(env),
 		newStandaloneCommand(env),
 		newSimCommand(env),
+		newAutoRecoveryDaemonCommand(env),
 	)
 	groupCommand(root)
 	markUsageErrors(root)

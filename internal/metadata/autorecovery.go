@@ -66,6 +66,21 @@ type UnderReplication interface {
 	// ledgers; ErrNotFound if never set (use the configured default).
 	SetLostBookieRecoveryDelay(ctx context.Context, d time.Duration) error
 	LostBookieRecoveryDelay(ctx context.Context) (time.Duration, error)
+
+	// WatchLostBookieRecoveryDelay watches the stored delay. The first
+	// event is the current value (Set false if never set), then one event
+	// per SetLostBookieRecoveryDelay, also one storing the same value again
+	// (that is how triggerAudit asks the auditor to audit now). An event
+	// with Err is the last.
+	WatchLostBookieRecoveryDelay(ctx context.Context) (<-chan DelayEvent, error)
+}
+
+// DelayEvent is one state of the stored lost-bookie recovery delay.
+type DelayEvent struct {
+	Delay time.Duration
+	// Set is false while no delay is stored (use the configured default).
+	Set bool
+	Err error
 }
 
 // Lock is a held lock tied to a session.

@@ -31,13 +31,30 @@
 // placeholder keys (with layout and instance id) in one txn guarded by
 // `create_revision(<scope>) == 0`.
 //
-// Folio-only keys: none yet. AutoRecovery (under-replication records, their
-// locks, auditor election, the replication switch and the lost-bookie
-// recovery delay; metadata.AutoRecoveryDriver) will keep its keys under
-// `<scope>/underreplication/`, a subtree no Java component reads
-// (spec/metadata.md §6 risk 7). That interface is declared in package
-// metadata and not implemented by this driver yet: the type assertion to
-// metadata.AutoRecoveryDriver fails and callers report ErrNotSupported.
+// Folio-only keys: AutoRecovery (metadata.AutoRecoveryDriver, autorecovery.go)
+// keeps its state under `<scope>/underreplication/`, a subtree no Java
+// component reads (spec/metadata.md §6 risk 7); names follow Java's
+// ZooKeeper layout (§3):
+//
+//	<scope>/underreplication/ledgers/<uuid>         record: TextFormat of UnderreplicatedLedgerFormat
+//	                                                (`replica: "<bookieId>"` lines, then `ctime: <ms>`)
+//	<scope>/underreplication/locks/<uuid>           the ledger's lock: the owner's id, under its lease
+//	<scope>/underreplication/auditorelection/<hex>  election keys of go.etcd.io/etcd/client/v3/concurrency
+//	                                                (one per candidate lease; lowest create_revision leads;
+//	                                                value = candidate id)
+//	<scope>/underreplication/disable                ""  present while replication is disabled
+//	<scope>/underreplication/lostBookieRecoveryDelay  decimal seconds ("60", "0.5")
+//
+// A record's version is its mod_revision. Marking is a CAS loop (create
+// if `create_revision == 0`, else merge the missing bookies with `if
+// mod_revision == read`; a record that already lists them is not
+// rewritten). Clearing is `if mod_revision == expected then delete record
+// and lock else delete lock`. Locking is `if create_revision(record) > 0 and
+// create_revision(lock) == 0 then put(lock, owner, lease)`; the lock ends
+// with Unlock (a delete guarded by its create_revision), with the lease, or
+// when the key is deleted (a watch closes Lock.Done). The auditor election
+// shares the session's lease through a concurrency.Session that is
+// orphaned, never closed (closing would revoke the lease).
 //
 // # Versions and compare-and-set
 //

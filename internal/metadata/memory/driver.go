@@ -358,6 +358,7 @@ func (s *Store) expireLocked(ss *session) {
 		s.nextRevLocked()
 		s.notifyBookiesLocked()
 	}
+	s.arExpireLocked(ss)
 	close(ss.done)
 }
 
@@ -590,6 +591,7 @@ func (d *Driver) Format(ctx context.Context, force bool) (string, error) {
 	}
 	s.mu.cookies = map[metadata.BookieID]*kv{}
 	s.mu.buckets = [numBuckets]int64{}
+	s.arFormatLocked()
 	s.mu.cluster = &clusterInfo{instanceID: instanceID, layout: Layout}
 	s.nextRevLocked()
 	s.mu.Unlock()

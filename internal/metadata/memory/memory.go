@@ -147,6 +147,8 @@ type Store struct {
 
 		ledgerWatchers map[int64][]*watcher[metadata.LedgerEvent]
 		bookieWatchers []*watcher[metadata.BookiesEvent]
+
+		ar arState // AutoRecovery (autorecovery.go)
 	}
 }
 

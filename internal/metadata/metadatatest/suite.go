@@ -75,6 +75,12 @@ func Run(t *testing.T, newHarness func(t *testing.T) *Harness) {
 		{"Cookies", testCookies},
 		{"Cluster", testCluster},
 		{"Format", testFormat},
+		// AutoRecovery (autorecovery.go); skipped without AutoRecoveryDriver.
+		{"URRecords", testURRecords},
+		{"URLocks", testURLocks},
+		{"ReplicationSwitch", testReplicationSwitch},
+		{"LostBookieDelay", testLostBookieDelay},
+		{"AuditorElection", testAuditorElection},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newHarness(t)) })

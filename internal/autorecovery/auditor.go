@@ -1,0 +1,421 @@
+// Package autorecovery is Folio's AutoRecovery (spec/protocol.md §6): the
+// Auditor, elected once per cluster, which finds ledgers with data on lost
+// bookies and marks them under-replicated; and the ReplicationWorker, which
+// takes the lock on an under-replicated ledger, copies its fragments from
+// lost bookies to replacements (admin.ReplicateFragment) and clears the
+// record only if its version is unchanged.
+//
+// Both keep their state in the metadata store (metadata.AutoRecoveryDriver):
+// locks and the election are tied to sessions (leases), so a crashed process
+// loses them and another takes over. Their decisions are in steppable parts
+// (bookieTracker, Worker.Step) driven by an injected clock.
+package autorecovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/foliodb/folio/internal/clock"
+	"github.com/foliodb/folio/internal/metadata"
+)
+
+// Defaults of AuditorConfig (BookKeeper's).
+const (
+	DefaultLostBookieRecoveryDelay = 0
+	DefaultBookieCheckInterval     = 86400 * time.Second
+	DefaultSessionTTL              = metadata.DefaultSessionTTL
+	// DefaultRetryInterval is how long a loop waits after a metadata error.
+	DefaultRetryInterval = time.Second
+)
+
+// AuditorConfig configures an Auditor. Zero values take the defaults.
+type AuditorConfig struct {
+	// Driver is the metadata store; it must implement
+	// metadata.AutoRecoveryDriver.
+	Driver metadata.Driver
+	// ID names this candidate in the election (whoisauditor shows it).
+	ID metadata.BookieID
+	// Clock drives delays and periodic checks; nil means the wall clock.
+	Clock clock.Clock
+	// SessionTTL is the lease TTL of the election session.
+	SessionTTL time.Duration
+	// LostBookieRecoveryDelay is used while none is stored in the metadata
+	// (`lostbookierecoverydelay --set` stores one); default 0.
+	LostBookieRecoveryDelay time.Duration
+	// BookieCheckInterval is the period of the full bookie check
+	// (auditorPeriodicBookieCheckInterval); < 0 disables it.
+	BookieCheckInterval time.Duration
+	// RetryInterval is the pause after a metadata error.
+	RetryInterval time.Duration
+	// Logger receives progress; nil discards.
+	Logger *slog.Logger
+}
+
+func (c *AuditorConfig) setDefaults() {
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.SessionTTL <= 0 {
+		c.SessionTTL = DefaultSessionTTL
+	}
+	if c.BookieCheckInterval == 0 {
+		c.BookieCheckInterval = DefaultBookieCheckInterval
+	}
+	if c.RetryInterval <= 0 {
+		c.RetryInterval = DefaultRetryInterval
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Auditor watches bookie membership while it is the elected auditor and
+// marks the ledgers of lost bookies under-replicated.
+type Auditor struct {
+	cfg AuditorConfig
+	ar  metadata.AutoRecoveryDriver
+	log *slog.Logger
+}
+
+// NewAuditor returns an Auditor; metadata.ErrNotSupported if the driver
+// has no AutoRecovery support.
+func NewAuditor(cfg AuditorConfig) (*Auditor, error) {
+	cfg.setDefaults()
+	ar, ok := cfg.Driver.(metadata.AutoRecoveryDriver)
+	if !ok {
+		return nil, fmt.Errorf("auditor: %w", metadata.ErrNotSupported)
+	}
+	if err := metadata.ValidateBookieID(cfg.ID); err != nil {
+		return nil, fmt.Errorf("auditor id: %w", err)
+	}
+	return &Auditor{cfg: cfg, ar: ar, log: cfg.Logger.With("component", "auditor", "id", cfg.ID)}, nil
+}
+
+// Run campaigns for auditor and audits while elected, again after losing
+// the session, until ctx ends (then it returns ctx's error).
+func (a *Auditor) Run(ctx context.Context) error {
+	for ctx.Err() == nil {
+		err := a.runSession(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		a.log.Warn("auditor session ended", "err", err)
+		select {
+		case <-a.cfg.Clock.After(a.cfg.RetryInterval):
+		case <-ctx.Done():
+		}
+	}
+	return ctx.Err()
+}
+
+func (a *Auditor) runSession(ctx context.Context) error {
+	s, err := a.cfg.Driver.OpenSession(ctx, metadata.SessionOptions{TTL: a.cfg.SessionTTL})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = s.Close(cctx)
+	}()
+	lead, err := a.ar.CampaignAuditor(ctx, s, a.cfg.ID)
+	if err != nil {
+		return err
+	}
+	a.log.Info("elected auditor")
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-lead.Done():
+			cancel()
+		case <-lctx.Done():
+		}
+	}()
+	err = a.lead(lctx)
+	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	_ = lead.Unlock(uctx)
+	ucancel()
+	if err == nil || lctx.Err() != nil && ctx.Err() == nil {
+		return fmt.Errorf("lost auditor leadership: %w", err)
+	}
+	return err
+}
+
+// bookieTracker is the lost-bookie state machine (spec §6.2), free of I/O:
+// feed it membership and delay changes; it says when to audit.
+type bookieTracker struct {
+	delay    time.Duration
+	known    map[metadata.BookieID]bool // available at the last membership
+	pending  map[metadata.BookieID]bool // lost, waiting for the delay
+	deadline time.Time                  // of the delayed audit; zero: none
+}
+
+func newBookieTracker(delay time.Duration) *bookieTracker {
+	return &bookieTracker{delay: delay, pending: map[metadata.BookieID]bool{}}
+}
+
+// membership records the available bookies (writable and read-only); it
+// reports whether to audit now.
+func (t *bookieTracker) membership(now time.Time, avail []metadata.BookieID) (auditNow bool) {
+	isAvail := map[metadata.BookieID]bool{}
+	for _, b := range avail {
+		isAvail[b] = true
+	}
+	var newlyLost []metadata.BookieID
+	for b := range t.known {
+		if !isAvail[b] {
+			newlyLost = append(newlyLost, b)
+		}
+	}
+	t.known = isAvail
+	for b := range t.pending {
+		if isAvail[b] {
+			delete(t.pending, b) // came back within the delay (rolling restart)
+		}
+	}
+	for _, b := range newlyLost {
+		t.pending[b] = true
+	}
+	switch {
+	case len(t.pending) == 0:
+		t.deadline = time.Time{}
+		return false
+	case len(newlyLost) == 0:
+		return false
+	case t.delay == 0 || len(t.pending) > 1:
+		return true
+	case t.deadline.Before(now.Add(t.delay)):
+		// Also postpones an earlier audit (a new auditor's first), so the
+		// bookie gets its full delay.
+		t.deadline = now.Add(t.delay)
+	}
+	return false
+}
+
+// delayChanged applies a new stored delay: the same value again or 0 means
+// audit now; another value reschedules a pending delayed audit.
+func (t *bookieTracker) delayChanged(now time.Time, d time.Duration) (auditNow bool) {
+	old := t.delay
+	t.delay = d
+	if d == 0 || d == old {
+		return true
+	}
+	if !t.deadline.IsZero() {
+		t.deadline = now.Add(d)
+	}
+	return false
+}
+
+// due reports whether a delayed audit is due at now.
+func (t *bookieTracker) due(now time.Time) bool {
+	return !t.deadline.IsZero() && !now.Before(t.deadline)
+}
+
+// audited records that an audit ran: nothing is pending any more.
+func (t *bookieTracker) audited() {
+	clear(t.pending)
+	t.deadline = time.Time{}
+}
+
+func union(a, b []metadata.BookieID) []metadata.BookieID {
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// lead runs the elected auditor until ctx ends or a watch fails.
+func (a *Auditor) lead(ctx context.Context) error {
+	bch, err := a.cfg.Driver.WatchBookies(ctx)
+	if err != nil {
+		return err
+	}
+	dch, err := a.ar.WatchLostBookieRecoveryDelay(ctx)
+	if err != nil {
+		return err
+	}
+	clk := a.cfg.Clock
+	t := newBookieTracker(a.cfg.LostBookieRecoveryDelay)
+	// The delay watch's first event is the current value.
+	select {
+	case ev, ok := <-dch:
+		if !ok || ev.Err != nil {
+			return fmt.Errorf("delay watch ended: %v", ev.Err)
+		}
+		if ev.Set {
+			t.delay = ev.Delay
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	first := true
+	auditNow := false
+	var wake <-chan time.Time
+	var periodic <-chan time.Time
+	if a.cfg.BookieCheckInterval > 0 {
+		periodic = clk.After(a.cfg.BookieCheckInterval)
+	}
+	for {
+		if auditNow {
+			// Bookies the tracker still sees as available count as such,
+			// even if they left the store a moment ago: their own
+			// membership event (and delay) decides about them.
+			known := t.known
+			if _, err := audit(ctx, a.cfg.Driver, a.ar, a.log, func(b metadata.BookieID) bool { return known[b] }); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				a.log.Warn("audit failed; retrying", "err", err)
+				t.deadline = clk.Now().Add(a.cfg.RetryInterval)
+			} else {
+				t.audited()
+			}
+			auditNow = false
+		}
+		wake = nil
+		if !t.deadline.IsZero() {
+			wake = clk.After(t.deadline.Sub(clk.Now()))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case ev, ok := <-bch:
+			if !ok || ev.Err != nil {
+				return fmt.Errorf("bookie watch ended: %v", ev.Err)
+			}
+			avail := union(ev.Writable, ev.ReadOnly)
+			if first {
+				// A new auditor knows no history: what the ledgers
+				// reference and is not available is lost now; audit after
+				// the delay (at once with 0).
+				first = false
+				t.known = map[metadata.BookieID]bool{}
+				for _, b := range avail {
+					t.known[b] = true
+				}
+				if t.delay == 0 {
+					auditNow = true
+				} else {
+					t.deadline = clk.Now().Add(t.delay)
+				}
+				continue
+			}
+			auditNow = t.membership(clk.Now(), avail)
+		case ev, ok := <-dch:
+			if !ok || ev.Err != nil {
+				return fmt.Errorf("delay watch ended: %v", ev.Err)
+			}
+			d := a.cfg.LostBookieRecoveryDelay
+			if ev.Set {
+				d = ev.Delay
+			}
+			auditNow = t.delayChanged(clk.Now(), d)
+		case <-wake:
+			auditNow = t.due(clk.Now())
+		case <-periodic:
+			periodic = clk.After(a.cfg.BookieCheckInterval)
+			// Skipped while a delayed audit is pending, so the delay holds.
+			auditNow = t.deadline.IsZero()
+		}
+	}
+}
+
+// AuditResult says what one audit found.
+type AuditResult struct {
+	Ledgers int // ledgers scanned
+	// Lost are the referenced bookies that are not available.
+	Lost []metadata.BookieID
+	// Marked are the ledgers marked under-replicated.
+	Marked []int64
+	// Skipped: replication was disabled, nothing was marked.
+	Skipped bool
+}
+
+// Audit is one bookie check: it indexes every ledger's bookies (all
+// segments), finds those that are neither writable nor read-only, and marks
+// every ledger with such a bookie under-replicated, listing the missing
+// ones. It is skipped while replication is disabled (also if disabled
+// during the scan).
+func (a *Auditor) Audit(ctx context.Context) (AuditResult, error) {
+	return audit(ctx, a.cfg.Driver, a.ar, a.log, nil)
+}
+
+// audit marks ledgers whose bookies are neither registered nor reported
+// available by alsoAvailable (nil: none).
+func audit(ctx context.Context, d metadata.Driver, ar metadata.AutoRecoveryDriver, log *slog.Logger, alsoAvailable func(metadata.BookieID) bool) (AuditResult, error) {
+	var res AuditResult
+	if on, err := ar.ReplicationEnabled(ctx); err != nil || !on {
+		res.Skipped = err == nil
+		return res, err
+	}
+	w, err := d.WritableBookies(ctx)
+	if err != nil {
+		return res, err
+	}
+	ro, err := d.ReadOnlyBookies(ctx)
+	if err != nil {
+		return res, err
+	}
+	avail := union(w, ro)
+	type mark struct {
+		id      int64
+		missing []metadata.BookieID
+	}
+	var marks []mark
+	lost := map[metadata.BookieID]bool{}
+	for start := int64(0); ; {
+		ids, err := d.ListLedgers(ctx, start, 1000)
+		if err != nil {
+			return res, err
+		}
+		if len(ids) == 0 {
+			break
+		}
+		for _, id := range ids {
+			m, _, err := d.ReadLedger(ctx, id)
+			if errors.Is(err, metadata.ErrNoSuchLedger) {
+				continue // deleted meanwhile
+			}
+			if err != nil {
+				return res, err
+			}
+			res.Ledgers++
+			var missing []metadata.BookieID
+			for _, seg := range m.Ensembles {
+				for _, b := range seg.Ensemble {
+					if !slices.Contains(avail, b) && !slices.Contains(missing, b) && (alsoAvailable == nil || !alsoAvailable(b)) {
+						missing = append(missing, b)
+						lost[b] = true
+					}
+				}
+			}
+			if len(missing) > 0 {
+				slices.Sort(missing)
+				marks = append(marks, mark{id, missing})
+			}
+		}
+		start = ids[len(ids)-1] + 1
+	}
+	for b := range lost {
+		res.Lost = append(res.Lost, b)
+	}
+	slices.Sort(res.Lost)
+	if on, err := ar.ReplicationEnabled(ctx); err != nil || !on {
+		res.Skipped = err == nil
+		return res, err
+	}
+	for _, m := range marks {
+		if err := ar.MarkLedgerUnderReplicated(ctx, m.id, m.missing); err != nil {
+			return res, err
+		}
+		res.Marked = append(res.Marked, m.id)
+	}
+	if len(res.Marked) > 0 {
+		log.Info("audit marked ledgers under-replicated", "lost", res.Lost, "ledgers", len(res.Marked))
+	}
+	return res, nil
+}

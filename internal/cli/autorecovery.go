@@ -1,0 +1,363 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/foliodb/folio/client"
+	"github.com/foliodb/folio/internal/admin"
+	"github.com/foliodb/folio/internal/autorecovery"
+	"github.com/foliodb/folio/internal/metadata"
+)
+
+// AutoRecovery's shell commands (BookKeeper's listunderreplicated,
+// whoisauditor, lostbookierecoverydelay, autorecovery -enable/-disable,
+// triggeraudit) and the `folio autorecovery` daemon.
+
+func init() {
+	shellSubcommands = append(shellSubcommands,
+		newListUnderReplicatedCommand, newWhoIsAuditorCommand, newLostBookieRecoveryDelayCommand,
+		newAutoRecoverySwitchCommand, newTriggerAuditCommand)
+}
+
+// openAutoRecovery opens the metadata store and checks it supports
+// AutoRecovery.
+func openAutoRecovery(ctx context.Context, o *ShellOptions) (metadata.Driver, metadata.AutoRecoveryDriver, error) {
+	d, err := openMetadata(ctx, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	ar, ok := d.(metadata.AutoRecoveryDriver)
+	if !ok {
+		d.Close()
+		return nil, nil, WithHint(fmt.Errorf("AutoRecovery: %w", metadata.ErrNotSupported), "use an etcd:// metadata service URI")
+	}
+	return d, ar, nil
+}
+
+// UnderReplicatedRow is one row of `listunderreplicated`.
+type UnderReplicatedRow struct {
+	LedgerID        int64    `json:"ledgerId"`
+	MissingReplicas []string `json:"missingReplicas"`
+	Ctime           string   `json:"ctime,omitempty"`
+}
+
+func newListUnderReplicatedCommand(o *ShellOptions) *cobra.Command {
+	var missing, excluding string
+	cmd := &cobra.Command{
+		Use:   "listunderreplicated",
+		Short: "List the ledgers marked under-replicated, with their missing bookies",
+		Long: "List the under-replicated ledgers the auditor marked and the replication\n" +
+			"workers have not repaired yet, with the bookies whose copies are missing.\n" +
+			"--missingreplica keeps ledgers missing that bookie; --excludingmissingreplica\n" +
+			"drops them.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			d, ar, err := openAutoRecovery(ctx, o)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			rows := []UnderReplicatedRow{}
+			for start := int64(0); ; {
+				page, err := ar.ListUnderReplicatedLedgers(ctx, start, listLedgersPage)
+				if err != nil {
+					return fmt.Errorf("listing under-replicated ledgers: %w", err)
+				}
+				if len(page) == 0 {
+					break
+				}
+				for _, r := range page {
+					row := UnderReplicatedRow{LedgerID: r.LedgerID, MissingReplicas: []string{}}
+					has := func(b string) bool {
+						for _, m := range r.MissingReplicas {
+							if string(m) == b {
+								return true
+							}
+						}
+						return false
+					}
+					if missing != "" && !has(missing) || excluding != "" && has(excluding) {
+						continue
+					}
+					for _, m := range r.MissingReplicas {
+						row.MissingReplicas = append(row.MissingReplicas, string(m))
+					}
+					if !r.Ctime.IsZero() {
+						row.Ctime = r.Ctime.UTC().Format(time.RFC3339)
+					}
+					rows = append(rows, row)
+				}
+				start = page[len(page)-1].LedgerID + 1
+			}
+			return o.Printer(cmd).Print(rows, func(w io.Writer) error {
+				if len(rows) == 0 {
+					_, err := fmt.Fprintln(w, "no under-replicated ledgers")
+					return err
+				}
+				t := Table{Headers: []string{"LEDGER", "MISSING REPLICAS", "MARKED"}}
+				for _, r := range rows {
+					t.Append(r.LedgerID, strings.Join(r.MissingReplicas, ","), r.Ctime)
+				}
+				_, err := t.WriteTo(w)
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringVar(&missing, "missingreplica", "", "only ledgers missing this bookie")
+	cmd.Flags().StringVar(&excluding, "excludingmissingreplica", "", "only ledgers not missing this bookie")
+	return cmd
+}
+
+// AuditorView is what `whoisauditor` prints.
+type AuditorView struct {
+	Auditor string `json:"auditor"`
+}
+
+func newWhoIsAuditorCommand(o *ShellOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "whoisauditor",
+		Short: "Print the elected AutoRecovery auditor",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			d, ar, err := openAutoRecovery(ctx, o)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			a, err := ar.Auditor(ctx)
+			if errors.Is(err, metadata.ErrNotFound) {
+				return WithHint(errors.New("no auditor is elected"), "start `folio autorecovery` (or bookies with autoRecoveryDaemonEnabled)")
+			}
+			if err != nil {
+				return err
+			}
+			return o.Printer(cmd).Print(AuditorView{Auditor: string(a)}, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "Auditor: %s\n", a)
+				return err
+			})
+		},
+	}
+}
+
+// DelayView is what `lostbookierecoverydelay` prints.
+type DelayView struct {
+	Seconds float64 `json:"lostBookieRecoveryDelaySeconds"`
+	// Stored is false when no value is stored (auditors use their
+	// configured default, 0 unless set).
+	Stored bool `json:"stored"`
+}
+
+func newLostBookieRecoveryDelayCommand(o *ShellOptions) *cobra.Command {
+	var set time.Duration
+	cmd := &cobra.Command{
+		Use:   "lostbookierecoverydelay [--set DURATION]",
+		Short: "Print or set how long the auditor waits before re-replicating a lost bookie's data",
+		Long: "Print the lost-bookie recovery delay stored in the metadata store, or set it\n" +
+			"with --set (e.g. 60s, 0). The auditor waits this long after one bookie\n" +
+			"disappears before marking its ledgers (a bookie back in time is not\n" +
+			"re-replicated); two or more lost bookies are audited at once. Setting the\n" +
+			"current value again makes the auditor audit now.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			d, ar, err := openAutoRecovery(ctx, o)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			if cmd.Flags().Changed("set") {
+				if set < 0 {
+					return Usagef(cmd, "--set %v: the delay must not be negative", set)
+				}
+				if err := ar.SetLostBookieRecoveryDelay(ctx, set); err != nil {
+					return fmt.Errorf("setting the lost bookie recovery delay: %w", err)
+				}
+			}
+			v, err := ar.LostBookieRecoveryDelay(ctx)
+			stored := err == nil
+			if err != nil && !errors.Is(err, metadata.ErrNotFound) {
+				return err
+			}
+			view := DelayView{Seconds: v.Seconds(), Stored: stored}
+			return o.Printer(cmd).Print(view, func(w io.Writer) error {
+				if !stored {
+					_, err := fmt.Fprintln(w, "lostBookieRecoveryDelay: not set (auditors use their configured default, 0 s unless configured)")
+					return err
+				}
+				_, err := fmt.Fprintf(w, "lostBookieRecoveryDelay: %v\n", v)
+				return err
+			})
+		},
+	}
+	cmd.Flags().DurationVar(&set, "set", 0, "store a new delay (e.g. 60s)")
+	return cmd
+}
+
+// SwitchView is what `autorecovery` prints.
+type SwitchView struct {
+	Enabled bool `json:"enabled"`
+}
+
+func newAutoRecoverySwitchCommand(o *ShellOptions) *cobra.Command {
+	var enable, disable bool
+	cmd := &cobra.Command{
+		Use:   "autorecovery [--enable | --disable]",
+		Short: "Show, enable or disable re-replication cluster-wide",
+		Long: "Without flags, print whether AutoRecovery is enabled. --disable stops the\n" +
+			"auditor from marking ledgers and the replication workers from taking them\n" +
+			"(work in progress finishes); --enable resumes both.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if enable && disable {
+				return Usagef(cmd, "give --enable or --disable, not both")
+			}
+			ctx := cmd.Context()
+			d, ar, err := openAutoRecovery(ctx, o)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			if enable || disable {
+				if err := ar.SetReplicationEnabled(ctx, enable); err != nil {
+					return fmt.Errorf("switching AutoRecovery: %w", err)
+				}
+			}
+			on, err := ar.ReplicationEnabled(ctx)
+			if err != nil {
+				return err
+			}
+			return o.Printer(cmd).Print(SwitchView{Enabled: on}, func(w io.Writer) error {
+				state := "disabled"
+				if on {
+					state = "enabled"
+				}
+				_, err := fmt.Fprintf(w, "AutoRecovery is %s\n", state)
+				return err
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&enable, "enable", false, "enable re-replication")
+	cmd.Flags().BoolVar(&disable, "disable", false, "disable re-replication")
+	return cmd
+}
+
+func newTriggerAuditCommand(o *ShellOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "triggeraudit",
+		Short: "Make the auditor audit bookies now",
+		Long: "Ask the auditor to check every ledger against the available bookies now, by\n" +
+			"storing the lost-bookie recovery delay again (BookKeeper's triggerAudit).\n" +
+			"Fails if AutoRecovery is disabled or no auditor is elected.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			d, ar, err := openAutoRecovery(ctx, o)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			if on, err := ar.ReplicationEnabled(ctx); err != nil {
+				return err
+			} else if !on {
+				return WithHint(errors.New("AutoRecovery is disabled"), "enable it: `folio shell autorecovery --enable`")
+			}
+			if _, err := ar.Auditor(ctx); errors.Is(err, metadata.ErrNotFound) {
+				return WithHint(errors.New("no auditor is elected"), "start `folio autorecovery`")
+			} else if err != nil {
+				return err
+			}
+			v, err := ar.LostBookieRecoveryDelay(ctx)
+			if err != nil && !errors.Is(err, metadata.ErrNotFound) {
+				return err
+			}
+			if err := ar.SetLostBookieRecoveryDelay(ctx, v); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), "audit triggered")
+			return err
+		},
+	}
+}
+
+// newAutoRecoveryDaemonCommand is `folio autorecovery`: an auditor
+// candidate and replication workers in one process, until SIGTERM.
+func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
+	o := &ShellOptions{env: env}
+	var (
+		id                                     string
+		workers, rateLimit                     int
+		delay, grace, checkInterval, ttl, poll time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "autorecovery",
+		Short: "Run AutoRecovery: the auditor election and replication workers",
+		Long: "Run AutoRecovery as its own process: it campaigns to be the cluster's one\n" +
+			"auditor (which marks the ledgers of lost bookies under-replicated) and runs\n" +
+			"replication workers (which copy those ledgers' fragments to other bookies).\n" +
+			"Run several for availability: one is the auditor, all replicate.\n" +
+			"SIGTERM or Ctrl-C stops it; its locks and election pass to the others.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			bid := metadata.BookieID(id)
+			if err := metadata.ValidateBookieID(bid); err != nil {
+				return Usagef(cmd, "--id %q: %v (use host:port)", id, err)
+			}
+			ctx := cmd.Context()
+			log := slog.New(slog.NewTextHandler(env.Stderr, nil))
+			d, err := openMetadata(ctx, o)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			a, err := autorecovery.NewAuditor(autorecovery.AuditorConfig{Driver: d, ID: bid, SessionTTL: ttl,
+				LostBookieRecoveryDelay: delay, BookieCheckInterval: checkInterval, Logger: log})
+			if err != nil {
+				return err
+			}
+			c, err := client.New(ctx, client.Config{MetadataServiceURI: o.MetadataURI()})
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			bks := admin.NewBookies(0, log)
+			defer bks.Close()
+			done := make(chan error, workers+1)
+			go func() { done <- a.Run(ctx) }()
+			for range workers {
+				w, err := autorecovery.NewWorker(autorecovery.WorkerConfig{Driver: d, Client: c, Bookies: bks, ID: bid,
+					SessionTTL: ttl, OpenLedgerRereplicationGracePeriod: grace, PollInterval: poll,
+					RateLimitBytesPerSecond: rateLimit, Logger: log})
+				if err != nil {
+					return err
+				}
+				go func() { done <- w.Run(ctx) }()
+			}
+			log.Info("autorecovery running", "id", bid, "workers", workers, "metadata", o.MetadataURI())
+			for range workers + 1 {
+				<-done
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.MetadataServiceURI, "metadata-service-uri", "", "metadata store URI (default $"+MetadataURIEnv+", then "+DefaultMetadataURI+")")
+	f.StringVar(&id, "id", "", "this process's id in the election and in locks, host:port (required)")
+	f.IntVar(&workers, "workers", 1, "replication workers")
+	f.IntVar(&rateLimit, "rate-limit", 0, "bytes per second each worker copies (0: unlimited)")
+	f.DurationVar(&delay, "lost-bookie-recovery-delay", autorecovery.DefaultLostBookieRecoveryDelay, "delay used while none is stored (lostbookierecoverydelay --set stores one)")
+	f.DurationVar(&grace, "open-ledger-rereplication-grace-period", autorecovery.DefaultOpenLedgerRereplicationGracePeriod, "how long an open ledger's writer may replace a lost bookie itself before the ledger is fenced")
+	f.DurationVar(&checkInterval, "bookie-check-interval", autorecovery.DefaultBookieCheckInterval, "period of the full bookie check (negative: off)")
+	f.DurationVar(&ttl, "session-ttl", autorecovery.DefaultSessionTTL, "lease TTL of the election and the locks")
+	f.DurationVar(&poll, "poll-interval", autorecovery.DefaultPollInterval, "pause of an idle replication worker")
+	return cmd
+}

@@ -1,0 +1,578 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"google.golang.org/protobuf/encoding/prototext"
+
+	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/metadata/formatpb"
+)
+
+// AutoRecovery keys, all under `<scope>/underreplication/` (doc.go).
+const (
+	urLedgersNode  = "ledgers"
+	urLocksNode    = "locks"
+	urElectionNode = "auditorelection"
+	urDisableNode  = "disable"
+	urDelayNode    = "lostBookieRecoveryDelay"
+)
+
+var _ metadata.AutoRecoveryDriver = (*Driver)(nil)
+
+func (k keys) urRecords() string        { return k.underReplication + "/" + urLedgersNode }
+func (k keys) urLocks() string          { return k.underReplication + "/" + urLocksNode }
+func (k keys) urElection() string       { return k.underReplication + "/" + urElectionNode }
+func (k keys) urDisable() string        { return k.underReplication + "/" + urDisableNode }
+func (k keys) urDelay() string          { return k.underReplication + "/" + urDelayNode }
+func (k keys) urRecord(id int64) string { return k.urRecords() + "/" + LedgerUUID(id) }
+func (k keys) urLock(id int64) string   { return k.urLocks() + "/" + LedgerUUID(id) }
+
+// EncodeUnderReplicated returns the stored value of a record: the protobuf
+// TextFormat of UnderreplicatedLedgerFormat as Java's ZooKeeper manager
+// writes it (`replica: "<id>"` lines, then `ctime: <ms>`).
+func EncodeUnderReplicated(missing []metadata.BookieID, ctime time.Time) string {
+	var b strings.Builder
+	for _, m := range missing {
+		fmt.Fprintf(&b, "replica: %q\n", string(m))
+	}
+	if !ctime.IsZero() {
+		fmt.Fprintf(&b, "ctime: %d\n", ctime.UnixMilli())
+	}
+	return b.String()
+}
+
+// DecodeUnderReplicated parses a record value (TextFormat).
+func DecodeUnderReplicated(value []byte) ([]metadata.BookieID, time.Time, error) {
+	var f formatpb.UnderreplicatedLedgerFormat
+	if err := prototext.Unmarshal(value, &f); err != nil {
+		return nil, time.Time{}, err
+	}
+	var missing []metadata.BookieID
+	for _, r := range f.Replica {
+		missing = append(missing, metadata.BookieID(r))
+	}
+	slices.Sort(missing)
+	missing = slices.Compact(missing)
+	var ctime time.Time
+	if f.Ctime != nil {
+		ctime = time.UnixMilli(f.GetCtime())
+	}
+	return missing, ctime, nil
+}
+
+func (d *Driver) parseRecord(id int64, kv *mvccpb.KeyValue) (metadata.UnderReplicatedLedger, error) {
+	missing, ctime, err := DecodeUnderReplicated(kv.Value)
+	if err != nil {
+		return metadata.UnderReplicatedLedger{}, metadata.Corrupt(string(kv.Key), err)
+	}
+	return metadata.UnderReplicatedLedger{LedgerID: id, MissingReplicas: missing, Ctime: ctime, Version: metadata.Version(kv.ModRevision)}, nil
+}
+
+// MarkLedgerUnderReplicated implements metadata.UnderReplication: a CAS
+// loop that creates the record or merges missing into it. A record that
+// already lists every missing bookie is not rewritten (its version stays,
+// so a worker repairing it can still clear it).
+func (d *Driver) MarkLedgerUnderReplicated(ctx context.Context, ledgerID int64, missing []metadata.BookieID) error {
+	if err := checkLedgerID(ledgerID); err != nil {
+		return err
+	}
+	for _, m := range missing {
+		if err := checkBookieID(m); err != nil {
+			return err
+		}
+	}
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	key := d.k.urRecord(ledgerID)
+	for {
+		resp, err := d.cli.Get(ctx, key)
+		if err != nil {
+			return d.storeErr("read "+key, err)
+		}
+		var cmp clientv3.Cmp
+		var value string
+		if len(resp.Kvs) == 0 {
+			m := slices.Clone(missing)
+			slices.Sort(m)
+			value = EncodeUnderReplicated(slices.Compact(m), time.Now())
+			cmp = clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+		} else {
+			rec, err := d.parseRecord(ledgerID, resp.Kvs[0])
+			if err != nil {
+				return err
+			}
+			merged := append(slices.Clone(rec.MissingReplicas), missing...)
+			slices.Sort(merged)
+			merged = slices.Compact(merged)
+			if slices.Equal(merged, rec.MissingReplicas) {
+				return nil
+			}
+			value = EncodeUnderReplicated(merged, rec.Ctime)
+			cmp = clientv3.Compare(clientv3.ModRevision(key), "=", resp.Kvs[0].ModRevision)
+		}
+		tr, err := d.cli.Txn(ctx).If(cmp).Then(clientv3.OpPut(key, value)).Commit()
+		if err != nil {
+			return d.storeErr("mark "+key, err)
+		}
+		if tr.Succeeded {
+			return nil
+		}
+	}
+}
+
+// ReadUnderReplicatedLedger implements metadata.UnderReplication.
+func (d *Driver) ReadUnderReplicatedLedger(ctx context.Context, ledgerID int64) (metadata.UnderReplicatedLedger, error) {
+	if err := checkLedgerID(ledgerID); err != nil {
+		return metadata.UnderReplicatedLedger{}, err
+	}
+	if err := d.checkOpen(); err != nil {
+		return metadata.UnderReplicatedLedger{}, err
+	}
+	key := d.k.urRecord(ledgerID)
+	resp, err := d.cli.Get(ctx, key)
+	if err != nil {
+		return metadata.UnderReplicatedLedger{}, d.storeErr("read "+key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return metadata.UnderReplicatedLedger{}, fmt.Errorf("under-replicated ledger %d: %w", ledgerID, metadata.ErrNotFound)
+	}
+	return d.parseRecord(ledgerID, resp.Kvs[0])
+}
+
+// ListUnderReplicatedLedgers implements metadata.UnderReplication.
+func (d *Driver) ListUnderReplicatedLedgers(ctx context.Context, startID int64, limit int) ([]metadata.UnderReplicatedLedger, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("ListUnderReplicatedLedgers: limit %d must be > 0", limit)
+	}
+	if startID < 0 {
+		startID = 0
+	}
+	if startID > metadata.MaxLedgerID {
+		return nil, nil
+	}
+	if err := d.checkOpen(); err != nil {
+		return nil, err
+	}
+	dir := d.k.urRecords()
+	resp, err := d.cli.Get(ctx, d.k.urRecord(startID), clientv3.WithRange(prefixEnd(dir)),
+		clientv3.WithLimit(int64(limit)), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	if err != nil {
+		return nil, d.storeErr("list "+dir, err)
+	}
+	out := make([]metadata.UnderReplicatedLedger, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		id, err := ParseLedgerUUID(strings.TrimPrefix(string(kv.Key), dir+"/"))
+		if err != nil {
+			return nil, metadata.Corrupt(string(kv.Key), err)
+		}
+		rec, err := d.parseRecord(id, kv)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// MarkLedgerReplicated implements metadata.UnderReplication: `if
+// mod_revision(record) == expected then delete record, lock else get
+// record, delete lock`.
+func (d *Driver) MarkLedgerReplicated(ctx context.Context, ledgerID int64, expected metadata.Version) error {
+	if err := checkLedgerID(ledgerID); err != nil {
+		return err
+	}
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	key, lock := d.k.urRecord(ledgerID), d.k.urLock(ledgerID)
+	resp, err := d.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", int64(expected))).
+		Then(clientv3.OpDelete(key), clientv3.OpDelete(lock)).
+		Else(clientv3.OpGet(key, clientv3.WithCountOnly()), clientv3.OpDelete(lock)).
+		Commit()
+	if err != nil {
+		return d.storeErr("clear "+key, err)
+	}
+	if resp.Succeeded {
+		return nil
+	}
+	if resp.Responses[0].GetResponseRange().GetCount() == 0 {
+		return fmt.Errorf("under-replicated ledger %d: %w", ledgerID, metadata.ErrNotFound)
+	}
+	return fmt.Errorf("clear under-replicated ledger %d at version %d: %w", ledgerID, expected, metadata.ErrBadVersion)
+}
+
+func (d *Driver) etcdSession(s metadata.Session) (*session, error) {
+	ss, ok := s.(*session)
+	if !ok || ss.d != d {
+		return nil, fmt.Errorf("etcd: session %T is not one of this driver's", s)
+	}
+	if ss.expired() {
+		return nil, fmt.Errorf("lease %x: %w", int64(ss.lease), metadata.ErrSessionExpired)
+	}
+	return ss, nil
+}
+
+// LockUnderReplicatedLedger implements metadata.UnderReplication: `if
+// create_revision(record) > 0 and create_revision(lock) == 0 then put(lock,
+// owner, lease)`.
+func (d *Driver) LockUnderReplicatedLedger(ctx context.Context, s metadata.Session, ledgerID int64, owner metadata.BookieID) (metadata.Lock, error) {
+	if err := checkLedgerID(ledgerID); err != nil {
+		return nil, err
+	}
+	ss, err := d.etcdSession(s)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.checkOpen(); err != nil {
+		return nil, err
+	}
+	key, lock := d.k.urRecord(ledgerID), d.k.urLock(ledgerID)
+	resp, err := d.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), ">", 0), clientv3.Compare(clientv3.CreateRevision(lock), "=", 0)).
+		Then(clientv3.OpPut(lock, string(owner), clientv3.WithLease(ss.lease))).
+		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).
+		Commit()
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		ss.stopKA()
+		ss.markDone()
+		return nil, fmt.Errorf("lock %s: %w", lock, metadata.ErrSessionExpired)
+	}
+	if err != nil {
+		return nil, d.storeErr("lock "+lock, err)
+	}
+	if !resp.Succeeded {
+		if resp.Responses[0].GetResponseRange().GetCount() == 0 {
+			return nil, fmt.Errorf("lock under-replicated ledger %d: %w", ledgerID, metadata.ErrNotFound)
+		}
+		return nil, fmt.Errorf("lock under-replicated ledger %d: %w", ledgerID, metadata.ErrLocked)
+	}
+	return d.newKeyLock(ss, lock, resp.Header.Revision, nil, nil)
+}
+
+// keyLock is a held key under a session: Done closes when the session ends,
+// the key is deleted (by anyone) or Unlock is called.
+type keyLock struct {
+	d        *Driver
+	key      string
+	rev      int64 // the key's create revision
+	done     chan struct{}
+	once     sync.Once
+	stop     context.CancelFunc
+	onUnlock func(ctx context.Context) error
+	release  func() // once, when the lock ends (nil: nothing)
+}
+
+func (d *Driver) newKeyLock(ss *session, key string, rev int64, onUnlock func(ctx context.Context) error, release func()) (*keyLock, error) {
+	l := &keyLock{d: d, key: key, rev: rev, done: make(chan struct{}), onUnlock: onUnlock, release: release}
+	wctx, cancel := context.WithCancel(context.Background())
+	l.stop = cancel
+	err := d.goWatch(wctx, func(ctx context.Context) {
+		defer l.close()
+		wch := d.cli.Watch(clientv3.WithRequireLeader(ctx), key, clientv3.WithRev(rev+1), clientv3.WithFilterPut())
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ss.Done():
+				return
+			case wr, ok := <-wch:
+				if !ok || wr.Err() != nil {
+					// Lost the watch (compaction, leader loss): check the key.
+					g, err := d.cli.Get(ctx, key)
+					if err != nil || len(g.Kvs) == 0 || g.Kvs[0].CreateRevision != rev {
+						return
+					}
+					wch = d.cli.Watch(clientv3.WithRequireLeader(ctx), key, clientv3.WithRev(g.Header.Revision+1), clientv3.WithFilterPut())
+					continue
+				}
+				for _, ev := range wr.Events {
+					if ev.Type == mvccpb.DELETE {
+						return
+					}
+				}
+			}
+		}
+	})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *keyLock) close() {
+	l.once.Do(func() {
+		close(l.done)
+		if l.release != nil {
+			l.release()
+		}
+	})
+}
+
+func (l *keyLock) Done() <-chan struct{} { return l.done }
+
+// Unlock deletes the key if it is still ours (same create revision).
+func (l *keyLock) Unlock(ctx context.Context) error {
+	defer l.stop()
+	defer l.close()
+	if l.onUnlock != nil {
+		return l.onUnlock(ctx)
+	}
+	_, err := l.d.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", l.rev)).
+		Then(clientv3.OpDelete(l.key)).
+		Commit()
+	if err != nil {
+		return l.d.storeErr("unlock "+l.key, err)
+	}
+	return nil
+}
+
+// SetReplicationEnabled implements metadata.UnderReplication: disabled is
+// the presence of `underreplication/disable`, as in Java's ZooKeeper layout.
+func (d *Driver) SetReplicationEnabled(ctx context.Context, enabled bool) error {
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	key := d.k.urDisable()
+	var err error
+	if enabled {
+		_, err = d.cli.Delete(ctx, key)
+	} else {
+		_, err = d.cli.Put(ctx, key, "")
+	}
+	if err != nil {
+		return d.storeErr("write "+key, err)
+	}
+	return nil
+}
+
+// ReplicationEnabled implements metadata.UnderReplication.
+func (d *Driver) ReplicationEnabled(ctx context.Context) (bool, error) {
+	if err := d.checkOpen(); err != nil {
+		return false, err
+	}
+	key := d.k.urDisable()
+	resp, err := d.cli.Get(ctx, key, clientv3.WithCountOnly())
+	if err != nil {
+		return false, d.storeErr("read "+key, err)
+	}
+	return resp.Count == 0, nil
+}
+
+// EncodeDelay is the stored text of a lost-bookie recovery delay: decimal
+// seconds ("0", "60", "0.25"); Java stores whole seconds the same way.
+func EncodeDelay(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+}
+
+// DecodeDelay parses EncodeDelay's text.
+func DecodeDelay(s string) (time.Duration, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || f < 0 {
+		return 0, fmt.Errorf("lost bookie recovery delay %q is not a non-negative number of seconds", s)
+	}
+	return time.Duration(f * float64(time.Second)).Round(time.Millisecond), nil
+}
+
+// SetLostBookieRecoveryDelay implements metadata.UnderReplication.
+func (d *Driver) SetLostBookieRecoveryDelay(ctx context.Context, delay time.Duration) error {
+	if delay < 0 {
+		return fmt.Errorf("lost bookie recovery delay %v must not be negative", delay)
+	}
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	key := d.k.urDelay()
+	if _, err := d.cli.Put(ctx, key, EncodeDelay(delay)); err != nil {
+		return d.storeErr("write "+key, err)
+	}
+	return nil
+}
+
+// LostBookieRecoveryDelay implements metadata.UnderReplication.
+func (d *Driver) LostBookieRecoveryDelay(ctx context.Context) (time.Duration, error) {
+	ev, _, err := d.readDelay(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if !ev.Set {
+		return 0, fmt.Errorf("lost bookie recovery delay: %w", metadata.ErrNotFound)
+	}
+	return ev.Delay, nil
+}
+
+func (d *Driver) readDelay(ctx context.Context) (metadata.DelayEvent, int64, error) {
+	if err := d.checkOpen(); err != nil {
+		return metadata.DelayEvent{}, 0, err
+	}
+	key := d.k.urDelay()
+	resp, err := d.cli.Get(ctx, key)
+	if err != nil {
+		return metadata.DelayEvent{}, 0, d.storeErr("read "+key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return metadata.DelayEvent{}, resp.Header.Revision, nil
+	}
+	v, err := DecodeDelay(string(resp.Kvs[0].Value))
+	if err != nil {
+		return metadata.DelayEvent{}, 0, metadata.Corrupt(key, err)
+	}
+	return metadata.DelayEvent{Delay: v, Set: true}, resp.Header.Revision, nil
+}
+
+// WatchLostBookieRecoveryDelay implements metadata.UnderReplication. Every
+// PUT is delivered (none coalesced: a put of the same value is a request
+// to audit now).
+func (d *Driver) WatchLostBookieRecoveryDelay(ctx context.Context) (<-chan metadata.DelayEvent, error) {
+	first, rev, err := d.readDelay(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan metadata.DelayEvent, 1)
+	key := d.k.urDelay()
+	err = d.goWatch(ctx, func(ctx context.Context) {
+		defer close(out)
+		send := func(ev metadata.DelayEvent) bool {
+			select {
+			case out <- ev:
+				return ev.Err == nil
+			case <-ctx.Done():
+				return false
+			}
+		}
+		if !send(first) {
+			return
+		}
+		for {
+			wch := d.cli.Watch(clientv3.WithRequireLeader(ctx), key, clientv3.WithRev(rev+1))
+			for wr := range wch {
+				if err := wr.Err(); err != nil {
+					break
+				}
+				for _, ev := range wr.Events {
+					var de metadata.DelayEvent
+					if ev.Type == mvccpb.PUT {
+						v, err := DecodeDelay(string(ev.Kv.Value))
+						if err != nil {
+							de.Err = metadata.Corrupt(key, err)
+						} else {
+							de = metadata.DelayEvent{Delay: v, Set: true}
+						}
+					}
+					if !send(de) {
+						return
+					}
+					rev = ev.Kv.ModRevision
+				}
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			// The watch broke (compaction, no leader): re-read, deliver
+			// the current value, and watch again.
+			cur, r, err := d.readDelay(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					send(metadata.DelayEvent{Err: err})
+				}
+				return
+			}
+			if !send(cur) {
+				return
+			}
+			rev = r
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// CampaignAuditor implements metadata.AuditorElection with etcd's
+// concurrency.Election under `underreplication/auditorelection/` (keys
+// `<prefix>/<lease hex>`, lowest create revision leads, value = candidate).
+func (d *Driver) CampaignAuditor(ctx context.Context, s metadata.Session, candidate metadata.BookieID) (metadata.Lock, error) {
+	ss, err := d.etcdSession(s)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.checkOpen(); err != nil {
+		return nil, err
+	}
+	// The concurrency session shares our lease; it is orphaned (never
+	// closed: Close would revoke the lease) when leadership ends.
+	cs, err := concurrency.NewSession(d.cli, concurrency.WithLease(ss.lease), concurrency.WithContext(d.closeCtx))
+	if err != nil {
+		return nil, d.storeErr("auditor election session", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(d.closeCtx, cancel)
+	go func() {
+		select {
+		case <-ss.Done():
+			cancel()
+		case <-cctx.Done():
+		}
+	}()
+	e := concurrency.NewElection(cs, d.k.urElection())
+	err = e.Campaign(cctx, string(candidate))
+	stop()
+	cancel()
+	if err != nil {
+		cs.Orphan()
+		if ss.expired() {
+			return nil, fmt.Errorf("campaign for auditor: %w", metadata.ErrSessionExpired)
+		}
+		if d.closeCtx.Err() != nil {
+			return nil, metadata.ErrClosed
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, d.storeErr("campaign for auditor", err)
+	}
+	l, err := d.newKeyLock(ss, e.Key(), e.Rev(), func(ctx context.Context) error {
+		if err := e.Resign(ctx); err != nil {
+			return d.storeErr("resign auditor", err)
+		}
+		return nil
+	}, cs.Orphan)
+	if err != nil {
+		cs.Orphan()
+		return nil, err
+	}
+	return l, nil
+}
+
+// Auditor implements metadata.AuditorElection: the value of the election
+// key with the lowest create revision.
+func (d *Driver) Auditor(ctx context.Context) (metadata.BookieID, error) {
+	if err := d.checkOpen(); err != nil {
+		return "", err
+	}
+	prefix := d.k.urElection() + "/"
+	resp, err := d.cli.Get(ctx, prefix, clientv3.WithFirstCreate()...)
+	if err != nil {
+		return "", d.storeErr("read "+prefix, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return "", fmt.Errorf("auditor: %w", metadata.ErrNotFound)
+	}
+	return metadata.BookieID(resp.Kvs[0].Value), nil
+}
