@@ -66,8 +66,8 @@ func TestSimUsageErrors(t *testing.T) {
 // TestSimViolationExitsNonZero: a mutation's violation fails the command
 // and prints the replay line.
 func TestSimViolationExitsNonZero(t *testing.T) {
-	out, code := runFolio(t, "sim", "-seed", "15", "-mutation", "start-at-lac", "-trace", t.TempDir()+"/trace.txt")
-	if code != ExitFail || !strings.Contains(out, "VIOLATION NoInvalidFragments") || !strings.Contains(out, "replay: folio sim -seed 15") {
+	out, code := runFolio(t, "sim", "-seed", "39", "-mutation", "start-at-lac", "-trace", t.TempDir()+"/trace.txt")
+	if code != ExitFail || !strings.Contains(out, "VIOLATION NoInvalidFragments") || !strings.Contains(out, "replay: folio sim -seed 39") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }

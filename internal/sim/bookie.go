@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -34,10 +35,14 @@ type bookieNode struct {
 	paused      bool
 	// held is the work that arrived while paused, run in order on resume.
 	held []func()
+	// polls are the long-poll reads waiting, in arrival order.
+	polls []*parkedPoll
+	// collected are the deleted ledgers the garbage collector dropped.
+	collected map[int64]bool
 }
 
 func newBookieNode(w *world, id metadata.BookieID) *bookieNode {
-	return &bookieNode{w: w, id: id, fs: vfs.NewCrashableMem()}
+	return &bookieNode{w: w, id: id, fs: vfs.NewCrashableMem(), collected: map[int64]bool{}}
 }
 
 // start opens the store (replaying the journal) and the bookie, and
@@ -79,7 +84,7 @@ func (n *bookieNode) start() {
 	}
 	n.store = st
 	n.b = bookie.New(&fenceStore{Store: st}, bookie.Config{Clock: w.clock, Logger: quietLog, Go: goFn})
-	n.up, n.paused, n.held = true, false, nil
+	n.up, n.paused, n.held, n.polls = true, false, nil, nil
 	w.logf("bookie %s started (incarnation %d)", n.id, inc)
 	n.schedule(inc, "journal", 500*time.Microsecond, 3*time.Millisecond, func() { n.stepJournals() })
 	n.schedule(inc, "flush", 5*time.Millisecond, 40*time.Millisecond, func() {
@@ -92,6 +97,26 @@ func (n *bookieNode) start() {
 			w.logf("bookie %s: checkpoint: %v", n.id, err)
 		}
 	})
+	n.schedule(inc, "gc", 20*time.Millisecond, 200*time.Millisecond, func() { n.gc() })
+}
+
+// gc is a round of the bookie's garbage collector: every ledger whose
+// metadata was deleted is dropped from the store (in ledger creation
+// order). DeleteLedger syncs the index before it returns, so a ledger
+// collected once stays collected across crashes.
+func (n *bookieNode) gc() {
+	w := n.w
+	for _, l := range w.ledgers {
+		if !l.deleted || n.collected[l.id] {
+			continue
+		}
+		if err := n.store.DeleteLedger(context.Background(), l.id); err != nil {
+			w.logf("bookie %s: gc ledger %d: %v", n.id, l.id, err)
+			continue
+		}
+		n.collected[l.id] = true
+		w.logf("bookie %s: gc ledger %d", n.id, l.id)
+	}
 }
 
 // schedule runs fn every [lo, hi] of virtual time while incarnation inc
@@ -144,9 +169,76 @@ func (n *bookieNode) receive(a *actor, p *pendingReq, req *wire.Request) {
 		return
 	}
 	inc := n.incarnation
+	if p.longPoll {
+		n.park(inc, a, p, req)
+		return
+	}
 	n.run(inc, func() {
 		w.stats.Requests++
 		n.b.Handle(req, &responder{n: n, inc: inc, a: a, p: p})
+		n.checkPolls(inc)
+	})
+}
+
+// parkedPoll is a long-poll read waiting on a bookie.
+type parkedPoll struct {
+	inc int
+	a   *actor
+	p   *pendingReq
+	req *wire.Request
+}
+
+// park holds a long-poll read until the ledger's LAC on this bookie passes
+// the request's previousLAC or its timeOut expires in virtual time. The
+// real bookie waits on a goroutine (a select on the store's LAC watch and a
+// timer), which the loop cannot run; so the node does the waiting and then
+// hands the request to the bookie with its timeOut removed, and the
+// bookie's own long-poll code builds the answer (maxLAC, piggybacked
+// entry) at once.
+func (n *bookieNode) park(inc int, a *actor, p *pendingReq, req *wire.Request) {
+	pp := &parkedPoll{inc: inc, a: a, p: p, req: req}
+	n.polls = append(n.polls, pp)
+	if !n.paused {
+		n.checkPolls(inc)
+	}
+	wait := time.Duration(req.Read.TimeoutMs) * time.Millisecond
+	n.w.after(wait, func() { n.release(pp) })
+}
+
+// checkPolls releases the parked polls, in arrival order, whose ledger's
+// LAC has passed their previousLAC (or which the store cannot watch: the
+// bookie answers those at once).
+func (n *bookieNode) checkPolls(inc int) {
+	if len(n.polls) == 0 || n.incarnation != inc || !n.up || n.paused {
+		return
+	}
+	var ready []*parkedPoll
+	for _, pp := range n.polls {
+		lac, err := n.store.LastAddConfirmed(pp.req.Read.LedgerID)
+		if err != nil || lac > pp.req.Read.PreviousLAC {
+			ready = append(ready, pp)
+		}
+	}
+	for _, pp := range ready {
+		n.release(pp)
+	}
+}
+
+// release hands a parked poll to the bookie (once).
+func (n *bookieNode) release(pp *parkedPoll) {
+	i := slices.Index(n.polls, pp)
+	if i < 0 {
+		return
+	}
+	n.polls = slices.Delete(n.polls, i, i+1)
+	if n.incarnation != pp.inc || !n.up {
+		return
+	}
+	w := n.w
+	pp.req.Read.HasTimeout, pp.req.Read.TimeoutMs = false, 0
+	n.run(pp.inc, func() {
+		w.stats.Requests++
+		n.b.Handle(pp.req, &responder{n: n, inc: pp.inc, a: pp.a, p: pp.p})
 	})
 }
 
@@ -254,6 +346,9 @@ func (n *bookieNode) resume() {
 		if n.up && !n.paused {
 			fn()
 		}
+	}
+	if n.up {
+		n.checkPolls(n.incarnation)
 	}
 }
 

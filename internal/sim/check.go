@@ -164,6 +164,9 @@ func (c *checker) acked(a *actor, e int64) {
 	l.acked = append(l.acked, e)
 	md, _ := w.meta.read(l.id)
 	if md == nil {
+		if l.deleted && e > l.deletedEnd {
+			w.violate(NoDivergenceBetweenClientAndMetaData, "%s acknowledged ledger %d entry %d, but the ledger was closed at %d and deleted", a.name, l.id, e, l.deletedEnd)
+		}
 		return
 	}
 	if n, ws := c.copiesInWriteSet(l, md, e); n < l.q.qa {

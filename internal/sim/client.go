@@ -34,6 +34,10 @@ type ledgerRec struct {
 	// acknowledged, in order.
 	payloads map[int64][]byte
 	acked    []int64
+	// deleted: the ledger's metadata was deleted when it was closed at
+	// deletedEnd (the checks go on against that end).
+	deleted    bool
+	deletedEnd int64
 	// recovering counts live recoverers (the liveness phase starts one when
 	// none runs).
 	recovering int
@@ -88,9 +92,10 @@ type actor struct {
 	snapshotKey int64
 
 	// Reader.
-	next   int64 // next entry to read
-	rounds int
-	lac    int64
+	longPoll bool  // tails by long polls (else by polling the LAC)
+	next     int64 // next entry to read
+	rounds   int
+	lac      int64
 }
 
 // pendingReq is one request in flight from an actor to a bookie.
@@ -103,8 +108,10 @@ type pendingReq struct {
 	entryID  int64
 	recovery bool
 	fence    bool
-	payload  []byte // adds: the entry's payload
-	lac      int64  // adds: the piggybacked LAC
+	longPoll bool          // a long-poll read (entry -1, previousLAC, piggyback)
+	wait     time.Duration // long polls: the timeOut the bookie may wait
+	payload  []byte        // adds: the entry's payload
+	lac      int64         // adds: the piggybacked LAC
 	desc     string
 }
 
@@ -154,6 +161,14 @@ func (a *actor) drain() {
 			for _, b := range eff.Bookies {
 				a.sendReadLAC(b)
 			}
+		case ledger.SendLongPoll:
+			w.logf("%s: %s", a.name, eff)
+			for _, b := range eff.Bookies {
+				a.sendLongPoll(b, eff)
+			}
+		case ledger.LongPollComplete:
+			w.logf("%s: %s", a.name, eff)
+			a.readerLongPoll(eff)
 		case ledger.WriteMetadata:
 			w.logf("%s: %s", a.name, eff)
 			a.proposed = eff.Metadata
@@ -200,7 +215,7 @@ func (a *actor) send(p *pendingReq, req *wire.Request) {
 	w := a.w
 	a.pending[p.txn] = p
 	n := w.bookie(p.bookie)
-	w.after(requestTimeout, func() {
+	w.after(requestTimeout+p.wait, func() {
 		if a.pending[p.txn] == p {
 			delete(a.pending, p.txn)
 			w.logf("%s: %s to %s timed out", a.name, p.desc, p.bookie)
@@ -242,6 +257,21 @@ func (a *actor) sendRead(b metadata.BookieID, eff ledger.SendRead) {
 		req.Read.Flag = wire.ReadFlagFenceLedger
 		req.Read.MasterKey, req.Read.HasMasterKey = l.key, true
 		req.Header.Priority, req.Header.HasPriority = wire.HighPriority, true
+	}
+	a.send(p, req)
+}
+
+// sendLongPoll sends a long-poll read with entry piggyback (v3 only): the
+// client's timeout for it is its timeOut plus the usual request timeout.
+func (a *actor) sendLongPoll(b metadata.BookieID, eff ledger.SendLongPoll) {
+	l := a.led
+	p := a.newPending(b, wire.OpReadEntry, -1, fmt.Sprintf("long-poll L%d prev=%d", l.id, eff.PreviousLAC))
+	p.longPoll, p.wait = true, time.Duration(eff.TimeoutMs)*time.Millisecond
+	req := &wire.Request{Protocol: wire.ProtocolV3, Header: wire.Header{Version: wire.VersionThree, Op: wire.OpReadEntry, TxnID: p.txn}, Has: wire.BodyRead}
+	req.Read = wire.ReadRequest{
+		LedgerID: l.id, EntryID: -1, Flag: wire.ReadFlagEntryPiggyback,
+		PreviousLAC: eff.PreviousLAC, HasPreviousLAC: true,
+		TimeoutMs: eff.TimeoutMs, HasTimeout: true,
 	}
 	a.send(p, req)
 }
@@ -294,6 +324,9 @@ func (p *pendingReq) failure(err error) ledger.Event {
 	case wire.OpReadLAC:
 		return ledger.ReadLACResponse{Bookie: p.bookie, Err: err}
 	}
+	if p.longPoll {
+		return ledger.LongPollResponse{Bookie: p.bookie, EntryID: -1, Err: err}
+	}
 	return ledger.ReadResponse{Bookie: p.bookie, EntryID: p.entryID, Err: err}
 }
 
@@ -314,6 +347,19 @@ func (p *pendingReq) toEvent(b metadata.BookieID, resp *wire.Response) (ledger.E
 			}
 			if resp.ReadLAC.HasLastEntryBody {
 				ev.LastEntryBody = slices.Clone(resp.ReadLAC.LastEntryBody)
+			}
+		}
+		return ev, desc
+	}
+	if p.longPoll {
+		ev := ledger.LongPollResponse{Bookie: b, EntryID: -1, Err: err}
+		if err == nil {
+			ev.MaxLAC, ev.HasMaxLAC = resp.Read.MaxLAC, resp.Read.HasMaxLAC
+			if resp.Read.HasBody && resp.Read.EntryID >= 0 {
+				ev.EntryID, ev.Body = resp.Read.EntryID, slices.Clone(resp.Read.Body)
+				desc = fmt.Sprintf("%s (lac=%d, e%d)", desc, ev.MaxLAC, ev.EntryID)
+			} else {
+				desc = fmt.Sprintf("%s (lac=%d)", desc, ev.MaxLAC)
 			}
 		}
 		return ev, desc

@@ -25,6 +25,12 @@
 //     compactions and table statistics are off, and a crash image takes the
 //     index directories at their synced state only, so nothing Pebble does in
 //     the background reaches the trace or the random stream.
+//   - The real bookie waits for a long-poll read on a goroutine (a select
+//     on the store's LAC watch and a timer). The bookie node parks long
+//     polls instead, releases them when the store's LAC passes previousLAC
+//     (checked after each request it handles) or their timeOut passes in
+//     virtual time, and hands them to the bookie with the timeOut removed,
+//     so the bookie answers at once.
 //   - Crash images walk the file system in sorted order and draw losses of
 //     unsynced blocks from the seeded source (Pebble's own CrashClone ranges
 //     over a map, so it is used only for its exact 0% and 100% views).

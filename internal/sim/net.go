@@ -39,6 +39,9 @@ type conn struct {
 	lastOut, lastBack time.Duration
 	// slow is extra delay while the link is congested (FaultDelay).
 	slow time.Duration
+	// loseNext drops the next request sent on the link (a targeted loss,
+	// see raceRecovery).
+	loseNext bool
 }
 
 func newNetwork(w *world) *network {
@@ -83,6 +86,11 @@ func (nw *network) sendRequest(a *actor, b *bookieNode, p *pendingReq, req *wire
 	w := nw.w
 	c := nw.conn(a.name, b.id)
 	p.epoch = c.epoch
+	if c.loseNext {
+		c.loseNext = false
+		w.logf("%s -> %s %s: lost", a.name, b.id, p.desc)
+		return
+	}
 	if nw.partitioned(a.name, b.id) || nw.lose() {
 		w.logf("%s -> %s %s: lost", a.name, b.id, p.desc)
 		return

@@ -98,8 +98,8 @@ type Config struct {
 	// LivenessTimeout bounds the liveness phase in virtual time. Default 60 s.
 	LivenessTimeout time.Duration
 	// FullIntensity injects every fault kind at its highest intensity
-	// instead of drawing a per-seed mix (swarm testing). Rare races need
-	// it (the #2614 mutation is found this way).
+	// instead of drawing a per-seed mix (swarm testing), for longer
+	// soaks (make sim-long).
 	FullIntensity bool
 }
 
@@ -124,6 +124,7 @@ type Stats struct {
 	Acked          int // entries acknowledged to writers
 	Ledgers        int
 	Closed         int
+	Deleted        int // ledgers deleted (closed ones)
 	Recoveries     int // recoveries started
 	RecoveriesOK   int
 	BookieCrashes  int
@@ -148,8 +149,8 @@ func (r *Result) Failed() bool { return len(r.Violations) > 0 }
 func (r *Result) Summary() string {
 	s := r.Stats
 	var b strings.Builder
-	fmt.Fprintf(&b, "ledgers=%d closed=%d acked=%d read=%d recoveries=%d/%d bookie-crashes=%d requests=%d events=%d virtual=%s\n",
-		s.Ledgers, s.Closed, s.Acked, s.EntriesRead, s.RecoveriesOK, s.Recoveries, s.BookieCrashes, s.Requests, s.Events, fmtTime(s.VirtualElapsed))
+	fmt.Fprintf(&b, "ledgers=%d closed=%d deleted=%d acked=%d read=%d recoveries=%d/%d bookie-crashes=%d requests=%d events=%d virtual=%s\n",
+		s.Ledgers, s.Closed, s.Deleted, s.Acked, s.EntriesRead, s.RecoveriesOK, s.Recoveries, s.BookieCrashes, s.Requests, s.Events, fmtTime(s.VirtualElapsed))
 	fmt.Fprintf(&b, "trace-hash=%s\n", r.TraceHash[:16])
 	if !r.Failed() {
 		b.WriteString("result: ok\n")

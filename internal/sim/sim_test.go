@@ -115,7 +115,7 @@ func TestMutationNoFenceReads(t *testing.T) {
 	if raceEnabled {
 		t.Skip("too slow under -race; runs in the normal build")
 	}
-	r, _ := findMutation(t, MutationNoFenceReads, true)
+	r, _ := findMutation(t, MutationNoFenceReads, false)
 	if v := r.Violations[0]; v.Invariant != NoDivergenceBetweenClientAndMetaData {
 		t.Fatalf("expected %s, got %s", NoDivergenceBetweenClientAndMetaData, v)
 	}

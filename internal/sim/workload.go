@@ -40,10 +40,14 @@ func (w *world) action() {
 	switch {
 	case x < 60:
 		w.startWriter()
-	case x < 450:
+	case x < 410:
 		if a := w.pickActor(kindWriter); a != nil {
 			w.topUp(a)
 		}
+	case x < 435:
+		w.raceRecovery()
+	case x < 450:
+		w.deleteLedger()
 	case x < 480:
 		if l := w.pickOpenLedger(); l != nil {
 			w.startRecovery(l)
@@ -312,6 +316,9 @@ func (w *world) startWriter() {
 	a := w.newActor(kindWriter, "w", l)
 	a.writer, a.m = wr, wr
 	a.window = 1
+	if w.chance(400) {
+		a.window = 2 + w.rng.IntN(3) // pipelined
+	}
 
 	l.writer = a
 	w.logf("%s: ledger %d E=%d Qw=%d Qa=%d %s window=%d", a.name, id, e, qw, qa, ledger.FormatMetadata(md), a.window)
@@ -379,7 +386,12 @@ func (w *world) startRecovery(l *ledgerRec) *actor {
 func (w *world) startReader(l *ledgerRec) {
 	a := w.newActor(kindReader, "t", l)
 	a.next = 0
-	w.logf("%s: tail ledger %d", a.name, l.id)
+	a.longPoll = w.chance(500)
+	if a.longPoll {
+		w.logf("%s: tail ledger %d by long polls", a.name, l.id)
+	} else {
+		w.logf("%s: tail ledger %d", a.name, l.id)
+	}
 	w.readerRound(a)
 }
 
@@ -387,7 +399,7 @@ func (w *world) readerRound(a *actor) {
 	if !a.live() {
 		return
 	}
-	if a.rounds >= 8 || w.phase != "safety" {
+	if a.rounds >= 8 && !a.longPoll || a.rounds >= 16 || w.phase != "safety" {
 		a.finished = true
 		return
 	}
@@ -398,6 +410,17 @@ func (w *world) readerRound(a *actor) {
 		return
 	}
 	clear(a.pending) // answers to the previous round are dropped
+	a.mdSeen = md
+	if a.longPoll {
+		lp := ledger.NewLongPollLAC(ledger.LongPollConfig{
+			LedgerID: a.led.id, Metadata: md, Verifier: a.led.dig,
+			PreviousLAC: a.next - 1, TimeoutMs: int64(20 + w.rng.IntN(280)),
+		})
+		a.m = lp
+		lp.Start()
+		a.drain()
+		return
+	}
 	r := ledger.NewReadLAC(ledger.ReadLACConfig{LedgerID: a.led.id, Metadata: md, Verifier: a.led.dig, UseReadLAC: w.chance(500)})
 	a.m = r
 	a.mdSeen = md
@@ -415,6 +438,34 @@ func (a *actor) readerLAC(eff ledger.LACComplete) {
 	a.lac = eff.LAC
 	if eff.LAC < a.next {
 		w.after(w.between(5*time.Millisecond, 30*time.Millisecond), func() { w.readerRound(a) })
+		return
+	}
+	clear(a.pending)
+	r, err := ledger.NewRead(ledger.ReadConfig{LedgerID: a.led.id, Metadata: a.mdSeen, Verifier: a.led.dig, First: a.next, Last: min(eff.LAC, a.next+7)})
+	if err != nil {
+		panic(err)
+	}
+	a.m = r
+	r.Start()
+	a.drain()
+}
+
+// readerLongPoll: a long poll finished. Its LAC is checked like a polled
+// one; a piggybacked entry is the next one to read; entries up to the LAC
+// not yet read are read as by a polling reader, and the reader polls again.
+func (a *actor) readerLongPoll(eff ledger.LongPollComplete) {
+	w := a.w
+	if eff.Err != nil {
+		w.after(w.between(5*time.Millisecond, 30*time.Millisecond), func() { w.readerRound(a) })
+		return
+	}
+	w.check.observedLAC(a, eff.LAC)
+	a.lac = max(a.lac, eff.LAC)
+	if e := eff.Entry; e != nil && e.EntryID == a.next {
+		a.readerEntry(ledger.EntryComplete{Entry: *e})
+	}
+	if eff.LAC < a.next {
+		w.after(w.between(0, 3*time.Millisecond), func() { w.readerRound(a) })
 		return
 	}
 	clear(a.pending)
@@ -500,4 +551,87 @@ func (w *world) allClosed() bool {
 		}
 	}
 	return true
+}
+
+// raceRecovery stages the race the fencing protocol exists for (issue
+// #2614, defect 1 of the TLA+ model): a live writer's next adds are slow on
+// Qw-Qa+1 links of their write set (enough that the ack quorum needs one of
+// them), and a recoverer that wrongly believes the writer dead starts a few
+// milliseconds later. With delay faults the links are congested; with loss
+// or reset faults the recoverer's first request to the least slow of those
+// bookies (its fence of the LAC read) is lost, so only the fence carried by
+// the recovery's entry reads stops the late add from completing a quorum
+// above the end the recovery settles on.
+func (w *world) raceRecovery() {
+	var c []*actor
+	for _, a := range w.actors {
+		if a.kind == kindWriter && a.live() && a.writer.Err() == nil && !a.closeAsked &&
+			a.inflight < a.window && a.writer.LastAddPushed() < maxEntriesLedger {
+			c = append(c, a)
+		}
+	}
+	if len(c) == 0 {
+		return
+	}
+	a := c[w.rng.IntN(len(c))]
+	l := a.led
+	md, _ := w.meta.read(l.id)
+	if md == nil || md.State != metadata.LedgerOpen {
+		return
+	}
+	e := a.writer.LastAddPushed() + 1
+	ws := writeSet(md, e)
+	k := min(md.WriteQuorum-md.AckQuorum+1, len(ws))
+	perm := w.rng.Perm(len(ws))
+	var target metadata.BookieID
+	if w.faults[FaultDelay] {
+		least := time.Duration(-1)
+		for _, i := range perm[:k] {
+			cn := w.net.conn(a.name, ws[i])
+			cn.slow = w.between(25*time.Millisecond, 150*time.Millisecond)
+			if least < 0 || cn.slow < least {
+				least, target = cn.slow, ws[i]
+			}
+			w.logf("network: link %s-%s congested (+%s)", a.name, ws[i], fmtTime(cn.slow))
+			w.after(w.between(150*time.Millisecond, 500*time.Millisecond), func() { cn.slow = 0 })
+		}
+	} else {
+		target = ws[perm[0]]
+	}
+	w.topUp(a)
+	w.after(w.between(0, 4*time.Millisecond), func() {
+		// The recovery's first request to target (its LAC fence read:
+		// Start only writes IN_RECOVERY) is the one lost.
+		if r := w.startRecovery(l); r != nil && (w.faults[FaultLoss] || w.faults[FaultReset]) {
+			w.net.conn(r.name, target).loseNext = true
+		}
+	})
+}
+
+// deleteLedger deletes a closed ledger, as an application would: its
+// metadata goes at once; each bookie's garbage collector drops it from the
+// store on its next round (bookieNode.gc). A fenced ledger stays fenced and
+// deleted on the bookies, so FencedMeansFenced still holds for it.
+func (w *world) deleteLedger() {
+	var c []*ledgerRec
+	for _, l := range w.ledgers {
+		if !l.deleted && l.recovering == 0 {
+			if md, _ := w.meta.read(l.id); md != nil && md.State == metadata.LedgerClosed {
+				c = append(c, l)
+			}
+		}
+	}
+	if len(c) == 0 {
+		return
+	}
+	l := c[w.rng.IntN(len(c))]
+	md, v := w.meta.read(l.id)
+	var err error
+	w.meta.do(func(ctx context.Context) { err = w.meta.drv.DeleteLedger(ctx, l.id, v) })
+	w.logf("delete ledger %d (closed at %d): %s", l.id, md.LastEntryID, errText(err))
+	if err != nil {
+		return
+	}
+	l.deleted, l.deletedEnd = true, md.LastEntryID
+	w.stats.Deleted++
 }
