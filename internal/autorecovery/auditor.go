@@ -53,6 +53,8 @@ type AuditorConfig struct {
 	RetryInterval time.Duration
 	// Logger receives progress; nil discards.
 	Logger *slog.Logger
+	// Metrics, if not nil, records elections and audits.
+	Metrics *Metrics
 }
 
 func (c *AuditorConfig) setDefaults() {
@@ -127,6 +129,8 @@ func (a *Auditor) runSession(ctx context.Context) error {
 		return err
 	}
 	a.log.Info("elected auditor")
+	a.cfg.Metrics.setAuditor(true)
+	defer a.cfg.Metrics.setAuditor(false)
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -265,7 +269,11 @@ func (a *Auditor) lead(ctx context.Context) error {
 			// even if they left the store a moment ago: their own
 			// membership event (and delay) decides about them.
 			known := t.known
-			if _, err := audit(ctx, a.cfg.Driver, a.ar, a.log, func(b metadata.BookieID) bool { return known[b] }); err != nil {
+			res, err := audit(ctx, a.cfg.Driver, a.ar, a.log, func(b metadata.BookieID) bool { return known[b] })
+			if ctx.Err() == nil {
+				a.cfg.Metrics.audited(len(res.Marked), err)
+			}
+			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
 	"github.com/foliodb/folio/client"
@@ -54,6 +55,8 @@ type WorkerConfig struct {
 	RateLimitBytesPerSecond int
 	// Logger receives progress; nil discards.
 	Logger *slog.Logger
+	// Metrics, if not nil, records the work done.
+	Metrics *Metrics
 }
 
 func (c *WorkerConfig) setDefaults() {
@@ -201,6 +204,7 @@ func (w *Worker) Step(ctx context.Context, s metadata.Session) (bool, error) {
 			err = nil // backed off until the grace period ends
 		}
 		if err != nil {
+			w.cfg.Metrics.inc(func(m *Metrics) prometheus.Counter { return m.failures })
 			w.backoff(r.LedgerID, w.cfg.FailureBackoff)
 			w.log.Warn("re-replication failed; will retry", "ledger", r.LedgerID, "err", err)
 		}
@@ -280,6 +284,7 @@ func (w *Worker) repair(ctx context.Context, id int64, lock metadata.Lock) error
 				return fmt.Errorf("ledger %d: fencing and closing: %w", id, err)
 			}
 			w.log.Info("fenced and closed open ledger after the grace period", "ledger", id)
+			w.cfg.Metrics.inc(func(m *Metrics) prometheus.Counter { return m.openFenced })
 			continue
 		}
 		// Repair the first fragment with a lost bookie, then re-read.
@@ -297,6 +302,9 @@ func (w *Worker) repair(ctx context.Context, id int64, lock metadata.Lock) error
 				res, err := w.cfg.Bookies.ReplicateFragment(ctx, md, id, m, f, i, target, lost, w.limit)
 				if err != nil && !errors.Is(err, admin.ErrFragmentChanged) {
 					return err
+				}
+				if err == nil && !res.Skipped {
+					w.cfg.Metrics.fragment(res.Entries)
 				}
 				if err == nil {
 					w.log.Info("re-replicated fragment", "ledger", id, "segment", res.Segment, "from", res.From, "to", res.To, "entries", res.Entries, "skipped", res.Skipped)
@@ -336,6 +344,9 @@ func (w *Worker) graceOver(id int64) bool {
 // marked it again meanwhile the record stays (and is repaired again).
 func (w *Worker) clear(ctx context.Context, id int64, v metadata.Version) error {
 	err := w.ar.MarkLedgerReplicated(ctx, id, v)
+	if err == nil {
+		w.cfg.Metrics.inc(func(m *Metrics) prometheus.Counter { return m.ledgersReplicated })
+	}
 	w.mu.Lock()
 	delete(w.mu.openSince, id)
 	delete(w.mu.notBefore, id)

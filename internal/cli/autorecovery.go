@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/foliodb/folio/client"
@@ -294,7 +295,7 @@ func newTriggerAuditCommand(o *ShellOptions) *cobra.Command {
 func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 	o := &ShellOptions{env: env}
 	var (
-		id                                     string
+		id, metricsAddr                        string
 		workers, rateLimit                     int
 		delay, grace, checkInterval, ttl, poll time.Duration
 	)
@@ -319,8 +320,23 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 				return err
 			}
 			defer d.Close()
+			var metrics *autorecovery.Metrics
+			if metricsAddr != "" {
+				ar, _ := d.(metadata.AutoRecoveryDriver)
+				metrics = autorecovery.NewMetrics(ar)
+				reg := prometheus.NewRegistry()
+				reg.MustRegister(metrics)
+				sctx, cancel := context.WithCancel(ctx)
+				stop, err := serveMetrics(sctx, metricsAddr, reg, log)
+				if err != nil {
+					cancel()
+					return err
+				}
+				defer stop()
+				defer cancel()
+			}
 			a, err := autorecovery.NewAuditor(autorecovery.AuditorConfig{Driver: d, ID: bid, SessionTTL: ttl,
-				LostBookieRecoveryDelay: delay, BookieCheckInterval: checkInterval, Logger: log})
+				LostBookieRecoveryDelay: delay, BookieCheckInterval: checkInterval, Logger: log, Metrics: metrics})
 			if err != nil {
 				return err
 			}
@@ -336,7 +352,7 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 			for range workers {
 				w, err := autorecovery.NewWorker(autorecovery.WorkerConfig{Driver: d, Client: c, Bookies: bks, ID: bid,
 					SessionTTL: ttl, OpenLedgerRereplicationGracePeriod: grace, PollInterval: poll,
-					RateLimitBytesPerSecond: rateLimit, Logger: log})
+					RateLimitBytesPerSecond: rateLimit, Logger: log, Metrics: metrics})
 				if err != nil {
 					return err
 				}
@@ -353,6 +369,7 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 	f.StringVar(&o.MetadataServiceURI, "metadata-service-uri", "", "metadata store URI (default $"+MetadataURIEnv+", then "+DefaultMetadataURI+")")
 	f.StringVar(&id, "id", "", "this process's id in the election and in locks, host:port (required)")
 	f.IntVar(&workers, "workers", 1, "replication workers")
+	f.StringVar(&metricsAddr, "metrics-address", "", "serve Prometheus metrics at http://ADDRESS/metrics, e.g. :8000 (default: none)")
 	f.IntVar(&rateLimit, "rate-limit", 0, "bytes per second each worker copies (0: unlimited)")
 	f.DurationVar(&delay, "lost-bookie-recovery-delay", autorecovery.DefaultLostBookieRecoveryDelay, "delay used while none is stored (lostbookierecoverydelay --set stores one)")
 	f.DurationVar(&grace, "open-ledger-rereplication-grace-period", autorecovery.DefaultOpenLedgerRereplicationGracePeriod, "how long an open ledger's writer may replace a lost bookie itself before the ledger is fenced")
