@@ -45,10 +45,13 @@ type BookieLedgerView struct {
 	// LAC is the highest LAC the bookie knows (explicit LAC or the one
 	// piggybacked on its last entry), -1 if none.
 	LAC int64 `json:"lac"`
-	// Fenced is always null: the BookKeeper protocol offers no request that
-	// reports a ledger's fence bit without setting it (a fencing read would
-	// change the ledger). Kept in the shape for when bookies expose it.
+	// Fenced is the bookie's fence bit of the ledger, null when unknown:
+	// the BookKeeper protocol offers no request that reports it without
+	// setting it (a fencing read would change the ledger), so it comes from
+	// the bookie's admin HTTP server (FillFenceState), when known.
 	Fenced *bool `json:"fenced"`
+	// FenceSource is the admin HTTP server Fenced came from.
+	FenceSource string `json:"fenceSource,omitempty"`
 }
 
 // FragmentView is one ensemble segment and, for each of its bookies, the

@@ -253,6 +253,25 @@ func (s *memStore) DeleteLedger(ctx context.Context, ledgerID int64) error {
 	return nil
 }
 
+func (s *memStore) LedgerInfo(ledgerID int64) (storage.LedgerInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	info := storage.LedgerInfo{LastAddConfirmed: -1, LastEntryID: -1}
+	l := s.ledgers[ledgerID]
+	if l == nil {
+		if s.fencedDeleted[ledgerID] {
+			info.Fenced, info.Deleted = true, true
+			return info, nil
+		}
+		return info, storage.ErrNoLedger
+	}
+	info.Fenced, info.LastAddConfirmed, info.HasExplicitLAC = l.fenced, l.lac, l.explicit != nil
+	for id := range l.entries {
+		info.LastEntryID = max(info.LastEntryID, id)
+	}
+	return info, nil
+}
+
 func (s *memStore) DiskUsage() (storage.DiskUsage, error) {
 	return storage.DiskUsage{Total: 1000, Free: 400, Used: 600}, nil
 }

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -180,6 +182,25 @@ func TestShellEndToEnd(t *testing.T) {
 	if !strings.Contains(out, "state OPEN") || !strings.Contains(out, "recovery: would close the ledger at entry 19") {
 		t.Fatalf("inspectledger text:\n%s", out)
 	}
+	// With the admin HTTP server the fence bits are known: not fenced yet
+	// (and reading them fenced nothing: the writer's bookies still take
+	// adds, checked below through recoverledger's outcome).
+	var ports struct{ HTTP int }
+	if b, err := os.ReadFile(filepath.Join(sa.Dir, "ports.json")); err != nil {
+		t.Fatal(err)
+	} else {
+		mustJSON(t, string(b), &ports)
+	}
+	httpFlag := fmt.Sprintf("--http=127.0.0.1:%d", ports.HTTP)
+	mustJSON(t, mustShell(t, uri, "inspectledger", strconv.FormatInt(open, 10), httpFlag, "-o", "json"), &ins)
+	for _, b := range ins.Bookies {
+		if b.Fenced == nil || *b.Fenced {
+			t.Fatalf("inspectledger --http of the open ledger: bookie %+v", b)
+		}
+	}
+	if code, _, errOut := shell(t, uri, "inspectledger", strconv.FormatInt(open, 10), "--http", "nonsense"); code != 2 || !strings.Contains(errOut, "HOST:PORT") {
+		t.Fatalf("inspectledger --http nonsense: exit %d, %s", code, errOut)
+	}
 	// Inspection changed nothing.
 	mustJSON(t, mustShell(t, uri, "ledgermetadata", strconv.FormatInt(open, 10), "-o", "json"), &md)
 	if md.State != "OPEN" {
@@ -191,6 +212,37 @@ func TestShellEndToEnd(t *testing.T) {
 	mustJSON(t, mustShell(t, uri, "ledgermetadata", strconv.FormatInt(open, 10), "-o", "json"), &md)
 	if md.State != "CLOSED" || md.LastEntryID != 19 {
 		t.Fatalf("after recoverledger: %+v", md)
+	}
+	// Recovery fenced the ledger on its bookies; inspectledger shows it
+	// (a fence recovery did not wait for may land a moment later).
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		mustJSON(t, mustShell(t, uri, "inspectledger", strconv.FormatInt(open, 10), httpFlag, "-o", "json"), &ins)
+		all := true
+		for _, b := range ins.Bookies {
+			all = all && b.Fenced != nil && *b.Fenced
+		}
+		if all {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("inspectledger --http after recovery: bookies %+v", ins.Bookies)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The embedded AutoRecovery is the auditor, under the HTTP address.
+	var aud struct{ Auditor string }
+	mustJSON(t, mustShell(t, uri, "whoisauditor", "-o", "json"), &aud)
+	if aud.Auditor != fmt.Sprintf("127.0.0.1:%d", ports.HTTP) {
+		t.Fatalf("whoisauditor: %+v, want 127.0.0.1:%d", aud, ports.HTTP)
+	}
+	out = mustShell(t, uri, "inspectledger", strconv.FormatInt(open, 10), httpFlag)
+	if strings.Contains(out, "unknown") || !strings.Contains(out, "FENCED") {
+		t.Fatalf("inspectledger --http text after recovery:\n%s", out)
+	}
+	// Without --http the fence state is unknown.
+	mustJSON(t, mustShell(t, uri, "inspectledger", strconv.FormatInt(open, 10), "-o", "json"), &ins)
+	if ins.Bookies[0].Fenced != nil {
+		t.Fatalf("inspectledger without --http: %+v", ins.Bookies[0])
 	}
 
 	// Restart: SIGTERM, start again from the same directory, read again.
@@ -251,4 +303,36 @@ func TestShellEndToEnd(t *testing.T) {
 			t.Errorf("folio shell %v with no metadata store: exit %d, stderr %q", args, code, errOut)
 		}
 	}
+}
+
+// TestStandaloneZeroBookies runs `folio standalone --bookies 0`: etcd,
+// HTTP and AutoRecovery only; the readiness line lists no bookies and the
+// embedded auditor is elected.
+func TestStandaloneZeroBookies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a standalone cluster")
+	}
+	sa := testcluster.StartStandalone(t, t.TempDir(), "--bookies", "0")
+	if !strings.HasSuffix(sa.ReadyLine, " bookies=") || len(sa.BookieIDs) != 0 {
+		t.Fatalf("readiness line %q", sa.ReadyLine)
+	}
+	var bookies []admin.BookieStatus
+	mustJSON(t, mustShell(t, sa.URI, "listbookies", "-o", "json"), &bookies)
+	if len(bookies) != 0 {
+		t.Fatalf("listbookies: %v", bookies)
+	}
+	var aud struct{ Auditor string }
+	for deadline := time.Now().Add(20 * time.Second); aud.Auditor == ""; {
+		if code, out, _ := shell(t, sa.URI, "whoisauditor", "-o", "json"); code == 0 {
+			mustJSON(t, out, &aud)
+		} else if time.Now().After(deadline) {
+			t.Fatal("no auditor elected")
+		} else {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if !strings.HasPrefix(aud.Auditor, "127.0.0.1:") {
+		t.Fatalf("whoisauditor: %+v", aud)
+	}
+	sa.Terminate()
 }

@@ -267,15 +267,19 @@ func newSimpleTestCommand(o *ShellOptions) *cobra.Command {
 }
 
 func newInspectLedgerCommand(o *ShellOptions) *cobra.Command {
-	return &cobra.Command{
+	var httpFlags []string
+	cmd := &cobra.Command{
 		Use:   "inspectledger <ledger-id>",
 		Short: "Show what each bookie holds of a ledger and what recovery would conclude",
 		Long: "For every bookie of the ledger's ensembles: which entries it holds\n" +
 			"(GET_LIST_OF_ENTRIES_OF_LEDGER) and its LAC (READ_LAC); for every fragment and\n" +
 			"bookie, the entries of its write sets it lacks; and what a ledger recovery\n" +
-			"would conclude. Nothing is changed: no fencing read, no metadata write. The\n" +
-			"fence state is shown as unknown: the BookKeeper protocol cannot read it\n" +
-			"without setting it.\n" +
+			"would conclude. Nothing is changed: no fencing read, no metadata write.\n" +
+			"The BookKeeper protocol cannot read a fence bit without setting it, so the\n" +
+			"fence state comes from the bookies' admin HTTP servers (GET\n" +
+			"/api/v1/bookie/ledger/info, read-only), given with --http: BOOKIE_ID=HOST:PORT\n" +
+			"for one bookie, or HOST:PORT for a server of several bookies (folio\n" +
+			"standalone's, asked for every bookie). Without an answer it is unknown.\n" +
 			"With -o json: {\"ledgerId\", \"state\", \"bookies\": [...], \"fragments\": [...],\n" +
 			"\"recovery\": {\"outcome\": \"closed\"|\"end\"|\"undecided\", \"lastEntryId\", ...}}.",
 		Args: cobra.ExactArgs(1),
@@ -283,6 +287,12 @@ func newInspectLedgerCommand(o *ShellOptions) *cobra.Command {
 			id, err := parseLedgerID(cmd, args[0])
 			if err != nil {
 				return err
+			}
+			var eps admin.HTTPEndpoints
+			for _, h := range httpFlags {
+				if err := eps.ParseHTTPEndpoint(h); err != nil {
+					return Usagef(cmd, "--http %v", err)
+				}
 			}
 			ctx := cmd.Context()
 			d, err := openMetadata(ctx, o)
@@ -296,9 +306,12 @@ func newInspectLedgerCommand(o *ShellOptions) *cobra.Command {
 			if err != nil {
 				return ledgerError(id, err)
 			}
+			admin.FillFenceState(ctx, ins, &eps)
 			return o.Printer(cmd).Print(ins, func(w io.Writer) error { return writeInspection(w, ins) })
 		},
 	}
+	cmd.Flags().StringArrayVar(&httpFlags, "http", nil, "admin HTTP server to read fence bits from: [BOOKIE_ID=]HOST:PORT (repeatable)")
+	return cmd
 }
 
 // maxRunsShown bounds the entry runs a text line lists.
@@ -335,7 +348,11 @@ func writeInspection(w io.Writer, ins *admin.LedgerInspection) error {
 		ins.LedgerID, ins.State, ins.EnsembleSize, ins.WriteQuorumSize, ins.AckQuorumSize, ins.LastEntryID)
 	t := Table{Headers: []string{"BOOKIE ID", "REACHABLE", "HAS LEDGER", "ENTRIES", "HELD", "LAC", "FENCED", "ERROR"}}
 	for _, b := range ins.Bookies {
-		t.Append(b.ID, yesNo(b.Reachable), yesNo(b.HasLedger), b.EntryCount, runsText(b.Entries), b.LAC, "unknown", b.Error)
+		fenced := "unknown"
+		if b.Fenced != nil {
+			fenced = yesNo(*b.Fenced)
+		}
+		t.Append(b.ID, yesNo(b.Reachable), yesNo(b.HasLedger), b.EntryCount, runsText(b.Entries), b.LAC, fenced, b.Error)
 	}
 	if _, err := t.WriteTo(w); err != nil {
 		return err

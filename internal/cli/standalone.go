@@ -8,20 +8,29 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/foliodb/folio/internal/autorecovery"
 	"github.com/foliodb/folio/internal/standalone"
 )
 
 func newStandaloneCommand(env Env) *cobra.Command {
 	cfg := standalone.Config{}
+	var (
+		arOn      bool
+		arWorkers int
+	)
 	cmd := &cobra.Command{
 		Use:   "standalone [--bookies N] [--data-dir DIR]",
-		Short: "Run a whole local cluster: embedded etcd and N bookies",
+		Short: "Run a whole local cluster: embedded etcd, N bookies and AutoRecovery",
 		Long: "Run a local cluster in one process: an embedded etcd on 127.0.0.1:2379\n" +
-			"(scope /ledgers, initialised on first start), bookie i on 127.0.0.1:(3181+i)\n" +
-			"and one admin HTTP server on 127.0.0.1:8080. A port given as 0 is picked\n" +
-			"free once and reused from DIR on restart; a busy port is an error. Once every\n" +
-			"bookie is registered it prints one line:\n" +
+			"(scope /ledgers, initialised on first start), bookie i on 127.0.0.1:(3181+i),\n" +
+			"AutoRecovery (an auditor candidate and replication workers, id\n" +
+			"127.0.0.1:<http port>; --autorecovery=false turns it off) and one admin\n" +
+			"HTTP server on 127.0.0.1:8080. A port given as 0 is picked free once and\n" +
+			"reused from DIR on restart; a busy port is an error. Once every bookie is\n" +
+			"registered it prints one line:\n" +
 			"  folio standalone ready: metadata-service-uri=etcd://127.0.0.1:2379/ledgers bookies=...\n" +
+			"--bookies 0 runs etcd, HTTP and AutoRecovery only (bookies run elsewhere,\n" +
+			"e.g. `folio bookie`); the line then ends with an empty list: \"bookies=\".\n" +
 			"Restarting from the same DIR keeps every ledger. SIGTERM or Ctrl-C stops it.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -29,8 +38,16 @@ func newStandaloneCommand(env Env) *cobra.Command {
 			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			stderr := cmd.ErrOrStderr()
 			cfg.OnReady = func(info standalone.Info) { writeStandaloneScreen(stderr, info) }
-			if cfg.Bookies < 1 {
-				return Usagef(cmd, "--bookies must be at least 1")
+			if cfg.Bookies < 0 {
+				return Usagef(cmd, "--bookies must be at least 0")
+			}
+			if arWorkers < 0 {
+				return Usagef(cmd, "--autorecovery-workers must be at least 0")
+			}
+			cfg.AutoRecovery.Disabled = !arOn
+			cfg.AutoRecovery.Workers = arWorkers
+			if arWorkers == 0 {
+				cfg.AutoRecovery.Workers = -1 // the auditor alone
 			}
 			if err := standalone.Run(cmd.Context(), cfg); err != nil {
 				return cookieHint(err)
@@ -46,6 +63,10 @@ func newStandaloneCommand(env Env) *cobra.Command {
 	f.IntVar(&cfg.BookiePortBase, "bookie-port-base", standalone.DefaultBookiePortBase, "port of bookie 0; bookie i uses base+i (0: free ports, kept in DIR)")
 	f.IntVar(&cfg.HTTPPort, "http-port", standalone.DefaultHTTPPort, "admin HTTP port (0: pick a free one, kept in DIR)")
 	f.StringArrayVar(&cfg.BookieSet, "bookie-set", nil, "bookie configuration override key=value, applied to every bookie (repeatable)")
+	f.BoolVar(&arOn, "autorecovery", true, "run AutoRecovery (auditor and replication workers) in this process; --autorecovery=false to run none")
+	f.IntVar(&arWorkers, "autorecovery-workers", 1, "replication workers of the embedded AutoRecovery (0: the auditor alone)")
+	f.DurationVar(&cfg.AutoRecovery.LostBookieRecoveryDelay, "lost-bookie-recovery-delay", autorecovery.DefaultLostBookieRecoveryDelay, "AutoRecovery: delay used while none is stored (lostbookierecoverydelay --set stores one)")
+	f.DurationVar(&cfg.AutoRecovery.OpenLedgerRereplicationGracePeriod, "open-ledger-rereplication-grace-period", autorecovery.DefaultOpenLedgerRereplicationGracePeriod, "AutoRecovery: how long an open ledger's writer may replace a lost bookie itself before the ledger is fenced")
 	return cmd
 }
 
@@ -54,13 +75,25 @@ func newStandaloneCommand(env Env) *cobra.Command {
 // to connect.
 func writeStandaloneScreen(w io.Writer, info standalone.Info) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nFolio standalone is running: embedded etcd and %d bookie(s).\n\n", len(info.Bookies))
+	parts := fmt.Sprintf("embedded etcd and %d bookie(s)", len(info.Bookies))
+	if info.AutoRecoveryID != "" {
+		parts = fmt.Sprintf("embedded etcd, %d bookie(s) and AutoRecovery", len(info.Bookies))
+	}
+	fmt.Fprintf(&b, "\nFolio standalone is running: %s.\n\n", parts)
 	fmt.Fprintf(&b, "  metadata   %s\n", info.MetadataServiceURI)
 	fmt.Fprintf(&b, "  etcd       clients %s, peers %s, log %s\n", info.EtcdClientAddr, info.EtcdPeerAddr, info.EtcdLogFile)
 	for i, bk := range info.Bookies {
 		fmt.Fprintf(&b, "  bookie %-3d %s  journal %s, ledgers %s\n", i, bk.ID, bk.JournalDir, bk.LedgerDir)
 	}
-	fmt.Fprintf(&b, "  http       http://%s  /heartbeat /metrics /api/v1/bookie/{info,state,state/readonly,gc}?bookie=<id>\n", info.HTTPAddr)
+	if len(info.Bookies) == 0 {
+		fmt.Fprintf(&b, "  bookies    none here (--bookies 0): start them with `folio bookie --set metadataServiceUri=%s`\n", info.MetadataServiceURI)
+	}
+	if info.AutoRecoveryID != "" {
+		fmt.Fprintf(&b, "  autorecovery id %s (auditor candidate, %d replication worker(s))\n", info.AutoRecoveryID, info.AutoRecoveryWorkers)
+	} else {
+		fmt.Fprintf(&b, "  autorecovery off (--autorecovery=false)\n")
+	}
+	fmt.Fprintf(&b, "  http       http://%s  /heartbeat /metrics /api/v1/bookie/{info,state,state/readonly,gc,ledger/info}?bookie=<id>\n", info.HTTPAddr)
 	fmt.Fprintf(&b, "  data       %s (ports picked as 0 are kept in ports.json)\n\n", info.DataDir)
 	fmt.Fprintf(&b, "From the shell:\n")
 	fmt.Fprintf(&b, "  export %s='%s'\n", MetadataURIEnv, info.MetadataServiceURI)

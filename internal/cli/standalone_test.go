@@ -34,3 +34,23 @@ func TestStandaloneScreen(t *testing.T) {
 		t.Error("the screen repeats the readiness line (it belongs on stdout, once)")
 	}
 }
+
+func TestStandaloneScreenAutoRecoveryAndNoBookies(t *testing.T) {
+	var b strings.Builder
+	writeStandaloneScreen(&b, standalone.Info{
+		MetadataServiceURI: "etcd://127.0.0.1:2379/ledgers", HTTPAddr: "127.0.0.1:8080",
+		AutoRecoveryID: "127.0.0.1:8080", AutoRecoveryWorkers: 1,
+	})
+	out := b.String()
+	for _, want := range []string{"0 bookie(s) and AutoRecovery", "none here (--bookies 0)", "folio bookie --set metadataServiceUri=etcd://127.0.0.1:2379/ledgers",
+		"autorecovery id 127.0.0.1:8080 (auditor candidate, 1 replication worker(s))", "ledger/info"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("screen lacks %q:\n%s", want, out)
+		}
+	}
+	b.Reset()
+	writeStandaloneScreen(&b, standalone.Info{MetadataServiceURI: "etcd://x:1/l", Bookies: []standalone.BookieInfo{{ID: "127.0.0.1:3181"}}})
+	if out := b.String(); !strings.Contains(out, "autorecovery off") || strings.Contains(out, "none here") {
+		t.Errorf("screen without AutoRecovery:\n%s", out)
+	}
+}

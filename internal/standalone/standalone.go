@@ -1,5 +1,6 @@
 // Package standalone runs a whole local Folio cluster in one process: an
-// embedded etcd and N bookies, with one admin HTTP server (DESIGN.md §3,
+// embedded etcd, N bookies (N ≥ 0) and AutoRecovery (an auditor candidate
+// and replication workers), with one admin HTTP server (DESIGN.md §3,
 // "The standalone contract", which this package implements exactly):
 //
 //   - etcd serves clients on 127.0.0.1:2379 (peer 2380), scope /ledgers;
@@ -10,14 +11,18 @@
 //     reused on every restart; a busy port is a start-up error (a bookie's
 //     id contains its port: a moved port would orphan its data);
 //   - once every bookie is registered writable, exactly one line goes to
-//     stdout: `folio standalone ready: metadata-service-uri=... bookies=...`;
+//     stdout: `folio standalone ready: metadata-service-uri=... bookies=...`
+//     (with no bookies the list is empty: `bookies=` ends the line);
+//   - AutoRecovery starts once the bookies are registered (so a restart
+//     does not look like lost bookies), unless disabled; its id in the
+//     auditor election and in locks is the HTTP admin address
+//     127.0.0.1:<http port>;
 //   - a restart from the same DIR keeps every ledger; stale registrations
 //     of its own bookies (left by a crash) are removed at start; bookies
 //     listen only after their journal replay;
-//   - on ctx's end (SIGTERM, Ctrl-C) it stops the bookies (they
-//     deregister), then the HTTP server, then etcd, within ShutdownTimeout.
-//
-// AutoRecovery joins later (DESIGN.md §3 lists it first in the stop order).
+//   - on ctx's end (SIGTERM, Ctrl-C) it stops AutoRecovery, then the
+//     bookies (they deregister), then the HTTP server, then etcd, within
+//     ShutdownTimeout.
 package standalone
 
 import (
@@ -40,6 +45,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/foliodb/folio/client"
+	"github.com/foliodb/folio/internal/admin"
+	"github.com/foliodb/folio/internal/autorecovery"
 	"github.com/foliodb/folio/internal/bookie/server"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/metadata/etcd/embedetcd"
@@ -86,6 +94,27 @@ type Config struct {
 	// OnReady, if set, is called once, right after the readiness line, with
 	// what runs where (folio standalone prints it to stderr).
 	OnReady func(Info)
+
+	// AutoRecovery configures the embedded AutoRecovery daemon.
+	AutoRecovery AutoRecoveryConfig
+}
+
+// AutoRecoveryConfig configures the AutoRecovery run inside a standalone.
+// Zero values take the autorecovery package's defaults.
+type AutoRecoveryConfig struct {
+	// Disabled: run no auditor and no workers.
+	Disabled bool
+	// Workers is the number of replication workers (default 1; < 0: none,
+	// only the auditor).
+	Workers int
+	// LostBookieRecoveryDelay applies while none is stored in the metadata.
+	LostBookieRecoveryDelay time.Duration
+	// OpenLedgerRereplicationGracePeriod, BookieCheckInterval, SessionTTL
+	// and PollInterval as in autorecovery.AuditorConfig/WorkerConfig.
+	OpenLedgerRereplicationGracePeriod time.Duration
+	BookieCheckInterval                time.Duration
+	SessionTTL                         time.Duration
+	PollInterval                       time.Duration
 }
 
 // Info describes a running standalone cluster.
@@ -100,8 +129,14 @@ type Info struct {
 	HTTPAddr string
 	// DataDir is the absolute data directory.
 	DataDir string
-	// Bookies are the bookies in order (bookie i is Bookies[i]).
+	// Bookies are the bookies in order (bookie i is Bookies[i]); empty with
+	// --bookies 0.
 	Bookies []BookieInfo
+	// AutoRecoveryID is the id of the embedded AutoRecovery in the auditor
+	// election (whoisauditor) and in locks; "" when it is disabled.
+	AutoRecoveryID string
+	// AutoRecoveryWorkers is the number of replication workers running.
+	AutoRecoveryWorkers int
 }
 
 // BookieInfo is one bookie of a standalone cluster.
@@ -180,8 +215,11 @@ func pick(flag, recorded int) int {
 }
 
 func (c *Config) withDefaults() error {
-	if c.Bookies <= 0 {
-		return fmt.Errorf("--bookies must be at least 1, not %d", c.Bookies)
+	if c.Bookies < 0 {
+		return fmt.Errorf("--bookies must be at least 0, not %d", c.Bookies)
+	}
+	if c.AutoRecovery.Workers == 0 {
+		c.AutoRecovery.Workers = 1
 	}
 	if c.DataDir == "" {
 		c.DataDir = DefaultDataDir
@@ -196,7 +234,7 @@ func (c *Config) withDefaults() error {
 			return fmt.Errorf("port %d is not in 0..65535", p)
 		}
 	}
-	if c.BookiePortBase > 0 && c.BookiePortBase+c.Bookies-1 > 65535 {
+	if c.BookiePortBase > 0 && c.Bookies > 0 && c.BookiePortBase+c.Bookies-1 > 65535 {
 		return fmt.Errorf("bookie ports %d..%d pass 65535", c.BookiePortBase, c.BookiePortBase+c.Bookies-1)
 	}
 	if c.Stdout == nil {
@@ -240,7 +278,15 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}
 	if cfg.BookiePortBase == 0 {
-		rec.Bookies = slices.Clone(bookiePorts)
+		// Keep the ports of bookies beyond cfg.Bookies recorded: a later
+		// start with more bookies finds their data under the same ids.
+		for i, p := range bookiePorts {
+			if i < len(rec.Bookies) {
+				rec.Bookies[i] = p
+			} else {
+				rec.Bookies = append(rec.Bookies, p)
+			}
+		}
 	}
 	// The HTTP listener (bound now, served once the bookies are up).
 	httpLn, err := net.Listen("tcp", net.JoinHostPort(Host, strconv.Itoa(pick(cfg.HTTPPort, rec.HTTP))))
@@ -324,9 +370,14 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}()
 
+	// AutoRecovery, started once the bookies are registered; stopped first.
+	var ar *autoRecovery
 	stopAll := func() error {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout-time.Second)
 		defer cancel()
+		if ar != nil {
+			ar.stop(sctx)
+		}
 		bookiesMu.Lock()
 		bs := slices.Clone(bookies)
 		bookiesMu.Unlock()
@@ -398,6 +449,13 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		_ = stopAll()
 		return err
 	}
+	arID := metadata.BookieID(httpLn.Addr().String())
+	if !cfg.AutoRecovery.Disabled {
+		if ar, err = startAutoRecovery(ctx, &cfg, md, uri, arID); err != nil {
+			_ = stopAll()
+			return fmt.Errorf("start AutoRecovery: %w", err)
+		}
+	}
 	fmt.Fprintf(cfg.Stdout, "%smetadata-service-uri=%s bookies=%s\n", ReadyPrefix, uri, strings.Join(ids, ","))
 	log.Info("standalone ready", "metadataServiceUri", uri, "bookies", ids, "http", httpLn.Addr().String())
 	if cfg.OnReady != nil {
@@ -410,6 +468,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			HTTPAddr:           httpLn.Addr().String(),
 			DataDir:            cfg.DataDir,
 		}
+		if ar != nil {
+			info.AutoRecoveryID, info.AutoRecoveryWorkers = string(arID), ar.workers
+		}
 		for i, id := range ids {
 			d := bookieDir(&cfg, i)
 			info.Bookies = append(info.Bookies, BookieInfo{ID: id, JournalDir: filepath.Join(d, "journal"), LedgerDir: filepath.Join(d, "ledgers")})
@@ -418,7 +479,16 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 
 	// Run until stopped or a part fails.
-	failed := make(chan error, len(procs)+1)
+	failed := make(chan error, len(procs)+2)
+	if ar != nil {
+		go func() {
+			select {
+			case err := <-ar.failed:
+				failed <- fmt.Errorf("AutoRecovery: %w", err)
+			case <-ctx.Done():
+			}
+		}()
+	}
 	for _, p := range procs {
 		go func() {
 			select {
@@ -507,4 +577,79 @@ func waitWritable(ctx context.Context, md metadata.Driver, procs []*server.Proce
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// autoRecovery is the running AutoRecovery of a standalone: an auditor
+// candidate and replication workers sharing one client.
+type autoRecovery struct {
+	cancel  context.CancelFunc
+	done    chan struct{}
+	failed  chan error
+	workers int
+	client  *client.Client
+	bookies *admin.Bookies
+}
+
+// startAutoRecovery starts the auditor and the workers under id.
+func startAutoRecovery(ctx context.Context, cfg *Config, md metadata.Driver, uri string, id metadata.BookieID) (*autoRecovery, error) {
+	c := cfg.AutoRecovery
+	log := cfg.Logger.With("component", "autorecovery")
+	a, err := autorecovery.NewAuditor(autorecovery.AuditorConfig{Driver: md, ID: id, SessionTTL: c.SessionTTL,
+		LostBookieRecoveryDelay: c.LostBookieRecoveryDelay, BookieCheckInterval: c.BookieCheckInterval, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.New(ctx, client.Config{MetadataServiceURI: uri})
+	if err != nil {
+		return nil, err
+	}
+	bks := admin.NewBookies(0, log)
+	r := &autoRecovery{done: make(chan struct{}), failed: make(chan error, 1), workers: max(c.Workers, 0), client: cl, bookies: bks}
+	var ws []*autorecovery.Worker
+	for range r.workers {
+		w, err := autorecovery.NewWorker(autorecovery.WorkerConfig{Driver: md, Client: cl, Bookies: bks, ID: id,
+			SessionTTL: c.SessionTTL, OpenLedgerRereplicationGracePeriod: c.OpenLedgerRereplicationGracePeriod,
+			PollInterval: c.PollInterval, Logger: log})
+		if err != nil {
+			bks.Close()
+			cl.Close()
+			return nil, err
+		}
+		ws = append(ws, w)
+	}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.cancel = cancel
+	var wg sync.WaitGroup
+	run := func(f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Run returns only when rctx ends; anything else is a failure.
+			if err := f(rctx); rctx.Err() == nil {
+				select {
+				case r.failed <- fmt.Errorf("stopped unexpectedly: %v", err):
+				default:
+				}
+			}
+		}()
+	}
+	run(a.Run)
+	for _, w := range ws {
+		run(w.Run)
+	}
+	go func() { wg.Wait(); close(r.done) }()
+	log.Info("autorecovery running", "id", id, "workers", r.workers)
+	return r, nil
+}
+
+// stop stops the auditor and the workers (their election and locks pass
+// on) and waits for them within ctx.
+func (r *autoRecovery) stop(ctx context.Context) {
+	r.cancel()
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+	}
+	r.bookies.Close()
+	r.client.Close()
 }

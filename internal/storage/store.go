@@ -85,6 +85,13 @@ type Store interface {
 	// fenced-and-deleted.
 	DeleteLedger(ctx context.Context, ledgerID int64) error
 
+	// LedgerInfo reports the bookie's state of the ledger (fence bit, known
+	// LAC, last stored entry) without changing anything: it never fences,
+	// never creates a ledger and never writes (for inspection). A
+	// fenced-and-deleted ledger reports Fenced and Deleted; ErrNoLedger if
+	// the store does not know the ledger at all.
+	LedgerInfo(ledgerID int64) (LedgerInfo, error)
+
 	// DiskUsage reports the bytes of the volumes holding the store.
 	DiskUsage() (DiskUsage, error)
 
@@ -92,6 +99,22 @@ type Store interface {
 	// failed fsync, a write error): the bookie turns read-only. Err says why.
 	Failed() <-chan struct{}
 	Err() error
+}
+
+// LedgerInfo is a bookie's state of one ledger (Store.LedgerInfo).
+type LedgerInfo struct {
+	// Fenced: the fence bit is set (fences are permanent).
+	Fenced bool
+	// Deleted: the ledger was fenced and then deleted; only its fence
+	// remains (LastAddConfirmed and LastEntryID are then -1).
+	Deleted bool
+	// LastAddConfirmed is the known LAC, as Store.LastAddConfirmed; -1 when
+	// nothing is confirmed.
+	LastAddConfirmed int64
+	// LastEntryID is the highest stored entry id; -1 when none.
+	LastEntryID int64
+	// HasExplicitLAC: a WRITE_LAC body is stored.
+	HasExplicitLAC bool
 }
 
 // AddOptions qualify an add.

@@ -464,16 +464,21 @@ func (s *Standalone) Start() {
 	if !strings.HasPrefix(s.ReadyLine, prefix) {
 		t.Fatalf("testcluster: first stdout line is not the readiness line: %q", s.ReadyLine)
 	}
+	hasBookies := false
 	for _, f := range strings.Fields(strings.TrimPrefix(s.ReadyLine, prefix)) {
 		k, v, _ := strings.Cut(f, "=")
 		switch k {
 		case "metadata-service-uri":
 			s.URI = v
 		case "bookies":
-			s.BookieIDs = strings.Split(v, ",")
+			// Empty with --bookies 0.
+			hasBookies = true
+			if v != "" {
+				s.BookieIDs = strings.Split(v, ",")
+			}
 		}
 	}
-	if s.URI == "" || len(s.BookieIDs) == 0 {
+	if s.URI == "" || !hasBookies {
 		t.Fatalf("testcluster: malformed readiness line %q", s.ReadyLine)
 	}
 }

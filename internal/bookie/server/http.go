@@ -2,16 +2,19 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/storage"
 )
 
 // AdminTarget is what the admin HTTP server needs of one bookie (*Process
@@ -29,6 +32,25 @@ type AdminTarget interface {
 	// progress.
 	TriggerGC()
 	GCRunning() bool
+	// LedgerInfo reports the bookie's state of one ledger without changing
+	// it (storage.Store.LedgerInfo).
+	LedgerInfo(ledgerID int64) (storage.LedgerInfo, error)
+}
+
+// LedgerInfoBody is the body of GET /api/v1/bookie/ledger/info: one
+// bookie's state of one ledger, read without fencing or changing anything.
+// Found is false when the bookie holds no state of the ledger (then it is
+// not fenced there: a fence creates the ledger's state).
+type LedgerInfoBody struct {
+	Bookie   string `json:"bookie"`
+	LedgerID int64  `json:"ledgerId"`
+	Found    bool   `json:"found"`
+	Fenced   bool   `json:"fenced"`
+	// Deleted: fenced and then deleted; only the fence remains.
+	Deleted          bool  `json:"deleted"`
+	LastAddConfirmed int64 `json:"lastAddConfirmed"`
+	LastEntryID      int64 `json:"lastEntryId"`
+	ExplicitLAC      bool  `json:"explicitLac"`
 }
 
 // BookieInfo is the body of GET /api/v1/bookie/info.
@@ -116,6 +138,34 @@ func NewAdminHandler(gatherer prometheus.Gatherer, targets func() []AdminTarget)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"is_in_force_gc": fmt.Sprint(t.GCRunning())})
+	})
+
+	mux.HandleFunc("/api/v1/bookie/ledger/info", func(w http.ResponseWriter, r *http.Request) {
+		t, ok := pickTarget(w, r, targets, http.MethodGet)
+		if !ok {
+			return
+		}
+		q := r.URL.Query()
+		arg := q.Get("ledger_id")
+		if arg == "" {
+			arg = q.Get("ledger")
+		}
+		id, err := strconv.ParseInt(arg, 10, 64)
+		if err != nil || id < 0 {
+			httpError(w, http.StatusBadRequest, "want ?ledger_id=<ledger id, a non-negative integer>")
+			return
+		}
+		info, err := t.LedgerInfo(id)
+		body := LedgerInfoBody{Bookie: string(t.ID()), LedgerID: id, Found: err == nil, Fenced: info.Fenced, Deleted: info.Deleted,
+			LastAddConfirmed: info.LastAddConfirmed, LastEntryID: info.LastEntryID, ExplicitLAC: info.HasExplicitLAC}
+		switch {
+		case errors.Is(err, storage.ErrNoLedger):
+			body.LastAddConfirmed, body.LastEntryID = -1, -1
+		case err != nil:
+			httpError(w, http.StatusInternalServerError, fmt.Sprintf("reading ledger %d: %v", id, err))
+			return
+		}
+		writeJSON(w, http.StatusOK, body)
 	})
 
 	mux.HandleFunc("/debug/pprof/", pprof.Index)

@@ -342,6 +342,12 @@ func (p *Process) TriggerGC() { p.gc.Trigger() }
 // GCRunning implements AdminTarget.
 func (p *Process) GCRunning() bool { return p.gc.Running() }
 
+// LedgerInfo implements AdminTarget: a read of the store's state of the
+// ledger that never fences or writes.
+func (p *Process) LedgerInfo(ledgerID int64) (storage.LedgerInfo, error) {
+	return p.store.LedgerInfo(ledgerID)
+}
+
 // Shutdown stops the bookie gracefully, in this order:
 //
 //  1. stop accepting connections and reading requests; requests already

@@ -534,3 +534,58 @@ func (s *Store) DiskUsage() (storage.DiskUsage, error) {
 	}
 	return best, nil
 }
+
+// LedgerInfo implements storage.Store. It reads the ledger's state under
+// its lock and writes nothing: no fence, no key, no flush. Unlike lookup it
+// reports fenced-and-deleted ledgers (as Deleted).
+func (s *Store) LedgerInfo(ledgerID int64) (storage.LedgerInfo, error) {
+	none := storage.LedgerInfo{LastAddConfirmed: -1, LastEntryID: -1}
+	if ledgerID < 0 {
+		return none, fmt.Errorf("%w: invalid ledger id %d", storage.ErrNoLedger, ledgerID)
+	}
+	sh := s.shardFor(ledgerID)
+	l := s.ledgers.peek(ledgerID)
+	if l == nil {
+		// Do not keep an object for an id the store does not hold.
+		st, err := sh.ix.LedgerState(ledgerID)
+		switch {
+		case isNoLedger(err):
+			return none, fmt.Errorf("%w: ledger %d", storage.ErrNoLedger, ledgerID)
+		case err != nil:
+			return none, fmt.Errorf("%w: ledger %d: %w", storage.ErrUnknownLedgerState, ledgerID, err)
+		case st.Deleted:
+			none.Fenced, none.Deleted = st.Fenced, true
+			return none, nil
+		}
+		l = s.ledgers.get(ledgerID)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.loadLocked(sh.ix); err != nil {
+		return none, err
+	}
+	if !l.mu.known {
+		return none, fmt.Errorf("%w: ledger %d", storage.ErrNoLedger, ledgerID)
+	}
+	if l.mu.deleted {
+		none.Fenced, none.Deleted = l.mu.fenced, true
+		return none, nil
+	}
+	if err := s.loadLACLocked(l); err != nil {
+		return none, err
+	}
+	last := l.mu.lastEntry
+	id, _, err := sh.ix.LastEntry(ledgerID)
+	switch {
+	case err == nil:
+		last = max(last, id)
+	case !errors.Is(err, index.ErrNoEntry):
+		return none, err
+	}
+	return storage.LedgerInfo{
+		Fenced:           l.mu.fenced,
+		LastAddConfirmed: l.mu.lac,
+		LastEntryID:      last,
+		HasExplicitLAC:   l.mu.explicit != nil,
+	}, nil
+}
