@@ -1,0 +1,201 @@
+package compat
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/foliodb/folio/client"
+)
+
+// javaBookie is an Apache BookKeeper bookie (org.apache.bookkeeper.server.Main)
+// on the shared etcd.
+type javaBookie struct {
+	addr    string
+	logPath string
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startJavaBookie writes a bk_server.conf and starts a Java bookie with it,
+// until the test ends. The config: loopback allowed and advertised as
+// 127.0.0.1 (a Java bookie refuses loopback addresses otherwise), the etcd
+// drivers, no HTTP server, a free port, a 1 s garbage collection period
+// (so that a GC pass runs during the test) and no over-replication GC pass
+// (on etcd it throws and aborts every GC pass, spec/metadata.md §2.9).
+func startJavaBookie(t *testing.T, classpath, uri string) func() javaBookie {
+	t.Helper()
+	dir := t.TempDir()
+	port := freePort(t)
+	conf := map[string]string{
+		"bookiePort":                         fmt.Sprint(port),
+		"advertisedAddress":                  "127.0.0.1",
+		"allowLoopback":                      "true",
+		"metadataServiceUri":                 uri,
+		"httpServerEnabled":                  "false",
+		"journalDirectories":                 filepath.Join(dir, "journal"),
+		"ledgerDirectories":                  filepath.Join(dir, "ledgers"),
+		"gcWaitTime":                         "1000",
+		"gcOverreplicatedLedgerWaitTime":     "0",
+		"diskUsageThreshold":                 "0.999",
+		"diskUsageWarnThreshold":             "0.998",
+		"journalPreAllocSizeMB":              "1",
+		"journalWriteBufferSizeKB":           "64",
+		"journalSyncData":                    "false", // a test: no fsync per add
+		"zkTimeout":                          "10000",
+		"bookkeeper.metadata.bookie.drivers": "org.apache.bookkeeper.metadata.etcd.EtcdMetadataBookieDriver",
+		"bookkeeper.metadata.client.drivers": "org.apache.bookkeeper.metadata.etcd.EtcdMetadataClientDriver",
+	}
+	var b strings.Builder
+	for k, v := range conf {
+		fmt.Fprintf(&b, "%s=%s\n", k, v)
+	}
+	confPath := filepath.Join(dir, "bk_server.conf")
+	if err := os.WriteFile(confPath, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jb := javaBookie{addr: fmt.Sprintf("127.0.0.1:%d", port), logPath: filepath.Join(dir, "bookie.log")}
+	logf, err := os.Create(jb.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("java",
+		"-Dbookkeeper.metadata.bookie.drivers=org.apache.bookkeeper.metadata.etcd.EtcdMetadataBookieDriver",
+		"-Dbookkeeper.metadata.client.drivers=org.apache.bookkeeper.metadata.etcd.EtcdMetadataClientDriver",
+		"-Xmx256m", "-cp", classpath, "org.apache.bookkeeper.server.Main", "--conf", confPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("compat: start Java bookie: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait(); logf.Close() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	// The caller waits for the bookie with the returned function, so that
+	// several bookies start at once.
+	return func() javaBookie {
+		t.Helper()
+		waitJavaBookie(t, jb, exited)
+		return jb
+	}
+}
+
+func waitJavaBookie(t *testing.T, jb javaBookie, exited chan error) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			t.Fatalf("compat: Java bookie exited: %v\n%s", err, tailFile(jb.logPath, 60))
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", jb.addr, time.Second); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("compat: Java bookie %s not listening within 90 s\n%s", jb.addr, tailFile(jb.logPath, 60))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("compat: Java bookie %s started", jb.addr)
+}
+
+// TestMixedEnsemble runs one Folio bookie and two Java bookies on one etcd:
+// every ledger with E=3 then spans both implementations. Each client writes
+// (two digest types per protocol, all four over both), the other reads
+// byte-exact; Java reads Folio's ledgers after Java bookie garbage collection
+// (every second) has run, so the Java bookies kept them.
+func TestMixedEnsemble(t *testing.T) {
+	requireJava(t)
+	classpath := buildJava(t)
+	cluster := startStandalone(t, 1)
+	wait0, wait1 := startJavaBookie(t, classpath, cluster.uri), startJavaBookie(t, classpath, cluster.uri)
+	jbs := []javaBookie{wait0(), wait1()}
+	defer func() {
+		if t.Failed() {
+			for _, jb := range jbs {
+				t.Logf("--- Java bookie %s log (tail) ---\n%s", jb.addr, tailFile(jb.logPath, 40))
+			}
+			t.Logf("--- folio standalone log (tail) ---\n%s", tailFile(cluster.logPath, 40))
+		}
+	}()
+	// Let both Java bookies' registrations reach the clients' watches.
+	time.Sleep(2 * time.Second)
+
+	for mi, mode := range []string{"v3", "v2"} {
+		t.Run(mode, func(t *testing.T) {
+			fc := newFolioClient(t, cluster.uri, mode)
+			seedBase := int64(mi+1)*100 + 50
+			const n = 30
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+
+			// Java writes, Folio reads.
+			modeDigests := digests[2*mi : 2*mi+2]
+			var names []string
+			for _, d := range modeDigests {
+				names = append(names, d.java)
+			}
+			ops := runDriver(t, classpath, cluster.uri, mode, "write", "--digest", strings.Join(names, ","),
+				"--password", password, "--entries", fmt.Sprint(n), "--seed", fmt.Sprint(seedBase+1))
+			for _, r := range ops {
+				lac, got := folioReadAll(ctx, t, fc, r.int("ledgerId"), false)
+				if lac != n-1 {
+					t.Errorf("folio read of Java %s ledger on the mixed ensemble: LAC %d", r.str("digest"), lac)
+				}
+				checkPayloads(t, "folio read of Java "+r.str("digest")+" ledger (mixed ensemble)", r.int("ledgerId"), seedBase+1, got, n)
+			}
+
+			// Folio writes, Java reads, also after Java bookie GC ran.
+			var ids []string
+			for _, d := range modeDigests {
+				w, err := fc.CreateLedger(ctx, client.LedgerOptions{EnsembleSize: 3, WriteQuorumSize: 2, AckQuorumSize: 2,
+					DigestType: d.folio, Password: []byte(password)})
+				if err != nil {
+					t.Fatalf("folio create on the mixed cluster: %v", err)
+				}
+				for i := range int64(n) {
+					if _, err := w.Append(ctx, payload(seedBase+2, i)); err != nil {
+						t.Fatalf("folio append %d (mixed ensemble): %v", i, err)
+					}
+				}
+				if err := w.Close(ctx); err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, fmt.Sprint(w.ID()))
+			}
+			time.Sleep(3 * time.Second) // gcWaitTime is 1 s: GC passes run meanwhile
+			ops = runDriver(t, classpath, cluster.uri, mode, "read", "--ledger", strings.Join(ids, ","), "--password", password)
+			for i, r := range ops {
+				what := "java read (after Java bookie GC) of Folio " + modeDigests[i].java + " ledger (mixed ensemble)"
+				if r.int("lac") != n-1 {
+					t.Errorf("%s: LAC %d", what, r.int("lac"))
+				}
+				checkPayloads(t, what, r.int("ledgerId"), seedBase+2, javaEntries(t, r), n)
+			}
+		})
+	}
+}
