@@ -27,6 +27,7 @@ import (
 const (
 	DefaultLostBookieRecoveryDelay = 0
 	DefaultBookieCheckInterval     = 86400 * time.Second
+	DefaultLedgerCheckInterval     = 604800 * time.Second
 	DefaultSessionTTL              = metadata.DefaultSessionTTL
 	// DefaultRetryInterval is how long a loop waits after a metadata error.
 	DefaultRetryInterval = time.Second
@@ -49,6 +50,19 @@ type AuditorConfig struct {
 	// BookieCheckInterval is the period of the full bookie check
 	// (auditorPeriodicBookieCheckInterval); < 0 disables it.
 	BookieCheckInterval time.Duration
+	// LedgerCheckInterval is the period of the check of every ledger's
+	// entries on their bookies (auditorPeriodicCheckInterval, BookKeeper's
+	// LedgerChecker); < 0 disables it.
+	LedgerCheckInterval time.Duration
+	// LedgerVerificationPercentage is the share of each bookie's entries in
+	// a fragment that the ledger check reads
+	// (auditorLedgerVerificationPercentage); 0 reads only the first and last.
+	LedgerVerificationPercentage int
+	// PlacementPolicyCheckInterval is the period of the placement policy
+	// check of closed ledgers
+	// (auditorPeriodicPlacementPolicyCheckInterval); 0 (the default) or < 0
+	// disables it.
+	PlacementPolicyCheckInterval time.Duration
 	// RetryInterval is the pause after a metadata error.
 	RetryInterval time.Duration
 	// Logger receives progress; nil discards.
