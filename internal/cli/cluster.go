@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	shellSubcommands = append(shellSubcommands, newInitNewClusterCommand, newMetaFormatCommand)
+	shellSubcommands = append(shellSubcommands, newInitNewClusterCommand, newMetaFormatCommand, newWhatIsInstanceIDCommand)
 }
 
 // ClusterView is what `initnewcluster` and `metaformat` print.
@@ -52,6 +52,36 @@ func newInitNewClusterCommand(o *ShellOptions) *cobra.Command {
 				return fmt.Errorf("initialising a cluster at %s: %w", o.MetadataURI(), err)
 			}
 			return ClusterView{MetadataServiceURI: o.MetadataURI(), InstanceID: id}.print(cmd, o, "initialised")
+		},
+	}
+}
+
+func newWhatIsInstanceIDCommand(o *ShellOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "whatisinstanceid",
+		Short: "Print the cluster's instance id",
+		Long: "Print the instance id stored in the metadata store (every bookie's cookie\n" +
+			"carries it), as BookKeeper's whatisinstanceid does.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			d, err := openMetadata(ctx, o)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			id, err := d.ReadInstanceID(ctx)
+			switch {
+			case errors.Is(err, metadata.ErrNoCluster):
+				return WithHint(fmt.Errorf("no cluster at %s", o.MetadataURI()),
+					"run `folio shell initnewcluster` first, or check --metadata-service-uri")
+			case err != nil:
+				return fmt.Errorf("reading the instance id at %s: %w", o.MetadataURI(), err)
+			}
+			return o.Printer(cmd).Print(ClusterView{MetadataServiceURI: o.MetadataURI(), InstanceID: id}, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "Metadata Service Uri: %s InstanceId: %s\n", o.MetadataURI(), id)
+				return err
+			})
 		},
 	}
 }

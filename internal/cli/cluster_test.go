@@ -22,13 +22,23 @@ func TestInitNewClusterAndMetaFormatOnEtcd(t *testing.T) {
 		return run(t, nil, append([]string{"shell", "--metadata-service-uri", uri}, args...)...)
 	}
 
-	code, out, errOut := shell("initnewcluster", "-o", "json")
+	code, out, errOut := shell("whatisinstanceid")
+	if code != ExitFail || out != "" || !strings.Contains(errOut, "no cluster") {
+		t.Fatalf("whatisinstanceid before initnewcluster: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+
+	code, out, errOut = shell("initnewcluster", "-o", "json")
 	if code != ExitOK {
 		t.Fatalf("initnewcluster: exit %d: %s", code, errOut)
 	}
 	var first ClusterView
 	if err := json.Unmarshal([]byte(out), &first); err != nil || first.MetadataServiceURI != uri || len(first.InstanceID) != 36 {
 		t.Fatalf("initnewcluster -o json: %q (%v)", out, err)
+	}
+
+	code, out, errOut = shell("whatisinstanceid")
+	if want := "Metadata Service Uri: " + uri + " InstanceId: " + first.InstanceID + "\n"; code != ExitOK || out != want {
+		t.Fatalf("whatisinstanceid: exit %d, stdout %q (want %q), stderr %q", code, out, want, errOut)
 	}
 
 	code, out, errOut = shell("initnewcluster")
