@@ -104,6 +104,11 @@ func ChooseReplacement(writable []metadata.BookieID, exclude []metadata.BookieID
 // bookie by target in that segment by CAS (re-reading on a version
 // conflict). It needs the ledger's password from its metadata.
 //
+// The bookie being replaced is a source only when lost does not name it (a
+// healthy bookie moved for placement), and then only after the other
+// replicas failed: a lost bookie, or one whose copy is bad (pass it in
+// lost), is never read.
+//
 // limit, if not nil, is waited on for each copied entry's bytes (the
 // re-replication rate limit).
 func (b *Bookies) ReplicateFragment(ctx context.Context, md metadata.LedgerManager, id int64, m *metadata.LedgerMetadata,
@@ -179,12 +184,20 @@ func (b *Bookies) ReplicateFragment(ctx context.Context, md metadata.LedgerManag
 
 // readVerified reads entry e from the write set's other members (skipping
 // lost bookies), verifies its digest, and returns a copy of the stored body.
+// The member at bad is tried last, and only if lost does not name it.
 func (b *Bookies) readVerified(ctx context.Context, id, e int64, ensemble []metadata.BookieID, ws []int, bad int,
 	lost []metadata.BookieID, dig *digest.Digester) ([]byte, error) {
 	var errs []error
+	order := make([]int, 0, len(ws))
 	for _, i := range ws {
+		if i != bad {
+			order = append(order, i)
+		}
+	}
+	order = append(order, bad)
+	for _, i := range order {
 		src := ensemble[i]
-		if i == bad || slices.Contains(lost, src) {
+		if slices.Contains(lost, src) {
 			continue
 		}
 		var body []byte

@@ -1,9 +1,12 @@
 // Package autorecovery is Folio's AutoRecovery (spec/protocol.md §6): the
 // Auditor, elected once per cluster, which finds ledgers with data on lost
-// bookies and marks them under-replicated; and the ReplicationWorker, which
-// takes the lock on an under-replicated ledger, copies its fragments from
-// lost bookies to replacements (admin.ReplicateFragment) and clears the
-// record only if its version is unchanged.
+// bookies, and (periodic ledger check, admin.LedgerChecker) ledgers whose
+// registered bookies lack entries, and marks them under-replicated; and the
+// ReplicationWorker, which takes the lock on an under-replicated ledger,
+// copies its fragments from lost or bad bookies to replacements
+// (admin.ReplicateFragment) and clears the record only if its version is
+// unchanged. Optionally the auditor also checks ensembles against the
+// placement policy, and workers move data to fix them.
 //
 // Both keep their state in the metadata store (metadata.AutoRecoveryDriver):
 // locks and the election are tied to sessions (leases), so a crashed process
@@ -16,10 +19,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
+	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/clock"
+	"github.com/foliodb/folio/internal/ledger/placement"
 	"github.com/foliodb/folio/internal/metadata"
 )
 
@@ -58,11 +65,27 @@ type AuditorConfig struct {
 	// a fragment that the ledger check reads
 	// (auditorLedgerVerificationPercentage); 0 reads only the first and last.
 	LedgerVerificationPercentage int
+	// LedgerCheckConcurrency is how many ledgers the ledger and placement
+	// checks handle at a time; ≤ 0 means DefaultLedgerCheckConcurrency.
+	LedgerCheckConcurrency int
+	// Bookies reads entries for the ledger check; nil: each check opens
+	// its own connections and closes them when done.
+	Bookies *admin.Bookies
 	// PlacementPolicyCheckInterval is the period of the placement policy
 	// check of closed ledgers
 	// (auditorPeriodicPlacementPolicyCheckInterval); 0 (the default) or < 0
 	// disables it.
 	PlacementPolicyCheckInterval time.Duration
+	// PlacementPolicy judges ensembles in the placement check, e.g. a
+	// placement.RackAware with the cluster's rack locations; nil means
+	// placement.Random's rule (distinct bookies).
+	PlacementPolicy placement.AdherenceChecker
+	// RepairPlacement makes the placement check mark ledgers that do not
+	// adhere (listing the bookies to move) when the writable bookies allow
+	// a compliant placement (repairedPlacementPolicyNotAdheringBookieEnable;
+	// default false). Workers need the same PlacementPolicy and
+	// RepairPlacement to move them; otherwise they clear such records.
+	RepairPlacement bool
 	// RetryInterval is the pause after a metadata error.
 	RetryInterval time.Duration
 	// Logger receives progress; nil discards.
@@ -80,6 +103,12 @@ func (c *AuditorConfig) setDefaults() {
 	}
 	if c.BookieCheckInterval == 0 {
 		c.BookieCheckInterval = DefaultBookieCheckInterval
+	}
+	if c.LedgerCheckInterval == 0 {
+		c.LedgerCheckInterval = DefaultLedgerCheckInterval
+	}
+	if c.PlacementPolicy == nil {
+		c.PlacementPolicy = placement.NewRandom(rand.NewPCG(0, 0)) // Adheres draws nothing
 	}
 	if c.RetryInterval <= 0 {
 		c.RetryInterval = DefaultRetryInterval
@@ -246,8 +275,25 @@ func union(a, b []metadata.BookieID) []metadata.BookieID {
 	return slices.Compact(out)
 }
 
-// lead runs the elected auditor until ctx ends or a watch fails.
+// lead runs the elected auditor until ctx ends or a watch fails. The
+// ledger and placement checks run on their own goroutines (a check of all
+// ledgers may take hours and must not hold up the bookie check); they stop
+// with lead.
 func (a *Auditor) lead(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var checks sync.WaitGroup
+	defer checks.Wait()
+	defer cancel()
+	if d := a.cfg.LedgerCheckInterval; d > 0 {
+		checks.Go(func() {
+			a.every(ctx, d, "ledger check", func() error { _, err := a.CheckAllLedgers(ctx); return err })
+		})
+	}
+	if d := a.cfg.PlacementPolicyCheckInterval; d > 0 {
+		checks.Go(func() {
+			a.every(ctx, d, "placement check", func() error { _, err := a.CheckPlacement(ctx); return err })
+		})
+	}
 	bch, err := a.cfg.Driver.WatchBookies(ctx)
 	if err != nil {
 		return err
@@ -342,6 +388,29 @@ func (a *Auditor) lead(ctx context.Context) error {
 			periodic = clk.After(a.cfg.BookieCheckInterval)
 			// Skipped while a delayed audit is pending, so the delay holds.
 			auditNow = t.deadline.IsZero()
+		}
+	}
+}
+
+// every runs check each interval, the first one interval after the
+// election (BookKeeper keeps the last run's time in ZooKeeper and catches
+// up after a failover; Folio's metadata has no such record yet), until ctx
+// ends. A failed check is retried after RetryInterval.
+func (a *Auditor) every(ctx context.Context, interval time.Duration, what string, check func() error) {
+	wait := interval
+	for {
+		select {
+		case <-a.cfg.Clock.After(wait):
+		case <-ctx.Done():
+			return
+		}
+		wait = interval
+		if err := check(); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			a.log.Warn(what+" failed; retrying", "err", err)
+			wait = a.cfg.RetryInterval
 		}
 	}
 }

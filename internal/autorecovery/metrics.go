@@ -23,6 +23,17 @@ type Metrics struct {
 	failures          prometheus.Counter
 	openFenced        prometheus.Counter
 	underReplicated   prometheus.Collector // nil without a store
+
+	ledgerChecks          prometheus.Counter
+	ledgerCheckFailures   prometheus.Counter
+	ledgersChecked        prometheus.Counter
+	ledgerCheckMarked     prometheus.Counter
+	ledgerCheckDuration   prometheus.Gauge
+	placementChecks       prometheus.Counter
+	placementNotAdhering  prometheus.Gauge
+	placementSoftAdhering prometheus.Gauge
+	placementMarked       prometheus.Counter
+	placementDuration     prometheus.Gauge
 }
 
 // NewMetrics returns the collectors. With ar not nil, each scrape also
@@ -31,6 +42,9 @@ type Metrics struct {
 func NewMetrics(ar metadata.UnderReplication) *Metrics {
 	c := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "folio", Subsystem: "autorecovery", Name: name, Help: help})
+	}
+	g := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "folio", Subsystem: "autorecovery", Name: name, Help: help})
 	}
 	m := &Metrics{
 		isAuditor: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "folio", Subsystem: "autorecovery", Name: "is_auditor",
@@ -43,6 +57,19 @@ func NewMetrics(ar metadata.UnderReplication) *Metrics {
 		ledgersReplicated: c("ledgers_replicated_total", "Under-replication records cleared after repair."),
 		failures:          c("rereplication_failures_total", "Ledger repairs that failed (retried later)."),
 		openFenced:        c("open_ledgers_fenced_total", "OPEN ledgers fenced and closed after the grace period."),
+
+		ledgerChecks:        c("ledger_checks_total", "Checks of all ledgers' entries on their bookies completed by this process's auditor."),
+		ledgerCheckFailures: c("ledger_check_failures_total", "Checks of all ledgers that failed (retried)."),
+		ledgersChecked:      c("ledgers_checked_total", "Ledgers whose entries the ledger check read on their bookies."),
+		ledgerCheckMarked:   c("ledger_check_ledgers_marked_total", "Ledgers the ledger check marked under-replicated (bad fragments); also in ledgers_marked_total."),
+		ledgerCheckDuration: g("ledger_check_duration_seconds", "Duration of the last completed check of all ledgers."),
+		placementChecks:     c("placement_checks_total", "Placement policy checks completed by this process's auditor."),
+		placementNotAdhering: g("placement_not_adhering_ledgers",
+			"Closed ledgers with an ensemble that does not adhere to the placement policy, at the last placement check."),
+		placementSoftAdhering: g("placement_softly_adhering_ledgers",
+			"Closed ledgers whose ensembles adhere to the placement policy only softly, at the last placement check."),
+		placementMarked:   c("placement_ledgers_marked_total", "Ledgers the placement check marked for re-placement (RepairPlacement); also in ledgers_marked_total."),
+		placementDuration: g("placement_check_duration_seconds", "Duration of the last completed placement policy check."),
 	}
 	if ar != nil {
 		m.underReplicated = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "folio", Subsystem: "autorecovery",
@@ -69,7 +96,9 @@ func NewMetrics(ar metadata.UnderReplication) *Metrics {
 
 func (m *Metrics) collectors() []prometheus.Collector {
 	cs := []prometheus.Collector{m.isAuditor, m.audits, m.auditFailures, m.ledgersMarked, m.fragments, m.entries,
-		m.ledgersReplicated, m.failures, m.openFenced}
+		m.ledgersReplicated, m.failures, m.openFenced,
+		m.ledgerChecks, m.ledgerCheckFailures, m.ledgersChecked, m.ledgerCheckMarked, m.ledgerCheckDuration,
+		m.placementChecks, m.placementNotAdhering, m.placementSoftAdhering, m.placementMarked, m.placementDuration}
 	if m.underReplicated != nil {
 		cs = append(cs, m.underReplicated)
 	}
@@ -126,4 +155,34 @@ func (m *Metrics) inc(c func(*Metrics) prometheus.Counter) {
 		return
 	}
 	c(m).Inc()
+}
+
+func (m *Metrics) ledgerChecked(r LedgerCheckResult, err error) {
+	if m == nil || r.Skipped && err == nil {
+		return
+	}
+	m.ledgersChecked.Add(float64(r.Ledgers))
+	m.ledgerCheckMarked.Add(float64(len(r.Marked)))
+	m.ledgersMarked.Add(float64(len(r.Marked)))
+	if err != nil {
+		m.ledgerCheckFailures.Inc()
+		return
+	}
+	m.ledgerChecks.Inc()
+	m.ledgerCheckDuration.Set(r.Duration.Seconds())
+}
+
+func (m *Metrics) placementChecked(r PlacementCheckResult, err error) {
+	if m == nil {
+		return
+	}
+	m.placementMarked.Add(float64(len(r.Marked)))
+	m.ledgersMarked.Add(float64(len(r.Marked)))
+	if err != nil {
+		return
+	}
+	m.placementChecks.Inc()
+	m.placementNotAdhering.Set(float64(len(r.NotAdhering)))
+	m.placementSoftAdhering.Set(float64(len(r.SoftlyAdhering)))
+	m.placementDuration.Set(r.Duration.Seconds())
 }

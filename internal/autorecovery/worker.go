@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/foliodb/folio/client"
 	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/clock"
+	"github.com/foliodb/folio/internal/ledger/placement"
 	"github.com/foliodb/folio/internal/metadata"
 )
 
@@ -57,9 +59,24 @@ type WorkerConfig struct {
 	Logger *slog.Logger
 	// Metrics, if not nil, records the work done.
 	Metrics *Metrics
+	// LedgerVerificationPercentage is the share of a bookie's entries the
+	// re-check of a bookie that is registered but named in a record reads
+	// (as AuditorConfig's; use the same value, or a copy the auditor found
+	// bad may be judged fine and its record cleared).
+	LedgerVerificationPercentage int
+	// PlacementPolicy and RepairPlacement: with RepairPlacement, closed
+	// fragments that name a bookie of the record and do not adhere to
+	// PlacementPolicy are moved to policy-compliant bookies (the
+	// auditor's RepairPlacement marks them). Nil PlacementPolicy means
+	// placement.Random's rule.
+	PlacementPolicy placement.AdherenceChecker
+	RepairPlacement bool
 }
 
 func (c *WorkerConfig) setDefaults() {
+	if c.PlacementPolicy == nil {
+		c.PlacementPolicy = placement.NewRandom(rand.NewPCG(0, 0)) // Adheres and PlanRepair draw nothing
+	}
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}
@@ -242,6 +259,10 @@ func (w *Worker) repair(ctx context.Context, id int64, lock metadata.Lock) error
 		return err
 	}
 	md := w.cfg.Driver
+	// verified: the registered bookies the record names were re-checked
+	// and hold every entry of the closed fragments (placement moves, which
+	// may follow, do not undo that).
+	verified := false
 	for attempt := 0; ; attempt++ {
 		if attempt > 10*len(rec.MissingReplicas)+100 {
 			return fmt.Errorf("ledger %d: no progress", id)
@@ -272,19 +293,46 @@ func (w *Worker) repair(ctx context.Context, id int64, lock metadata.Lock) error
 			}
 		}
 		if len(lost) == 0 {
+			// Bookies the record names that are registered: the ledger
+			// check found copies on them bad, or the placement check wants
+			// them moved. Re-check them: if they are fine now, there is
+			// nothing to do.
+			var suspects []metadata.BookieID
+			for _, b := range rec.MissingReplicas {
+				if slices.ContainsFunc(m.Ensembles, func(s metadata.Segment) bool { return slices.Contains(s.Ensemble, b) }) {
+					suspects = append(suspects, b)
+				}
+			}
+			if len(suspects) == 0 {
+				return w.clear(ctx, id, rec.Version)
+			}
+			if !verified {
+				ok, err := w.repairBad(ctx, id, m, suspects, writable, avail)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					continue // something changed: re-read
+				}
+				verified = true
+			}
+			if w.cfg.RepairPlacement && m.IsClosed() {
+				moved, err := w.repairPlacement(ctx, id, m, suspects, writable)
+				if err != nil {
+					return err
+				}
+				if moved {
+					continue
+				}
+			}
 			return w.clear(ctx, id, rec.Version)
 		}
 		if !m.IsClosed() && slices.ContainsFunc(m.Ensembles[len(m.Ensembles)-1].Ensemble, func(b metadata.BookieID) bool { return slices.Contains(lost, b) }) {
 			// The writer may still replace the bookie itself; after the
 			// grace period, fence and close (its adds then fail).
-			if !w.graceOver(id) {
-				return errDeferred
+			if err := w.fenceAfterGrace(ctx, id); err != nil {
+				return err
 			}
-			if _, err := admin.RecoverLedger(ctx, w.cfg.Client, md, id, admin.RecoverOptions{}); err != nil {
-				return fmt.Errorf("ledger %d: fencing and closing: %w", id, err)
-			}
-			w.log.Info("fenced and closed open ledger after the grace period", "ledger", id)
-			w.cfg.Metrics.inc(func(m *Metrics) prometheus.Counter { return m.openFenced })
 			continue
 		}
 		// Repair the first fragment with a lost bookie, then re-read.
@@ -303,11 +351,8 @@ func (w *Worker) repair(ctx context.Context, id int64, lock metadata.Lock) error
 				if err != nil && !errors.Is(err, admin.ErrFragmentChanged) {
 					return err
 				}
-				if err == nil && !res.Skipped {
-					w.cfg.Metrics.fragment(res.Entries)
-				}
 				if err == nil {
-					w.log.Info("re-replicated fragment", "ledger", id, "segment", res.Segment, "from", res.From, "to", res.To, "entries", res.Entries, "skipped", res.Skipped)
+					w.replicated(id, res)
 				}
 				done = false
 				break frags
@@ -319,6 +364,128 @@ func (w *Worker) repair(ctx context.Context, id int64, lock metadata.Lock) error
 			return fmt.Errorf("ledger %d: lost bookies %v left in segments that cannot be repaired yet", id, lost)
 		}
 	}
+}
+
+// replicated counts and logs one fragment copy.
+func (w *Worker) replicated(id int64, res admin.ReplicateResult) {
+	if !res.Skipped {
+		w.cfg.Metrics.fragment(res.Entries)
+	}
+	w.log.Info("re-replicated fragment", "ledger", id, "segment", res.Segment, "from", res.From, "to", res.To, "entries", res.Entries, "skipped", res.Skipped)
+}
+
+// fenceAfterGrace fences and closes an OPEN ledger whose last fragment
+// cannot be repaired while it may grow, once its grace period is over
+// (errDeferred before).
+func (w *Worker) fenceAfterGrace(ctx context.Context, id int64) error {
+	if !w.graceOver(id) {
+		return errDeferred
+	}
+	if _, err := admin.RecoverLedger(ctx, w.cfg.Client, w.cfg.Driver, id, admin.RecoverOptions{}); err != nil {
+		return fmt.Errorf("ledger %d: fencing and closing: %w", id, err)
+	}
+	w.log.Info("fenced and closed open ledger after the grace period", "ledger", id)
+	w.cfg.Metrics.inc(func(m *Metrics) prometheus.Counter { return m.openFenced })
+	return nil
+}
+
+// repairBad re-checks the copies of the registered bookies suspects (spec
+// §6.6 step 2) with the LedgerChecker and replaces each that is still bad
+// in a closed fragment: its entries are copied to a writable bookie outside
+// the fragment's ensemble from the other replicas, never from it, and the
+// ensemble is updated by CAS (the lost-bookie path). A bad copy in the
+// open last fragment of an OPEN ledger is left to its writer for the grace
+// period, then the ledger is fenced and closed so that the next pass can
+// copy it. ok reports that no suspect is bad any more; false means
+// something changed (re-read the metadata and call again).
+func (w *Worker) repairBad(ctx context.Context, id int64, m *metadata.LedgerMetadata, suspects, writable, avail []metadata.BookieID) (ok bool, err error) {
+	lac := m.LastEntryID
+	if !m.IsClosed() {
+		lac = w.cfg.Bookies.ReadLAC(ctx, id, m)
+	}
+	chk := &admin.LedgerChecker{Reader: w.cfg.Bookies, Percentage: w.cfg.LedgerVerificationPercentage}
+	frags, err := chk.Check(ctx, admin.CheckRequest{LedgerID: id, Metadata: m, LAC: lac, Bookies: suspects,
+		Available: func(b metadata.BookieID) bool { return slices.Contains(avail, b) }})
+	if err != nil {
+		return false, err
+	}
+	repaired, openBad := false, false
+	for _, f := range frags {
+		if len(f.Bad) == 0 {
+			continue
+		}
+		if !f.Closed {
+			openBad = true
+			continue
+		}
+		bad := make([]metadata.BookieID, len(f.Bad))
+		for k, i := range f.Bad {
+			bad[k] = f.Ensemble[i]
+		}
+		w.log.Info("registered bookie lacks entries; replacing it", "ledger", id, "segment", f.Segment, "bad", bad)
+		g := f.Fragment
+		g.Ensemble = slices.Clone(f.Ensemble)
+		for _, i := range f.Bad {
+			target, err := admin.ChooseReplacement(writable, slices.Concat(g.Ensemble, bad), nil)
+			if err != nil {
+				return false, err
+			}
+			res, err := w.cfg.Bookies.ReplicateFragment(ctx, w.cfg.Driver, id, m, g, i, target, bad, w.limit)
+			if errors.Is(err, admin.ErrFragmentChanged) {
+				return false, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			w.replicated(id, res)
+			g.Ensemble[i] = target
+			repaired = true
+		}
+	}
+	switch {
+	case repaired:
+		return false, nil
+	case openBad:
+		return false, w.fenceAfterGrace(ctx, id)
+	}
+	return true, nil
+}
+
+// repairPlacement moves, in the first closed fragment that names a suspect
+// and does not adhere to the placement policy, the bookies a
+// policy-compliant plan replaces (RepairPlacement), copying from the other
+// replicas (the moved bookie, healthy, only as a last resort). moved
+// reports that the metadata changed; a fragment the writable bookies cannot
+// make adhere is left as it is.
+func (w *Worker) repairPlacement(ctx context.Context, id int64, m *metadata.LedgerMetadata, suspects, writable []metadata.BookieID) (moved bool, err error) {
+	pol := w.cfg.PlacementPolicy
+	for _, f := range admin.ClosedFragments(m) {
+		if !slices.ContainsFunc(f.Ensemble, func(b metadata.BookieID) bool { return slices.Contains(suspects, b) }) ||
+			pol.Adheres(f.Ensemble, m.WriteQuorum, m.AckQuorum) != placement.NotAdhering {
+			continue
+		}
+		plan, ok := pol.PlanRepair(f.Ensemble, m.WriteQuorum, m.AckQuorum, shuffled(writable))
+		if !ok {
+			w.log.Warn("no placement-compliant replacement among the writable bookies", "ledger", id, "segment", f.Segment, "ensemble", f.Ensemble)
+			continue
+		}
+		g := f
+		g.Ensemble = slices.Clone(f.Ensemble)
+		for _, i := range slices.Sorted(maps.Keys(plan)) {
+			res, err := w.cfg.Bookies.ReplicateFragment(ctx, w.cfg.Driver, id, m, g, i, plan[i], nil, w.limit)
+			if errors.Is(err, admin.ErrFragmentChanged) {
+				return true, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			w.replicated(id, res)
+			g.Ensemble[i] = plan[i]
+		}
+		w.log.Info("moved fragment for placement", "ledger", id, "segment", f.Segment, "ensemble", g.Ensemble)
+		return true, nil
+	}
+	return false, nil
 }
 
 // graceOver reports whether ledger id's grace period has passed, starting
@@ -343,7 +510,13 @@ func (w *Worker) graceOver(id int64) bool {
 // clear deletes the record if its version is unchanged; if the auditor
 // marked it again meanwhile the record stays (and is repaired again).
 func (w *Worker) clear(ctx context.Context, id int64, v metadata.Version) error {
-	err := w.ar.MarkLedgerReplicated(ctx, id, v)
+	// Not on ctx: repair's ctx ends when the lock goes, and clearing the
+	// record releases the lock, so the driver's last steps (removing empty
+	// parents) would see their own context cancelled. The version check
+	// keeps a late clear safe.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err := w.ar.MarkLedgerReplicated(cctx, id, v)
 	if err == nil {
 		w.cfg.Metrics.inc(func(m *Metrics) prometheus.Counter { return m.ledgersReplicated })
 	}

@@ -6,15 +6,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
-	"github.com/foliodb/folio/client"
-	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/autorecovery"
+	"github.com/foliodb/folio/internal/ledger/placement"
 	"github.com/foliodb/folio/internal/metadata"
 )
 
@@ -295,16 +296,21 @@ func newTriggerAuditCommand(o *ShellOptions) *cobra.Command {
 func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 	o := &ShellOptions{env: env}
 	var (
-		id, metricsAddr                        string
-		workers, rateLimit                     int
+		id, metricsAddr, rackFile              string
+		workers, rateLimit, verifyPct, minRack int
 		delay, grace, checkInterval, ttl, poll time.Duration
+		ledgerCheck, placementCheck            time.Duration
+		repairPlacement                        bool
 	)
 	cmd := &cobra.Command{
 		Use:   "autorecovery",
 		Short: "Run AutoRecovery: the auditor election and replication workers",
 		Long: "Run AutoRecovery as its own process: it campaigns to be the cluster's one\n" +
-			"auditor (which marks the ledgers of lost bookies under-replicated) and runs\n" +
-			"replication workers (which copy those ledgers' fragments to other bookies).\n" +
+			"auditor (which marks the ledgers of lost bookies under-replicated and, every\n" +
+			"--ledger-check-interval, those whose entries are missing or corrupt on live\n" +
+			"bookies) and runs replication workers (which copy those ledgers' fragments\n" +
+			"to other bookies). --placement-check-interval also counts closed ledgers\n" +
+			"whose ensembles break the placement policy; --repair-placement moves them.\n" +
 			"Run several for availability: one is the auditor, all replicate.\n" +
 			"SIGTERM or Ctrl-C stops it; its locks and election pass to the others.",
 		Args: cobra.NoArgs,
@@ -312,6 +318,13 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 			bid := metadata.BookieID(id)
 			if err := metadata.ValidateBookieID(bid); err != nil {
 				return Usagef(cmd, "--id %q: %v (use host:port)", id, err)
+			}
+			policy, err := placementChecker(cmd, rackFile, minRack)
+			if err != nil {
+				return err
+			}
+			if verifyPct < 0 || verifyPct > 100 {
+				return Usagef(cmd, "--ledger-verification-percentage %d: want 0..100", verifyPct)
 			}
 			ctx := cmd.Context()
 			log := slog.New(slog.NewTextHandler(env.Stderr, nil))
@@ -335,34 +348,35 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 				defer stop()
 				defer cancel()
 			}
-			a, err := autorecovery.NewAuditor(autorecovery.AuditorConfig{Driver: d, ID: bid, SessionTTL: ttl,
-				LostBookieRecoveryDelay: delay, BookieCheckInterval: checkInterval, Logger: log, Metrics: metrics})
+			n := workers
+			if n == 0 {
+				n = -1 // --workers 0: the auditor candidate only
+			}
+			svc, err := autorecovery.StartService(ctx, autorecovery.ServiceConfig{
+				Driver: d, MetadataServiceURI: o.MetadataURI(), ID: bid, Workers: n, Logger: log, Metrics: metrics,
+				Auditor: autorecovery.AuditorConfig{SessionTTL: ttl, LostBookieRecoveryDelay: delay, BookieCheckInterval: checkInterval,
+					LedgerCheckInterval: ledgerCheck, LedgerVerificationPercentage: verifyPct,
+					PlacementPolicyCheckInterval: placementCheck, PlacementPolicy: policy, RepairPlacement: repairPlacement},
+				Worker: autorecovery.WorkerConfig{SessionTTL: ttl, OpenLedgerRereplicationGracePeriod: grace, PollInterval: poll,
+					RateLimitBytesPerSecond: rateLimit, LedgerVerificationPercentage: verifyPct,
+					PlacementPolicy: policy, RepairPlacement: repairPlacement},
+			})
 			if err != nil {
 				return err
 			}
-			c, err := client.New(ctx, client.Config{MetadataServiceURI: o.MetadataURI()})
-			if err != nil {
-				return err
+			var failure error
+			select {
+			case <-ctx.Done():
+			case err := <-svc.Failed():
+				failure = fmt.Errorf("autorecovery: %w", err)
 			}
-			defer c.Close()
-			bks := admin.NewBookies(0, log)
-			defer bks.Close()
-			done := make(chan error, workers+1)
-			go func() { done <- a.Run(ctx) }()
-			for range workers {
-				w, err := autorecovery.NewWorker(autorecovery.WorkerConfig{Driver: d, Client: c, Bookies: bks, ID: bid,
-					SessionTTL: ttl, OpenLedgerRereplicationGracePeriod: grace, PollInterval: poll,
-					RateLimitBytesPerSecond: rateLimit, Logger: log, Metrics: metrics})
-				if err != nil {
-					return err
-				}
-				go func() { done <- w.Run(ctx) }()
+			// The workers drop their copies and locks, the auditor resigns.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := svc.Stop(sctx); err != nil {
+				log.Warn("autorecovery stopped uncleanly", "err", err)
 			}
-			log.Info("autorecovery running", "id", bid, "workers", workers, "metadata", o.MetadataURI())
-			for range workers + 1 {
-				<-done
-			}
-			return nil
+			return failure
 		},
 	}
 	f := cmd.Flags()
@@ -374,7 +388,42 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 	f.DurationVar(&delay, "lost-bookie-recovery-delay", autorecovery.DefaultLostBookieRecoveryDelay, "delay used while none is stored (lostbookierecoverydelay --set stores one)")
 	f.DurationVar(&grace, "open-ledger-rereplication-grace-period", autorecovery.DefaultOpenLedgerRereplicationGracePeriod, "how long an open ledger's writer may replace a lost bookie itself before the ledger is fenced")
 	f.DurationVar(&checkInterval, "bookie-check-interval", autorecovery.DefaultBookieCheckInterval, "period of the full bookie check (negative: off)")
+	f.DurationVar(&ledgerCheck, "ledger-check-interval", autorecovery.DefaultLedgerCheckInterval,
+		"period of the check of every ledger's entries on its bookies (auditorPeriodicCheckInterval; negative: off)")
+	f.IntVar(&verifyPct, "ledger-verification-percentage", 0,
+		"percentage (0..100) of each bookie's entries per fragment the ledger check reads besides its first and last")
+	f.DurationVar(&placementCheck, "placement-check-interval", 0, "period of the placement policy check of closed ledgers (0: off)")
+	f.StringVar(&rackFile, "rack-locations", "",
+		"bookie location file (\"bookie-id /region/rack\" per line) the placement check judges by (default: distinct bookies adhere)")
+	f.IntVar(&minRack, "min-racks-per-write-quorum", placement.DefaultMinRacksPerWriteQuorum,
+		"racks every write set must span to adhere, capped at the write quorum (with --rack-locations)")
+	f.BoolVar(&repairPlacement, "repair-placement", false,
+		"mark closed ledgers that do not adhere to the placement policy and move their data to compliant bookies")
 	f.DurationVar(&ttl, "session-ttl", autorecovery.DefaultSessionTTL, "lease TTL of the election and the locks")
 	f.DurationVar(&poll, "poll-interval", autorecovery.DefaultPollInterval, "pause of an idle replication worker")
 	return cmd
+}
+
+// placementChecker is the placement policy the AutoRecovery checks judge
+// by: rack-aware with a location file, else distinct bookies.
+func placementChecker(cmd *cobra.Command, rackFile string, minRacks int) (placement.AdherenceChecker, error) {
+	if minRacks < 1 {
+		return nil, Usagef(cmd, "--min-racks-per-write-quorum %d: want at least 1", minRacks)
+	}
+	src := rand.NewPCG(rand.Uint64(), rand.Uint64())
+	if rackFile == "" {
+		return placement.NewRandom(src), nil
+	}
+	f, err := os.Open(rackFile)
+	if err != nil {
+		return nil, Usagef(cmd, "--rack-locations: %v", err)
+	}
+	defer f.Close()
+	locs, err := placement.ParseLocations(f)
+	if err != nil {
+		return nil, Usagef(cmd, "--rack-locations %s: %v", rackFile, err)
+	}
+	p := placement.NewRackAware(src, locs, false)
+	p.MinRacksPerWriteQuorum = minRacks
+	return p, nil
 }

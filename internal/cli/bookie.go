@@ -6,11 +6,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"github.com/foliodb/folio/internal/autorecovery"
 	"github.com/foliodb/folio/internal/bookie/server"
+	"github.com/foliodb/folio/internal/metadata"
 )
 
 func init() {
@@ -47,7 +52,7 @@ func cookieHint(err error) error {
 
 func newBookieCommand(env Env) *cobra.Command {
 	var f bookieFlags
-	var readOnly bool
+	var readOnly, withAutoRecovery bool
 	cmd := &cobra.Command{
 		Use:   "bookie --conf FILE",
 		Short: "Run a bookie",
@@ -55,12 +60,18 @@ func newBookieCommand(env Env) *cobra.Command {
 			"admin HTTP server on httpServerPort (default 8080). The configuration is a\n" +
 			"bk_server.conf-style file; $FOLIO_<KEY> variables (e.g. FOLIO_BOOKIE_PORT,\n" +
 			"FOLIO_METADATA_SERVICE_URI) and --set key=value override it, in that order.\n" +
-			"SIGTERM or Ctrl-C stops it gracefully.",
+			"With autoRecoveryDaemonEnabled=true (or --autorecovery) the process also runs\n" +
+			"AutoRecovery under the bookie's id: an auditor candidate and a replication\n" +
+			"worker, as `folio autorecovery` does.\n" +
+			"SIGTERM or Ctrl-C stops it gracefully (AutoRecovery first).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			if readOnly {
 				f.set = append(f.set, "readOnlyModeOnStartup=true")
+			}
+			if cmd.Flags().Changed("autorecovery") {
+				f.set = append(f.set, "autoRecoveryDaemonEnabled="+strconv.FormatBool(withAutoRecovery))
 			}
 			cfg, err := f.load(env, log)
 			if err != nil {
@@ -71,33 +82,150 @@ func newBookieCommand(env Env) *cobra.Command {
 	}
 	f.register(cmd)
 	cmd.Flags().BoolVar(&readOnly, "readonly", false, "start in read-only mode")
+	cmd.Flags().BoolVar(&withAutoRecovery, "autorecovery", false, "also run AutoRecovery in this process (autoRecoveryDaemonEnabled; --autorecovery=false overrides the file)")
 	return cmd
 }
 
-// runBookie runs a bookie until ctx ends or it fails, then stops it.
+// runBookie runs a bookie until ctx ends or it fails, then stops it. With
+// cfg.AutoRecovery.Enabled it also runs AutoRecovery from the bookie's
+// registration on, and stops it before the bookie.
 func runBookie(ctx context.Context, cfg server.Config, log *slog.Logger) error {
-	p, err := server.StartProcess(ctx, cfg, server.ProcessOptions{Logger: log})
+	opts := server.ProcessOptions{Logger: log}
+	if cfg.AutoRecovery.Enabled {
+		// One registry, so that AutoRecovery's metrics are served with the
+		// bookie's on its admin HTTP server.
+		opts.Registry = prometheus.NewRegistry()
+		opts.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	p, err := server.StartProcess(ctx, cfg, opts)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting
 		}
 		return cookieHint(fmt.Errorf("starting the bookie: %w", err))
 	}
+	var ar *bookieAutoRecovery
 	var failure error
-	select {
-	case <-ctx.Done():
-	case <-p.Failed():
-		failure = p.Err()
+	if cfg.AutoRecovery.Enabled {
+		ar, failure = startBookieAutoRecovery(ctx, cfg, p, opts.Registry, log)
+	}
+	// A failed AutoRecovery stops the bookie too, with a non-zero exit, as
+	// a failed bookie does. Its parts retry every operating error
+	// themselves (sessions, metadata, bookies), so a failure is a bug or a
+	// start that cannot succeed; running on without it would leave the
+	// cluster silently short of the auditor candidate and worker the
+	// operator configured (Java's BookieServer only logs it), while an exit
+	// is seen by whatever supervises the bookie, which restarts both.
+	if failure == nil {
+		select {
+		case <-ctx.Done():
+		case <-p.Failed():
+			failure = fmt.Errorf("bookie %s failed: %w", p.ID(), p.Err())
+		case err := <-ar.failed():
+			failure = fmt.Errorf("AutoRecovery of bookie %s failed: %w", p.ID(), err)
+		}
+	}
+	if failure != nil {
+		log.Error("stopping the bookie", "err", failure)
+	}
+	if ar != nil {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+		if err := ar.stop(actx); err != nil {
+			log.Warn("AutoRecovery stopped uncleanly", "err", err)
+		}
+		cancel()
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout+2*time.Second)
 	defer cancel()
 	if err := p.Shutdown(sctx); err != nil {
 		log.Error("unclean shutdown", "err", err)
 	}
-	if failure != nil {
-		return fmt.Errorf("bookie %s failed: %w", p.ID(), failure)
+	return failure
+}
+
+// bookieAutoRecovery is the AutoRecovery inside a bookie process
+// (autoRecoveryDaemonEnabled) with the metadata store it owns.
+type bookieAutoRecovery struct {
+	svc *autorecovery.Service
+	md  metadata.Driver
+}
+
+// startBookieAutoRecovery waits until p is registered, then starts
+// AutoRecovery under p's id on its own handle of the bookie's metadata
+// store. It waits so that an auditor elected here does not find its own
+// bookie missing and mark its ledgers. It returns nil, nil if p fails or
+// ctx ends first (the caller sees that).
+func startBookieAutoRecovery(ctx context.Context, cfg server.Config, p *server.Process, reg *prometheus.Registry, log *slog.Logger) (*bookieAutoRecovery, error) {
+	select {
+	case <-p.Registered():
+	case <-p.Failed():
+		return nil, nil
+	case <-ctx.Done():
+		return nil, nil
 	}
-	return nil
+	md, err := metadata.Open(ctx, cfg.MetadataServiceURI, metadata.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("AutoRecovery: open the metadata store %s: %w", cfg.MetadataServiceURI, err)
+	}
+	ard, _ := md.(metadata.AutoRecoveryDriver) // nil: StartService reports it
+	metrics := autorecovery.NewMetrics(ard)
+	auditor, worker := autoRecoveryKnobs(cfg)
+	svc, err := autorecovery.StartService(ctx, autorecovery.ServiceConfig{
+		Driver: md, MetadataServiceURI: cfg.MetadataServiceURI, ID: p.ID(),
+		Logger: log, Metrics: metrics,
+		Auditor: auditor, Worker: worker,
+	})
+	if err != nil {
+		md.Close()
+		return nil, fmt.Errorf("AutoRecovery: %w", err)
+	}
+	if reg != nil {
+		reg.MustRegister(metrics)
+	}
+	return &bookieAutoRecovery{svc: svc, md: md}, nil
+}
+
+// autoRecoveryKnobs maps the bookie's AutoRecovery keys onto the auditor's
+// and the workers' settings. The sessions last zkTimeout, as Java's
+// AutoRecovery's ZooKeeper session does.
+func autoRecoveryKnobs(cfg server.Config) (autorecovery.AuditorConfig, autorecovery.WorkerConfig) {
+	// In bk_server.conf 0 switches a periodic check off; in AuditorConfig
+	// 0 means the default and < 0 off.
+	off := func(d time.Duration) time.Duration {
+		if d == 0 {
+			return -1
+		}
+		return d
+	}
+	c := cfg.AutoRecovery
+	return autorecovery.AuditorConfig{
+			SessionTTL:                   cfg.SessionTTL,
+			LostBookieRecoveryDelay:      c.LostBookieRecoveryDelay,
+			BookieCheckInterval:          off(c.BookieCheckInterval),
+			LedgerCheckInterval:          off(c.LedgerCheckInterval),
+			LedgerVerificationPercentage: c.LedgerVerificationPercentage,
+			PlacementPolicyCheckInterval: off(c.PlacementPolicyCheckInterval),
+		}, autorecovery.WorkerConfig{
+			SessionTTL:                         cfg.SessionTTL,
+			OpenLedgerRereplicationGracePeriod: c.OpenLedgerRereplicationGracePeriod,
+			PollInterval:                       c.PollInterval,
+			FailureBackoff:                     c.RereplicateBackoff,
+			RateLimitBytesPerSecond:            max(c.RateLimitBytesPerSecond, 0),
+			LedgerVerificationPercentage:       c.LedgerVerificationPercentage, // the auditor's, as it asks
+		}
+}
+
+// failed is the Service's Failed channel; nil (never ready) without one.
+func (a *bookieAutoRecovery) failed() <-chan error {
+	if a == nil {
+		return nil
+	}
+	return a.svc.Failed()
+}
+
+// stop stops the Service, then closes its metadata store.
+func (a *bookieAutoRecovery) stop(ctx context.Context) error {
+	return errors.Join(a.svc.Stop(ctx), a.md.Close())
 }
 
 func newBookieFormatCommand(o *ShellOptions) *cobra.Command {

@@ -45,8 +45,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/foliodb/folio/client"
-	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/autorecovery"
 	"github.com/foliodb/folio/internal/bookie/server"
 	"github.com/foliodb/folio/internal/metadata"
@@ -371,12 +369,14 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}()
 
 	// AutoRecovery, started once the bookies are registered; stopped first.
-	var ar *autoRecovery
+	var ar *autorecovery.Service
 	stopAll := func() error {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout-time.Second)
 		defer cancel()
 		if ar != nil {
-			ar.stop(sctx)
+			if err := ar.Stop(sctx); err != nil {
+				log.Warn("AutoRecovery stopped uncleanly", "err", err)
+			}
 		}
 		bookiesMu.Lock()
 		bs := slices.Clone(bookies)
@@ -469,7 +469,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			DataDir:            cfg.DataDir,
 		}
 		if ar != nil {
-			info.AutoRecoveryID, info.AutoRecoveryWorkers = string(arID), ar.workers
+			info.AutoRecoveryID, info.AutoRecoveryWorkers = string(arID), ar.Workers()
 		}
 		for i, id := range ids {
 			d := bookieDir(&cfg, i)
@@ -483,7 +483,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if ar != nil {
 		go func() {
 			select {
-			case err := <-ar.failed:
+			case err := <-ar.Failed():
 				failed <- fmt.Errorf("AutoRecovery: %w", err)
 			case <-ctx.Done():
 			}
@@ -579,77 +579,15 @@ func waitWritable(ctx context.Context, md metadata.Driver, procs []*server.Proce
 	}
 }
 
-// autoRecovery is the running AutoRecovery of a standalone: an auditor
-// candidate and replication workers sharing one client.
-type autoRecovery struct {
-	cancel  context.CancelFunc
-	done    chan struct{}
-	failed  chan error
-	workers int
-	client  *client.Client
-	bookies *admin.Bookies
-}
-
-// startAutoRecovery starts the auditor and the workers under id.
-func startAutoRecovery(ctx context.Context, cfg *Config, md metadata.Driver, uri string, id metadata.BookieID) (*autoRecovery, error) {
+// startAutoRecovery starts the auditor candidate and the workers under id.
+func startAutoRecovery(ctx context.Context, cfg *Config, md metadata.Driver, uri string, id metadata.BookieID) (*autorecovery.Service, error) {
 	c := cfg.AutoRecovery
-	log := cfg.Logger.With("component", "autorecovery")
-	a, err := autorecovery.NewAuditor(autorecovery.AuditorConfig{Driver: md, ID: id, SessionTTL: c.SessionTTL,
-		LostBookieRecoveryDelay: c.LostBookieRecoveryDelay, BookieCheckInterval: c.BookieCheckInterval, Logger: log})
-	if err != nil {
-		return nil, err
-	}
-	cl, err := client.New(ctx, client.Config{MetadataServiceURI: uri})
-	if err != nil {
-		return nil, err
-	}
-	bks := admin.NewBookies(0, log)
-	r := &autoRecovery{done: make(chan struct{}), failed: make(chan error, 1), workers: max(c.Workers, 0), client: cl, bookies: bks}
-	var ws []*autorecovery.Worker
-	for range r.workers {
-		w, err := autorecovery.NewWorker(autorecovery.WorkerConfig{Driver: md, Client: cl, Bookies: bks, ID: id,
-			SessionTTL: c.SessionTTL, OpenLedgerRereplicationGracePeriod: c.OpenLedgerRereplicationGracePeriod,
-			PollInterval: c.PollInterval, Logger: log})
-		if err != nil {
-			bks.Close()
-			cl.Close()
-			return nil, err
-		}
-		ws = append(ws, w)
-	}
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.cancel = cancel
-	var wg sync.WaitGroup
-	run := func(f func(context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Run returns only when rctx ends; anything else is a failure.
-			if err := f(rctx); rctx.Err() == nil {
-				select {
-				case r.failed <- fmt.Errorf("stopped unexpectedly: %v", err):
-				default:
-				}
-			}
-		}()
-	}
-	run(a.Run)
-	for _, w := range ws {
-		run(w.Run)
-	}
-	go func() { wg.Wait(); close(r.done) }()
-	log.Info("autorecovery running", "id", id, "workers", r.workers)
-	return r, nil
-}
-
-// stop stops the auditor and the workers (their election and locks pass
-// on) and waits for them within ctx.
-func (r *autoRecovery) stop(ctx context.Context) {
-	r.cancel()
-	select {
-	case <-r.done:
-	case <-ctx.Done():
-	}
-	r.bookies.Close()
-	r.client.Close()
+	return autorecovery.StartService(ctx, autorecovery.ServiceConfig{
+		Driver: md, MetadataServiceURI: uri, ID: id, Workers: c.Workers,
+		Logger: cfg.Logger.With("component", "autorecovery"),
+		Auditor: autorecovery.AuditorConfig{SessionTTL: c.SessionTTL, LostBookieRecoveryDelay: c.LostBookieRecoveryDelay,
+			BookieCheckInterval: c.BookieCheckInterval},
+		Worker: autorecovery.WorkerConfig{SessionTTL: c.SessionTTL, OpenLedgerRereplicationGracePeriod: c.OpenLedgerRereplicationGracePeriod,
+			PollInterval: c.PollInterval},
+	})
 }

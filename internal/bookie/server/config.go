@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"slices"
@@ -30,6 +31,15 @@ const (
 	// DefaultRegistrationRetry is the pause between failed attempts to
 	// register or to open a metadata session (Folio's own knob).
 	DefaultRegistrationRetry = time.Second
+
+	// Defaults of AutoRecoveryConfig (BookKeeper's).
+	DefaultAuditorBookieCheckInterval         = 86400 * time.Second
+	DefaultAuditorLedgerCheckInterval         = 604800 * time.Second
+	DefaultOpenLedgerRereplicationGracePeriod = 30 * time.Second
+	DefaultRereplicateBackoff                 = 5 * time.Second
+	// DefaultAutoRecoveryPollInterval is the pause of an idle replication
+	// worker (Folio's own knob: Java's worker blocks on a ZooKeeper watch).
+	DefaultAutoRecoveryPollInterval = time.Second
 )
 
 // Config is one bookie's configuration. LoadConfig builds it from a
@@ -104,9 +114,61 @@ type Config struct {
 	// long before their connections are closed (Folio's shutdownTimeout, ms).
 	ShutdownTimeout time.Duration
 
+	// AutoRecovery is the AutoRecovery run inside the bookie's process
+	// (autoRecoveryDaemonEnabled and the auditor and replication keys).
+	AutoRecovery AutoRecoveryConfig
+
 	// Props holds every property as read (file, environment, flags), for
 	// the storage engine's own keys.
 	Props map[string]string
+}
+
+// AutoRecoveryConfig configures the AutoRecovery a bookie runs in its own
+// process (BookKeeper's autoRecoveryDaemonEnabled): an auditor candidate
+// and a replication worker under the bookie's id, with sessions of
+// zkTimeout (Config.SessionTTL), as Java's does. The command that runs the
+// bookie starts it (this package does not import AutoRecovery); the same
+// keys are read, as in Java, whether or not it is enabled.
+type AutoRecoveryConfig struct {
+	// Enabled runs AutoRecovery inside the bookie
+	// (autoRecoveryDaemonEnabled, default false; `folio bookie
+	// --autorecovery`).
+	Enabled bool
+	// LostBookieRecoveryDelay is how long the auditor waits after one
+	// bookie disappears before marking its ledgers, while no delay is
+	// stored in the metadata (lostBookieRecoveryDelay, seconds, default 0).
+	LostBookieRecoveryDelay time.Duration
+	// BookieCheckInterval is the period of the auditor's full bookie check
+	// (auditorPeriodicBookieCheckInterval, seconds, default 86400); 0
+	// disables it.
+	BookieCheckInterval time.Duration
+	// LedgerCheckInterval is the period of the auditor's check of every
+	// ledger's entries on their bookies (auditorPeriodicCheckInterval,
+	// seconds, default 604800); 0 disables it.
+	LedgerCheckInterval time.Duration
+	// LedgerVerificationPercentage is the share of each fragment's entries
+	// the ledger check reads (auditorLedgerVerificationPercentage, percent
+	// 0-100, default 0: only the first and last).
+	LedgerVerificationPercentage int
+	// PlacementPolicyCheckInterval is the period of the auditor's placement
+	// policy check of closed ledgers
+	// (auditorPeriodicPlacementPolicyCheckInterval, seconds, default 0:
+	// disabled).
+	PlacementPolicyCheckInterval time.Duration
+	// OpenLedgerRereplicationGracePeriod is how long an OPEN ledger that
+	// lost a bookie of its last ensemble is left to its writer before the
+	// worker fences and closes it (openLedgerRereplicationGracePeriod,
+	// milliseconds, default 30000).
+	OpenLedgerRereplicationGracePeriod time.Duration
+	// RereplicateBackoff is how long the worker leaves a ledger whose
+	// repair failed (rwRereplicateBackoffMs, milliseconds, default 5000).
+	RereplicateBackoff time.Duration
+	// RateLimitBytesPerSecond bounds the bytes the worker copies per second
+	// (replicationRateByBytes, default -1); ≤ 0 means unlimited.
+	RateLimitBytesPerSecond int
+	// PollInterval is the pause of an idle worker (Folio's
+	// autoRecoveryPollInterval, milliseconds, default 1000).
+	PollInterval time.Duration
 }
 
 // DefaultConfig returns a configuration with every default applied.
@@ -126,7 +188,15 @@ func DefaultConfig() Config {
 		DiskCheckInterval:     DefaultDiskCheck,
 		ReadOnlyModeEnabled:   true,
 		ShutdownTimeout:       DefaultShutdownTimeout,
-		Props:                 map[string]string{},
+		AutoRecovery: AutoRecoveryConfig{
+			BookieCheckInterval:                DefaultAuditorBookieCheckInterval,
+			LedgerCheckInterval:                DefaultAuditorLedgerCheckInterval,
+			OpenLedgerRereplicationGracePeriod: DefaultOpenLedgerRereplicationGracePeriod,
+			RereplicateBackoff:                 DefaultRereplicateBackoff,
+			RateLimitBytesPerSecond:            -1,
+			PollInterval:                       DefaultAutoRecoveryPollInterval,
+		},
+		Props: map[string]string{},
 	}
 }
 
@@ -181,6 +251,31 @@ func msKey(f func(*Config) *time.Duration) func(*Config, string) error {
 	}
 }
 
+// secondsKey reads a duration in whole seconds, as BookKeeper writes the
+// auditor's intervals and lostBookieRecoveryDelay.
+func secondsKey(f func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < 0 || n > int64(math.MaxInt64/time.Second) {
+			return fmt.Errorf("want seconds: %q", v)
+		}
+		*f(c) = time.Duration(n) * time.Second
+		return nil
+	}
+}
+
+// percentKey reads an integer percentage, 0 to 100.
+func percentKey(f func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 || n > 100 {
+			return fmt.Errorf("want a percentage from 0 to 100: %q", v)
+		}
+		*f(c) = n
+		return nil
+	}
+}
+
 func stringKey(f func(*Config) *string) func(*Config, string) error {
 	return func(c *Config, v string) error { *f(c) = strings.TrimSpace(v); return nil }
 }
@@ -225,6 +320,16 @@ var configKeys = []configKey{
 	{"readOnlyModeEnabled", boolKey(func(c *Config) *bool { return &c.ReadOnlyModeEnabled })},
 	{"readOnlyModeOnStartup", boolKey(func(c *Config) *bool { return &c.ForceReadOnly })},
 	{"shutdownTimeout", msKey(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
+	{"autoRecoveryDaemonEnabled", boolKey(func(c *Config) *bool { return &c.AutoRecovery.Enabled })},
+	{"lostBookieRecoveryDelay", secondsKey(func(c *Config) *time.Duration { return &c.AutoRecovery.LostBookieRecoveryDelay })},
+	{"auditorPeriodicBookieCheckInterval", secondsKey(func(c *Config) *time.Duration { return &c.AutoRecovery.BookieCheckInterval })},
+	{"auditorPeriodicCheckInterval", secondsKey(func(c *Config) *time.Duration { return &c.AutoRecovery.LedgerCheckInterval })},
+	{"auditorLedgerVerificationPercentage", percentKey(func(c *Config) *int { return &c.AutoRecovery.LedgerVerificationPercentage })},
+	{"auditorPeriodicPlacementPolicyCheckInterval", secondsKey(func(c *Config) *time.Duration { return &c.AutoRecovery.PlacementPolicyCheckInterval })},
+	{"openLedgerRereplicationGracePeriod", msKey(func(c *Config) *time.Duration { return &c.AutoRecovery.OpenLedgerRereplicationGracePeriod })},
+	{"rwRereplicateBackoffMs", msKey(func(c *Config) *time.Duration { return &c.AutoRecovery.RereplicateBackoff })},
+	{"replicationRateByBytes", intKey(func(c *Config) *int { return &c.AutoRecovery.RateLimitBytesPerSecond })},
+	{"autoRecoveryPollInterval", msKey(func(c *Config) *time.Duration { return &c.AutoRecovery.PollInterval })},
 }
 
 // ignoredKeys are BookKeeper keys that Folio reads without complaint but
@@ -242,15 +347,14 @@ var ignoredKeys = []string{
 	"compactionMaxOutstandingRequests", "compactionRate", "isThrottleByBytes", "compactionRateByEntries",
 	"compactionRateByBytes", "openFileLimit", "pageSize", "pageLimit", "dbStorage_writeCacheMaxSizeMb",
 	"dbStorage_readAheadCacheMaxSizeMb", "dbStorage_rocksDB_blockCacheSize", "statsProviderClass",
-	"prometheusStatsHttpPort", "prometheusStatsHttpAddress", "enableStatistics", "auditorPeriodicCheckInterval",
-	"auditorPeriodicBookieCheckInterval", "rereplicationEntryBatchSize", "openLedgerRereplicationGracePeriod",
-	"lostBookieRecoveryDelay", "autoRecoveryDaemonEnabled", "bookieDeathWatchInterval", "serverTcpNoDelay",
+	"prometheusStatsHttpPort", "prometheusStatsHttpAddress", "enableStatistics", "rereplicationEntryBatchSize",
+	"lockReleaseOfFailedLedgerGracePeriod", "bookieDeathWatchInterval", "serverTcpNoDelay",
 	"serverSockKeepalive", "serverSockLinger", "byteBufAllocatorSizeMax", "nettyMaxFrameSizeBytes",
 	"journalSyncData", "journalPageCacheFlushIntervalMSec", "skipListSizeLimit", "skipListArenaChunkSize",
 	"entryLogSizeLimit", "verifyMetadataOnGC", "gcOverreplicatedLedgerWaitTime", "storageserver.grpc.port",
 	"dlog.bkcEnsembleSize", "dlog.bkcWriteQuorumSize", "dlog.bkcAckQuorumSize", "storage.range.store.dirs",
 	"storage.serve.readonly.tables", "storage.cluster.controller.schedule.interval.ms",
-	"allowStorageExpansion", "bookieId", "ledgerManagerFactoryClass", "lostBookieRecoveryDelay",
+	"allowStorageExpansion", "bookieId", "ledgerManagerFactoryClass",
 }
 
 func findKey(name string) (configKey, bool) {

@@ -131,3 +131,69 @@ func TestConfigErrorsAndBookieHost(t *testing.T) {
 		t.Errorf("EnvName: %s %s %s", EnvName("metadataServiceUri"), EnvName("bookiePort"), EnvName("useHostNameAsBookieID"))
 	}
 }
+
+// The AutoRecovery keys: BookKeeper's names, units and defaults
+// (ServerConfiguration: intervals and lostBookieRecoveryDelay in seconds,
+// openLedgerRereplicationGracePeriod and rwRereplicateBackoffMs in
+// milliseconds, replicationRateByBytes in bytes/s, -1 unlimited), the
+// FOLIO_* override of the switch, and bad values naming their key.
+func TestAutoRecoveryKeys(t *testing.T) {
+	def := DefaultConfig().AutoRecovery
+	wantDef := AutoRecoveryConfig{
+		Enabled: false, LostBookieRecoveryDelay: 0,
+		BookieCheckInterval: 86400 * time.Second, LedgerCheckInterval: 604800 * time.Second,
+		LedgerVerificationPercentage: 0, PlacementPolicyCheckInterval: 0,
+		OpenLedgerRereplicationGracePeriod: 30 * time.Second, RereplicateBackoff: 5 * time.Second,
+		RateLimitBytesPerSecond: -1, PollInterval: time.Second,
+	}
+	if def != wantDef {
+		t.Errorf("defaults:\n got %+v\nwant %+v", def, wantDef)
+	}
+
+	var logs bytes.Buffer
+	cfg, err := LoadConfig("testdata/bk_server.conf", Overrides{}, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := AutoRecoveryConfig{
+		Enabled: true, LostBookieRecoveryDelay: time.Minute,
+		BookieCheckInterval: time.Hour, LedgerCheckInterval: 0,
+		LedgerVerificationPercentage: 10, PlacementPolicyCheckInterval: 24 * time.Hour,
+		OpenLedgerRereplicationGracePeriod: 45 * time.Second, RereplicateBackoff: 2500 * time.Millisecond,
+		RateLimitBytesPerSecond: 1 << 20, PollInterval: time.Second,
+	}
+	if cfg.AutoRecovery != want {
+		t.Errorf("from the file:\n got %+v\nwant %+v", cfg.AutoRecovery, want)
+	}
+	for _, k := range []string{"autoRecoveryDaemonEnabled", "lostBookieRecoveryDelay", "auditorPeriodicCheckInterval",
+		"replicationRateByBytes", "rereplicationEntryBatchSize", "lockReleaseOfFailedLedgerGracePeriod"} {
+		if strings.Contains(logs.String(), "key="+k) {
+			t.Errorf("warned about AutoRecovery key %s:\n%s", k, logs.String())
+		}
+	}
+
+	// The environment turns it off, --set (Folio's poll interval) last.
+	env := map[string]string{"FOLIO_AUTO_RECOVERY_DAEMON_ENABLED": "false", "FOLIO_LOST_BOOKIE_RECOVERY_DELAY": "5"}
+	cfg, err = LoadConfig("testdata/bk_server.conf", Overrides{
+		Getenv: func(k string) string { return env[k] },
+		Set:    []string{"autoRecoveryPollInterval=100", "replicationRateByBytes=-1"},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ar := cfg.AutoRecovery; ar.Enabled || ar.LostBookieRecoveryDelay != 5*time.Second || ar.PollInterval != 100*time.Millisecond || ar.RateLimitBytesPerSecond != -1 {
+		t.Errorf("overrides: %+v", ar)
+	}
+	if EnvName("autoRecoveryDaemonEnabled") != "FOLIO_AUTO_RECOVERY_DAEMON_ENABLED" {
+		t.Errorf("EnvName: %s", EnvName("autoRecoveryDaemonEnabled"))
+	}
+
+	for _, kv := range []string{"autoRecoveryDaemonEnabled=yes please", "lostBookieRecoveryDelay=-1", "lostBookieRecoveryDelay=1.5",
+		"auditorPeriodicBookieCheckInterval=1d", "auditorLedgerVerificationPercentage=101", "auditorLedgerVerificationPercentage=-1",
+		"openLedgerRereplicationGracePeriod=30s", "rwRereplicateBackoffMs=-5", "replicationRateByBytes=fast", "autoRecoveryPollInterval=x"} {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, err := LoadConfig("", Overrides{Set: []string{kv}}, nil); err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s: %v, want an error naming the key", kv, err)
+		}
+	}
+}

@@ -42,6 +42,12 @@ type RackAware struct {
 	// enforces distinct racks over the whole ensemble, which implies it
 	// for every write quorum).
 	EnforceMinNumRacks bool
+	// MinRacksPerWriteQuorum is how many racks every write set must span
+	// for an existing ensemble to adhere (Adheres; BookKeeper's
+	// minNumRacksPerWriteQuorum, capped at Qw); ≤ 0 means
+	// DefaultMinRacksPerWriteQuorum. Placement of new ensembles already
+	// spreads as far as the racks allow and does not read it.
+	MinRacksPerWriteQuorum int
 }
 
 // NewRackAware returns a RackAware policy drawing from src; locations is
