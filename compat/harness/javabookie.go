@@ -1,4 +1,4 @@
-package compat
+package harness
 
 import (
 	"context"
@@ -74,10 +74,10 @@ func startJavaBookie(t *testing.T, classpath, uri string) func() javaBookie {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("java",
+	cmd := exec.Command("java", javaArgs(
 		"-Dbookkeeper.metadata.bookie.drivers=org.apache.bookkeeper.metadata.etcd.EtcdMetadataBookieDriver",
 		"-Dbookkeeper.metadata.client.drivers=org.apache.bookkeeper.metadata.etcd.EtcdMetadataClientDriver",
-		"-Xmx256m", "-cp", classpath, "org.apache.bookkeeper.server.Main", "--conf", confPath)
+		"-Xmx256m", "-cp", classpath, "org.apache.bookkeeper.server.Main", "--conf", confPath)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("compat: start Java bookie: %v", err)
@@ -123,12 +123,12 @@ func waitJavaBookie(t *testing.T, jb javaBookie, exited chan error) {
 	t.Logf("compat: Java bookie %s started", jb.addr)
 }
 
-// TestMixedEnsemble runs one Folio bookie and two Java bookies on one etcd:
+// MixedEnsemble (TestMixedEnsemble) runs one Folio bookie and two Java bookies on one etcd:
 // every ledger with E=3 then spans both implementations. Each client writes
 // (two digest types per protocol, all four over both), the other reads
 // byte-exact; Java reads Folio's ledgers after Java bookie garbage collection
 // (every second) has run, so the Java bookies kept them.
-func TestMixedEnsemble(t *testing.T) {
+func MixedEnsemble(t *testing.T) {
 	requireJava(t)
 	classpath := buildJava(t)
 	cluster := startStandalone(t, 1)
