@@ -302,6 +302,54 @@ func checkU(t *testing.T, cl *testcluster.Cluster, c *client.Client, id int64, w
 	return md
 }
 
+// checkRecoveryHistory checks the history of ledger id's metadata key in
+// etcd, every value from its creation on (spec §8.2 #9): one or more OPEN
+// versions (the create, then ensemble changes by the writer), exactly one
+// IN_RECOVERY version, which changes nothing but the state, and exactly one
+// CLOSED version, the last (nothing was written after the close), closed
+// at every end given. With stable (no bookie failed before the close, so
+// that nothing called for an ensemble change) the create is the only OPEN
+// version and the close changes only the state and the close values. It
+// returns the history.
+func checkRecoveryHistory(t *testing.T, cl *testcluster.Cluster, id int64, stable bool, ends ...int64) []testcluster.LedgerVersion {
+	t.Helper()
+	h, err := cl.LedgerHistory(ctxFor(t), id)
+	if err != nil {
+		t.Fatalf("metadata history: %v", err)
+	}
+	desc := testcluster.FormatHistory(h)
+	t.Logf("ledger %d metadata history: %s", id, desc)
+	opens := 0
+	for opens < len(h) && h[opens].Metadata.State == metadata.LedgerOpen {
+		opens++
+	}
+	if opens == 0 || len(h) != opens+2 || h[opens].Metadata.State != metadata.LedgerInRecovery || h[opens+1].Metadata.State != metadata.LedgerClosed {
+		t.Fatalf("metadata history %s: want OPEN versions, then exactly one IN_RECOVERY, then exactly one CLOSED and no write after it", desc)
+	}
+	marked := h[opens-1].Metadata.Clone()
+	marked.State = metadata.LedgerInRecovery
+	if !marked.Equal(h[opens].Metadata) {
+		t.Errorf("metadata history %s: marking IN_RECOVERY changed more than the state: %+v, then %+v", desc, h[opens-1].Metadata, h[opens].Metadata)
+	}
+	closed := h[opens+1].Metadata
+	if stable {
+		if opens != 1 {
+			t.Errorf("metadata history %s: %d OPEN versions with no bookie failure, want only the create", desc, opens)
+		}
+		want := h[opens].Metadata.Clone()
+		want.State, want.LastEntryID, want.Length = metadata.LedgerClosed, closed.LastEntryID, closed.Length
+		if !want.Equal(closed) {
+			t.Errorf("metadata history %s: with no bookie failure the close changed more than the state and close values: %+v, then %+v", desc, h[opens].Metadata, closed)
+		}
+	}
+	for i, e := range ends {
+		if e != closed.LastEntryID {
+			t.Errorf("metadata history %s: recoverer %d reported end %d, the CLOSED version's is %d", desc, i, e, closed.LastEntryID)
+		}
+	}
+	return h
+}
+
 // rawAdd sends one normal (non-recovery) ADD_ENTRY for ledger id straight
 // to a bookie and returns its status.
 func rawAdd(t *testing.T, bookie string, id, entryID int64) wire.Status {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -58,6 +59,7 @@ func TestScenarios(t *testing.T) {
 		}
 		checkProbe(t, w)
 		checkU(t, cl, checker, id, w, end)
+		checkRecoveryHistory(t, cl, id, true, end)
 	})
 
 	// Wrong password: fails with ErrUnauthorized and changes nothing (the
@@ -92,6 +94,8 @@ func TestScenarios(t *testing.T) {
 		if end != int64(len(res.acked))-1 {
 			t.Fatalf("end %d, writer acknowledged %d entries", end, len(res.acked))
 		}
+		// The refused recovery left no IN_RECOVERY of its own.
+		checkRecoveryHistory(t, cl, id, true, end)
 	})
 
 	// #3 Tail crash: the writer pipelines 1000 appends and is SIGKILLed at
@@ -109,6 +113,7 @@ func TestScenarios(t *testing.T) {
 		if acked := w.results().acked; len(acked) > 0 && md.LastEntryID < acked[len(acked)-1] {
 			t.Fatalf("end %d below the last acknowledged %d", md.LastEntryID, acked[len(acked)-1])
 		}
+		checkRecoveryHistory(t, cl, id, true, end)
 	})
 
 	// #5 Writer vs recoverer: the writer appends in a tight pipelined loop,
@@ -138,10 +143,14 @@ func TestScenarios(t *testing.T) {
 			t.Fatal("the cut-off writer never failed")
 		}
 		checkU(t, cl, checker, id, w, end)
+		// The writer saw two bookies fail: it may have changed its ensemble
+		// before the recovery, never after.
+		checkRecoveryHistory(t, cl, id, false, end)
 	})
 
 	// #9 Ten concurrent recoveries of a ledger whose tail is half written
-	// converge on one end.
+	// converge on one end; with no bookie failure, the metadata history is
+	// the create, one IN_RECOVERY and one CLOSED, nothing after it.
 	t.Run("9-TenConcurrentRecoveries", func(t *testing.T) {
 		w := startWriter(t, cl, "3,2,2", "async:1000", false)
 		id := w.ledgerID()
@@ -165,6 +174,7 @@ func TestScenarios(t *testing.T) {
 			}
 		}
 		checkU(t, cl, checker, id, w, ends...)
+		checkRecoveryHistory(t, cl, id, true, ends...)
 	})
 
 	// #15 Empty ledger: closed at -1, length 0; also an E=2 Qw=2 Qa=2 one
@@ -180,6 +190,7 @@ func TestScenarios(t *testing.T) {
 		if md.LastEntryID != -1 || md.Length != 0 {
 			t.Fatalf("empty ledger closed at %d length %d", md.LastEntryID, md.Length)
 		}
+		checkRecoveryHistory(t, cl, id, true, -1)
 
 		w2 := startWriter(t, cl, "2,2,2", "sync:0", false)
 		id2 := w2.ledgerID()
@@ -192,6 +203,7 @@ func TestScenarios(t *testing.T) {
 			t.Fatalf("empty E=2 ledger with a bookie down recovered at %d", end)
 		}
 		checkU(t, cl, checker, id2, w2, end)
+		checkRecoveryHistory(t, cl, id2, false, end)
 	})
 
 	// #13 Recovery with bookies down (E=3 Qw=3 Qa=2): one down succeeds at
@@ -209,6 +221,8 @@ func TestScenarios(t *testing.T) {
 		}
 		checkProbe(t, w)
 		checkU(t, cl, checker, id, w, end)
+		// The recovery may have replaced the dead bookie in the close.
+		checkRecoveryHistory(t, cl, id, false, end)
 		ens[2].Restart()
 
 		w2 := startWriter(t, cl, "3,3,2", "sync:50", true)
@@ -232,6 +246,8 @@ func TestScenarios(t *testing.T) {
 			t.Fatalf("retried recovery ended at %d, want 49", end2)
 		}
 		checkU(t, cl, checker, id2, w2, end2)
+		// The failed recovery and the retry marked IN_RECOVERY once.
+		checkRecoveryHistory(t, cl, id2, false, end2)
 		ens2[2].Restart()
 	})
 
@@ -261,6 +277,19 @@ func TestScenarios(t *testing.T) {
 			}
 		}
 		checkU(t, cl, checker, id, w)
+		// The second recoverledger found the ledger closed and wrote
+		// nothing; --force marked and closed it once more.
+		h, err := cl.LedgerHistory(ctxFor(t), id)
+		if err != nil {
+			t.Fatalf("metadata history: %v", err)
+		}
+		var states []string
+		for _, v := range h {
+			states = append(states, v.Metadata.State.String())
+		}
+		if got, want := strings.Join(states, " "), "OPEN IN_RECOVERY CLOSED IN_RECOVERY CLOSED"; got != want {
+			t.Fatalf("metadata history %s: states %s, want %s", testcluster.FormatHistory(h), got, want)
+		}
 	})
 
 	// #2 The fence survives SIGKILL and restart of every bookie: the old
@@ -281,6 +310,8 @@ func TestScenarios(t *testing.T) {
 			}
 		}
 		checkU(t, cl, checker, id, w, end)
+		// The restarts came after the close.
+		checkRecoveryHistory(t, cl, id, true, end)
 	})
 }
 
@@ -352,4 +383,7 @@ func raceOnce(t *testing.T, cl *testcluster.Cluster, checker *client.Client, see
 		t.Fatalf("seed %d: the writer never got Fenced/Closed: %v", seed, errs)
 	}
 	checkU(t, cl, checker, id, w, ends...)
+	// No bookie failed: the create, one IN_RECOVERY, one CLOSED (a
+	// recoverer's or the fenced writer's own close), nothing after it.
+	checkRecoveryHistory(t, cl, id, true, ends...)
 }

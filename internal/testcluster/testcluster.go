@@ -5,6 +5,9 @@
 // (`folio standalone`) that a test can SIGKILL, SIGSTOP/SIGCONT, restart
 // and stop gracefully.
 //
+// Cluster.LedgerHistory reads every version a ledger's metadata key held
+// from etcd, for checks on how the metadata changed (history.go).
+//
 // Every port is a free one, chosen once per bookie and kept across its
 // restarts (a bookie's id is host:port). Each process writes its stdout and
 // stderr to files in its directory, which a failing test names.

@@ -165,6 +165,10 @@ func (d *Driver) Client() *clientv3.Client { return d.cli }
 // Scope returns the driver's scope.
 func (d *Driver) Scope() string { return d.k.scope }
 
+// LedgerKey returns the key of ledger id's metadata, <scope>/ledgers/<uuid>
+// (spec/metadata.md §2.3), for tools and tests that read the store itself.
+func (d *Driver) LedgerKey(id int64) string { return d.k.ledger(id) }
+
 // Close revokes the leases of open sessions, ends watches and closes the
 // client (unless it was given in Config.Client). Idempotent.
 func (d *Driver) Close() error {
