@@ -59,7 +59,10 @@ type AuditorConfig struct {
 	BookieCheckInterval time.Duration
 	// LedgerCheckInterval is the period of the check of every ledger's
 	// entries on their bookies (auditorPeriodicCheckInterval, BookKeeper's
-	// LedgerChecker); < 0 disables it.
+	// LedgerChecker); < 0 disables it. The interval runs from the last
+	// completion stored in the metadata, whichever auditor ran it: a newly
+	// elected auditor waits only for what is left of it, and runs the
+	// check at once if none is stored (as BookKeeper does).
 	LedgerCheckInterval time.Duration
 	// LedgerVerificationPercentage is the share of each bookie's entries in
 	// a fragment that the ledger check reads
@@ -74,7 +77,8 @@ type AuditorConfig struct {
 	// PlacementPolicyCheckInterval is the period of the placement policy
 	// check of closed ledgers
 	// (auditorPeriodicPlacementPolicyCheckInterval); 0 (the default) or < 0
-	// disables it.
+	// disables it. Scheduled from the stored last completion, as
+	// LedgerCheckInterval.
 	PlacementPolicyCheckInterval time.Duration
 	// PlacementPolicy judges ensembles in the placement check, e.g. a
 	// placement.RackAware with the cluster's rack locations; nil means
@@ -286,12 +290,21 @@ func (a *Auditor) lead(ctx context.Context) error {
 	defer cancel()
 	if d := a.cfg.LedgerCheckInterval; d > 0 {
 		checks.Go(func() {
-			a.every(ctx, d, "ledger check", func() error { _, err := a.CheckAllLedgers(ctx); return err })
+			// A skipped check (replication disabled) is not recorded, as in
+			// BookKeeper: the next auditor goes by the last real run.
+			a.every(ctx, metadata.LedgerCheck, d, func() (bool, error) {
+				res, err := a.CheckAllLedgers(ctx)
+				return err == nil && !res.Skipped, err
+			})
 		})
 	}
 	if d := a.cfg.PlacementPolicyCheckInterval; d > 0 {
 		checks.Go(func() {
-			a.every(ctx, d, "placement check", func() error { _, err := a.CheckPlacement(ctx); return err })
+			// Skipped here only means nothing was marked; the check ran.
+			a.every(ctx, metadata.PlacementPolicyCheck, d, func() (bool, error) {
+				_, err := a.CheckPlacement(ctx)
+				return err == nil, err
+			})
 		})
 	}
 	bch, err := a.cfg.Driver.WatchBookies(ctx)
@@ -392,27 +405,76 @@ func (a *Auditor) lead(ctx context.Context) error {
 	}
 }
 
-// every runs check each interval, the first one interval after the
-// election (BookKeeper keeps the last run's time in ZooKeeper and catches
-// up after a failover; Folio's metadata has no such record yet), until ctx
-// ends. A failed check is retried after RetryInterval.
-func (a *Auditor) every(ctx context.Context, interval time.Duration, what string, check func() error) {
-	wait := interval
+// every calls run, one periodic check, while this auditor leads (until ctx
+// ends): first when what is left of the interval since the check's last
+// completion stored in the metadata has passed (firstCheckWait), then an
+// interval after each run. A failed run is retried after RetryInterval.
+// After a run that completed (run reports true) its completion time is
+// stored, so that the next auditor, after a failover, keeps to the
+// schedule; a failed store is logged, never fatal (the next auditor then
+// goes by the previous time, and runs the check early).
+//
+// Ledgers the ledger check could not read (LedgerCheckResult.Failed) do
+// not stop the time being stored; BookKeeper's check fails as a whole on
+// such a ledger and stores nothing, so that with a permanently unreadable
+// ledger every new auditor would start the (hours-long) check again.
+func (a *Auditor) every(ctx context.Context, check metadata.PeriodicCheck, interval time.Duration, run func() (completed bool, err error)) {
+	clk := a.cfg.Clock
+	last, err := a.ar.LastCheckTime(ctx, check)
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		// BookKeeper too takes an unreadable time (store unavailable,
+		// value that does not parse) for "never"; the next completed run
+		// overwrites it.
+		a.log.Warn("cannot read the last "+check.String()+" time; running it now", "err", err)
+		last = time.Time{}
+	}
+	wait := firstCheckWait(clk.Now(), last, interval)
+	a.log.Info("scheduled "+check.String(), "lastCompleted", last, "interval", interval, "firstIn", wait)
 	for {
 		select {
-		case <-a.cfg.Clock.After(wait):
+		case <-clk.After(wait):
 		case <-ctx.Done():
 			return
 		}
 		wait = interval
-		if err := check(); err != nil {
+		completed, err := run()
+		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			a.log.Warn(what+" failed; retrying", "err", err)
+			a.log.Warn(check.String()+" failed; retrying", "err", err)
 			wait = a.cfg.RetryInterval
+			continue
+		}
+		if !completed {
+			continue
+		}
+		if err := a.ar.SetLastCheckTime(ctx, check, clk.Now()); err != nil && ctx.Err() == nil {
+			a.log.Warn("cannot store the "+check.String()+" completion time", "err", err)
 		}
 	}
+}
+
+// firstCheckWait is how long a newly elected auditor waits before the
+// first run of a periodic check that last completed at last (the zero Time:
+// never), as BookKeeper's Auditor schedules checkAllLedgers and the
+// placement check:
+//   - never completed: at once. BookKeeper runs the check at once when no
+//     time is stored (a new cluster, or one upgraded from a version that
+//     did not store it).
+//   - otherwise what is left of the interval, last + interval − now: 0 if
+//     overdue, and at most interval: a time in the future (clocks of
+//     auditors on different hosts disagree) counts as now, as in
+//     BookKeeper.
+func firstCheckWait(now, last time.Time, interval time.Duration) time.Duration {
+	if last.IsZero() {
+		return 0
+	}
+	since := max(now.Sub(last), 0)
+	return max(interval-since, 0)
 }
 
 // AuditResult says what one audit found.

@@ -67,8 +67,17 @@ func (e *env) down(b metadata.BookieID) {
 	delete(e.bks, b)
 }
 
+// auditor runs a bookie-audit-only auditor (its bookies are not reachable,
+// so a ledger check would find every copy bad).
 func (e *env) auditor(id string, drv metadata.Driver) (*Auditor, context.CancelFunc) {
-	a, err := NewAuditor(AuditorConfig{Driver: drv, ID: metadata.BookieID(id), Clock: e.clk, BookieCheckInterval: -1})
+	return e.startAuditor(AuditorConfig{Driver: drv, ID: metadata.BookieID(id), BookieCheckInterval: -1, LedgerCheckInterval: -1})
+}
+
+// startAuditor runs an auditor with cfg on the env's clock until the test
+// ends or the returned cancel is called.
+func (e *env) startAuditor(cfg AuditorConfig) (*Auditor, context.CancelFunc) {
+	cfg.Clock = e.clk
+	a, err := NewAuditor(cfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -203,8 +203,14 @@ func TestLedgerCheckRepairsEntriesMissingOnLiveBookie(t *testing.T) {
 	first, last := dropLastHeldEntry(t, cl.bookies[bad], m, victim)
 	t.Logf("ledger %d: %s lost entry %d (it holds %d..%d)", victim, bad, last, first, last)
 
-	// The elected auditor checks every LedgerCheckInterval (manual clock).
+	// The elected auditor checks every LedgerCheckInterval (manual clock),
+	// the first one an interval after the last check stored in the
+	// metadata: one "just ran" (else it would run at once; BookKeeper's
+	// AuditorLedgerCheckerTest stores the time the same way).
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	if err := cl.md.(metadata.AutoRecoveryDriver).SetLastCheckTime(ctx, metadata.LedgerCheck, clk.Now()); err != nil {
+		t.Fatal(err)
+	}
 	metrics := autorecovery.NewMetrics(nil)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics)

@@ -258,7 +258,8 @@ func TestAuditorCampaignsAgainAfterSessionLoss(t *testing.T) {
 			ar := st.md.(metadata.AutoRecoveryDriver)
 			const id = metadata.BookieID("127.0.0.1:1")
 			a, err := autorecovery.NewAuditor(autorecovery.AuditorConfig{Driver: st.open(id), ID: id,
-				SessionTTL: 2 * time.Second, RetryInterval: 100 * time.Millisecond, BookieCheckInterval: -1})
+				SessionTTL: 2 * time.Second, RetryInterval: 100 * time.Millisecond, BookieCheckInterval: -1,
+				LedgerCheckInterval: -1}) // the fake bookies cannot be read
 			if err != nil {
 				t.Fatal(err)
 			}

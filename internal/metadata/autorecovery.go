@@ -2,7 +2,13 @@ package metadata
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/foliodb/folio/internal/metadata/formatpb"
 )
 
 // The interfaces AutoRecovery needs. They are declared here and implemented
@@ -73,6 +79,137 @@ type UnderReplication interface {
 	// (that is how triggerAudit asks the auditor to audit now). An event
 	// with Err is the last.
 	WatchLostBookieRecoveryDelay(ctx context.Context) (<-chan DelayEvent, error)
+
+	// SetLastCheckTime stores when check last completed, overwriting the
+	// previous time. Only milliseconds are kept (BookKeeper stores epoch
+	// milliseconds, set*CTime). completed must not be before 1970.
+	SetLastCheckTime(ctx context.Context, check PeriodicCheck, completed time.Time) error
+
+	// LastCheckTime returns when check last completed, truncated to the
+	// millisecond, or the zero Time if none is stored ("never"). A stored
+	// value that does not parse is ErrCorruptMetadata naming its key,
+	// never "never".
+	LastCheckTime(ctx context.Context, check PeriodicCheck) (time.Time, error)
+}
+
+// PeriodicCheck names one of the auditor's periodic checks whose last
+// completion time the store keeps (spec/protocol.md §6.3), so that a newly
+// elected auditor waits only for what is left of the interval.
+type PeriodicCheck int
+
+const (
+	// LedgerCheck is the check of every ledger's entries on its bookies
+	// (checkAllLedgers, auditorPeriodicCheckInterval).
+	LedgerCheck PeriodicCheck = iota + 1
+	// PlacementPolicyCheck is the check of closed ledgers' ensembles
+	// against the placement policy (auditorPeriodicPlacementPolicyCheckInterval).
+	PlacementPolicyCheck
+	// ReplicasCheck is BookKeeper's replicas check
+	// (auditorPeriodicReplicasCheckInterval). Folio's auditor does not run
+	// it; its time is kept for parity with Java's key set.
+	ReplicasCheck
+)
+
+// PeriodicChecks lists every PeriodicCheck.
+var PeriodicChecks = []PeriodicCheck{LedgerCheck, PlacementPolicyCheck, ReplicasCheck}
+
+// String returns the check's name in BookKeeper's terms.
+func (c PeriodicCheck) String() string {
+	switch c {
+	case LedgerCheck:
+		return "checkAllLedgers"
+	case PlacementPolicyCheck:
+		return "placementPolicyCheck"
+	case ReplicasCheck:
+		return "replicasCheck"
+	}
+	return fmt.Sprintf("PeriodicCheck(%d)", int(c))
+}
+
+// Node returns the name of the node under `underreplication/` that holds
+// the check's last completion time: Java's BookKeeperConstants
+// (CHECK_ALL_LEDGERS_CTIME, PLACEMENT_POLICY_CHECK_CTIME,
+// REPLICAS_CHECK_CTIME); "" for an unknown check.
+func (c PeriodicCheck) Node() string {
+	switch c {
+	case LedgerCheck:
+		return "checkallledgersctime"
+	case PlacementPolicyCheck:
+		return "placementpolicycheckctime"
+	case ReplicasCheck:
+		return "replicascheckctime"
+	}
+	return ""
+}
+
+// Validate reports an unknown check.
+func (c PeriodicCheck) Validate() error {
+	if c.Node() == "" {
+		return fmt.Errorf("unknown periodic check %d", int(c))
+	}
+	return nil
+}
+
+// format returns an empty message of the check's stored format, and its
+// one field (the completion time in epoch milliseconds).
+func (c PeriodicCheck) format() (protoreflect.Message, protoreflect.FieldDescriptor) {
+	var m proto.Message
+	switch c {
+	case LedgerCheck:
+		m = &formatpb.CheckAllLedgersFormat{}
+	case PlacementPolicyCheck:
+		m = &formatpb.PlacementPolicyCheckFormat{}
+	case ReplicasCheck:
+		m = &formatpb.ReplicasCheckFormat{}
+	default:
+		return nil, nil
+	}
+	r := m.ProtoReflect()
+	return r, r.Descriptor().Fields().ByNumber(1)
+}
+
+// EncodeCheckTime returns the stored value of check's completion time: the
+// protobuf binary encoding of its format message (CheckAllLedgersFormat,
+// PlacementPolicyCheckFormat or ReplicasCheckFormat) with the one int64
+// field set to completed in epoch milliseconds, the bytes Java's ZooKeeper
+// manager writes (`08` then the varint).
+func EncodeCheckTime(check PeriodicCheck, completed time.Time) ([]byte, error) {
+	m, fd := check.format()
+	if m == nil {
+		return nil, check.Validate()
+	}
+	ms := completed.UnixMilli()
+	if completed.IsZero() || ms < 0 {
+		return nil, fmt.Errorf("%s completion time %v is before 1970", check, completed)
+	}
+	m.Set(fd, protoreflect.ValueOfInt64(ms))
+	return proto.Marshal(m.Interface())
+}
+
+// DecodeCheckTime parses EncodeCheckTime's bytes. It is stricter than
+// Java's reader, which takes a value without the field for "never": the
+// field must be present and ≥ 0, and nothing else may be there (no unknown
+// fields), so that a damaged value is reported, not taken for "never".
+func DecodeCheckTime(check PeriodicCheck, value []byte) (time.Time, error) {
+	m, fd := check.format()
+	if m == nil {
+		return time.Time{}, check.Validate()
+	}
+	name := string(m.Descriptor().Name())
+	if err := proto.Unmarshal(value, m.Interface()); err != nil {
+		return time.Time{}, fmt.Errorf("%q is not a %s: %w", value, name, err)
+	}
+	if len(m.GetUnknown()) > 0 {
+		return time.Time{}, fmt.Errorf("%q is not a %s: unknown fields", value, name)
+	}
+	if !m.Has(fd) {
+		return time.Time{}, fmt.Errorf("%q: %s without %s", value, name, fd.Name())
+	}
+	ms := m.Get(fd).Int()
+	if ms < 0 {
+		return time.Time{}, fmt.Errorf("%s %s %d is negative", name, fd.Name(), ms)
+	}
+	return time.UnixMilli(ms), nil
 }
 
 // DelayEvent is one state of the stored lost-bookie recovery delay.

@@ -39,6 +39,15 @@ func (k keys) urDelay() string          { return k.underReplication + "/" + urDe
 func (k keys) urRecord(id int64) string { return k.urRecords() + "/" + LedgerUUID(id) }
 func (k keys) urLock(id int64) string   { return k.urLocks() + "/" + LedgerUUID(id) }
 
+// urCheckTime is the key of a periodic check's last completion time
+// (check.Node(), Java's ZooKeeper node names); "" for an unknown check.
+func (k keys) urCheckTime(check metadata.PeriodicCheck) string {
+	if check.Validate() != nil {
+		return ""
+	}
+	return k.underReplication + "/" + check.Node()
+}
+
 // EncodeUnderReplicated returns the stored value of a record: the protobuf
 // TextFormat of UnderreplicatedLedgerFormat as Java's ZooKeeper manager
 // writes it (`replica: "<id>"` lines, then `ctime: <ms>`).
@@ -502,6 +511,46 @@ func (d *Driver) WatchLostBookieRecoveryDelay(ctx context.Context) (<-chan metad
 		return nil, err
 	}
 	return out, nil
+}
+
+// SetLastCheckTime implements metadata.UnderReplication: a plain put of
+// metadata.EncodeCheckTime's bytes at `underreplication/<check.Node()>`.
+func (d *Driver) SetLastCheckTime(ctx context.Context, check metadata.PeriodicCheck, completed time.Time) error {
+	value, err := metadata.EncodeCheckTime(check, completed)
+	if err != nil {
+		return err
+	}
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	key := d.k.urCheckTime(check)
+	if _, err := d.cli.Put(ctx, key, string(value)); err != nil {
+		return d.storeErr("write "+key, err)
+	}
+	return nil
+}
+
+// LastCheckTime implements metadata.UnderReplication.
+func (d *Driver) LastCheckTime(ctx context.Context, check metadata.PeriodicCheck) (time.Time, error) {
+	if err := check.Validate(); err != nil {
+		return time.Time{}, err
+	}
+	if err := d.checkOpen(); err != nil {
+		return time.Time{}, err
+	}
+	key := d.k.urCheckTime(check)
+	resp, err := d.cli.Get(ctx, key)
+	if err != nil {
+		return time.Time{}, d.storeErr("read "+key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return time.Time{}, nil
+	}
+	t, err := metadata.DecodeCheckTime(check, resp.Kvs[0].Value)
+	if err != nil {
+		return time.Time{}, metadata.Corrupt(key, err)
+	}
+	return t, nil
 }
 
 // CampaignAuditor implements metadata.AuditorElection with etcd's

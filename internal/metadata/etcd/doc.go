@@ -44,6 +44,21 @@
 //	                                                value = candidate id)
 //	<scope>/underreplication/disable                ""  present while replication is disabled
 //	<scope>/underreplication/lostBookieRecoveryDelay  decimal seconds ("60", "0.5")
+//	<scope>/underreplication/checkallledgersctime       last ledger check's completion: binary CheckAllLedgersFormat
+//	<scope>/underreplication/placementpolicycheckctime  last placement check's: binary PlacementPolicyCheckFormat
+//	<scope>/underreplication/replicascheckctime         last replicas check's: binary ReplicasCheckFormat
+//	                                                (unused: Folio's auditor has no replicas check)
+//
+// The three check times are what Java's ZooKeeper manager stores at the
+// same node names (Java's etcd driver has no under-replication manager,
+// so nothing of Java's reads them on etcd): the protobuf *binary* encoding
+// (not TextFormat, unlike the records) of a message whose one field 1 is
+// the completion time in epoch milliseconds: tag 0x08, then the varint
+// (1700000000000 ms is `08 80 d0 95 ff bc 31`). An absent key means "never ran"; a newly elected
+// auditor runs such a check at once, as Java's does. Java reads a value
+// without the field as "never" too; Folio refuses it (and unknown fields,
+// and negative times) as ErrCorruptMetadata naming the key, since no
+// writer produces one.
 //
 // A record's version is its mod_revision. Marking is a CAS loop (create
 // if `create_revision == 0`, else merge the missing bookies with `if

@@ -90,6 +90,12 @@ func (w rawWriter) PutLedgerRaw(ctx context.Context, id int64, value []byte) (st
 	return key, err
 }
 
+func (w rawWriter) PutCheckTimeRaw(ctx context.Context, check metadata.PeriodicCheck, value []byte) (string, error) {
+	key := w.scope + "/underreplication/" + check.Node()
+	_, err := w.c.Put(ctx, key, string(value))
+	return key, err
+}
+
 func TestContract(t *testing.T) {
 	metadatatest.Run(t, func(t *testing.T) *metadatatest.Harness {
 		scope := etcdtest.Scope(t)
@@ -252,6 +258,37 @@ func TestSpecValueBytesAtUUIDKey(t *testing.T) {
 	ids, err := d.ListLedgers(ctx, 0, 10)
 	if err != nil || !slices.Equal(ids, []int64{1, 5<<56 | 1}) {
 		t.Errorf("ListLedgers = %v, %v", ids, err)
+	}
+}
+
+// TestCheckTimeKeys: each periodic check's time is at Java's ZooKeeper node
+// name under `<scope>/underreplication/`, as the bytes Java writes there (a
+// binary *CheckFormat, field 1 varint epoch ms), with no lease.
+func TestCheckTimeKeys(t *testing.T) {
+	ctx := ctxOf(t)
+	scope := etcdtest.Scope(t)
+	d := open(t, etcdtest.URI(shared, scope))
+	c := raw(t, shared)
+	want := []byte{0x08, 0x80, 0xd0, 0x95, 0xff, 0xbc, 0x31} // 1700000000000
+	for check, node := range map[metadata.PeriodicCheck]string{
+		metadata.LedgerCheck:          "checkallledgersctime",
+		metadata.PlacementPolicyCheck: "placementpolicycheckctime",
+		metadata.ReplicasCheck:        "replicascheckctime",
+	} {
+		if err := d.SetLastCheckTime(ctx, check, time.UnixMilli(1_700_000_000_000).Add(999*time.Microsecond)); err != nil {
+			t.Fatal(err)
+		}
+		key := scope + "/underreplication/" + node
+		resp, err := c.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Kvs) != 1 {
+			t.Fatalf("%s: no key %s", check, key)
+		}
+		if got := resp.Kvs[0].Value; !bytes.Equal(got, want) || resp.Kvs[0].Lease != 0 {
+			t.Errorf("%s: value % x lease %d, want % x and no lease", check, got, resp.Kvs[0].Lease, want)
+		}
 	}
 }
 

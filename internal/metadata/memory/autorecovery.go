@@ -12,7 +12,7 @@ import (
 
 // AutoRecovery operations, as passed to a Hook.
 const (
-	OpUnderReplication Op = "UnderReplication" // records, locks, switch, delay
+	OpUnderReplication Op = "UnderReplication" // records, locks, switch, delay, check times
 	OpAuditorElection  Op = "AuditorElection"
 )
 
@@ -29,6 +29,10 @@ type arState struct {
 	delayWatchers []*watcher[metadata.DelayEvent]
 	// candidates is the election queue; candidates[0] is the auditor.
 	candidates []*candidate
+	// checkTimes are the stored values of the periodic checks' last
+	// completion times (metadata.EncodeCheckTime's bytes, or planted raw
+	// by PutCheckTimeRaw); absent: never.
+	checkTimes map[metadata.PeriodicCheck][]byte
 }
 
 type urRecord struct {
@@ -340,6 +344,71 @@ func (d *Driver) WatchLostBookieRecoveryDelay(ctx context.Context) (<-chan metad
 	w.push(metadata.DelayEvent{Delay: s.mu.ar.delay, Set: s.mu.ar.delaySet})
 	s.mu.ar.delayWatchers = append(s.mu.ar.delayWatchers, w)
 	return w.out, nil
+}
+
+func (s *Store) checkTimeKey(check metadata.PeriodicCheck) string {
+	return s.scope + "/underreplication/" + check.Node()
+}
+
+// SetLastCheckTime implements metadata.UnderReplication. The value is
+// kept encoded, as the etcd driver stores it.
+func (d *Driver) SetLastCheckTime(ctx context.Context, check metadata.PeriodicCheck, completed time.Time) error {
+	value, err := metadata.EncodeCheckTime(check, completed)
+	if err != nil {
+		return err
+	}
+	s := d.s
+	key := s.checkTimeKey(check)
+	if err := d.begin(ctx, OpUnderReplication, key); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.putCheckTimeLocked(check, value)
+	s.mu.Unlock()
+	return s.end(ctx, OpUnderReplication, key, nil)
+}
+
+func (s *Store) putCheckTimeLocked(check metadata.PeriodicCheck, value []byte) {
+	if s.mu.ar.checkTimes == nil {
+		s.mu.ar.checkTimes = map[metadata.PeriodicCheck][]byte{}
+	}
+	s.mu.ar.checkTimes[check] = value
+	s.nextRevLocked()
+}
+
+// LastCheckTime implements metadata.UnderReplication.
+func (d *Driver) LastCheckTime(ctx context.Context, check metadata.PeriodicCheck) (time.Time, error) {
+	if err := check.Validate(); err != nil {
+		return time.Time{}, err
+	}
+	key := d.s.checkTimeKey(check)
+	if err := d.begin(ctx, OpUnderReplication, key); err != nil {
+		return time.Time{}, err
+	}
+	d.s.mu.Lock()
+	value, ok := d.s.mu.ar.checkTimes[check]
+	d.s.mu.Unlock()
+	if !ok {
+		return time.Time{}, nil
+	}
+	t, err := metadata.DecodeCheckTime(check, value)
+	if err != nil {
+		return time.Time{}, metadata.Corrupt(key, err)
+	}
+	return t, nil
+}
+
+// PutCheckTimeRaw stores value as check's last completion time without
+// validation (metadatatest.CheckTimeRawWriter): for planting corrupt
+// values. It returns the key.
+func (s *Store) PutCheckTimeRaw(_ context.Context, check metadata.PeriodicCheck, value []byte) (string, error) {
+	if err := check.Validate(); err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.putCheckTimeLocked(check, append([]byte{}, value...))
+	return s.checkTimeKey(check), nil
 }
 
 // CampaignAuditor implements metadata.AuditorElection: candidates queue in

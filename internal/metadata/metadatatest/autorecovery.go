@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -355,4 +356,115 @@ func eventually[T any](t *testing.T, what string, f func() (T, error)) T {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// javaCheckTime is 1700000000000 ms as Java's ZooKeeper manager stores a
+// check time: a binary *CheckFormat, field 1 as a varint.
+var javaCheckTime = []byte{0x08, 0x80, 0xd0, 0x95, 0xff, 0xbc, 0x31}
+
+func wantCheckTime(t *testing.T, ar metadata.AutoRecoveryDriver, check metadata.PeriodicCheck, want time.Time) {
+	t.Helper()
+	got, err := ar.LastCheckTime(ctxOf(t), check)
+	if err != nil {
+		t.Fatalf("%s: LastCheckTime: %v", check, err)
+	}
+	if !got.Equal(want) {
+		t.Fatalf("%s: LastCheckTime = %v, want %v", check, got, want)
+	}
+}
+
+// testCheckTimes: the periodic checks' last completion times are absent
+// ("never", the zero Time) until set, kept to the millisecond, independent
+// per check, seen by other processes, and overwritten by every set (also
+// with an earlier time).
+func testCheckTimes(t *testing.T, h *Harness) {
+	ctx := ctxOf(t)
+	ar := arDriver(t, h.Driver)
+	other := ar
+	if h.Open != nil {
+		other = arDriver(t, h.Open(t))
+	}
+	for _, c := range metadata.PeriodicChecks {
+		wantCheckTime(t, ar, c, time.Time{})
+	}
+
+	t1 := time.Unix(1_700_000_000, 123_456_789) // sub-millisecond part dropped
+	must(t, "set", ar.SetLastCheckTime(ctx, metadata.LedgerCheck, t1))
+	wantCheckTime(t, ar, metadata.LedgerCheck, time.UnixMilli(1_700_000_000_123))
+	wantCheckTime(t, other, metadata.LedgerCheck, time.UnixMilli(1_700_000_000_123))
+	wantCheckTime(t, ar, metadata.PlacementPolicyCheck, time.Time{})
+	wantCheckTime(t, ar, metadata.ReplicasCheck, time.Time{})
+
+	// Overwrite, also backwards (a set is not a max).
+	t2 := time.UnixMilli(1_600_000_000_000)
+	must(t, "overwrite", other.SetLastCheckTime(ctx, metadata.LedgerCheck, t2))
+	wantCheckTime(t, ar, metadata.LedgerCheck, t2)
+	t3 := time.UnixMilli(1_800_000_000_001)
+	must(t, "set placement", ar.SetLastCheckTime(ctx, metadata.PlacementPolicyCheck, t3))
+	must(t, "set replicas", ar.SetLastCheckTime(ctx, metadata.ReplicasCheck, time.UnixMilli(0)))
+	wantCheckTime(t, ar, metadata.LedgerCheck, t2)
+	wantCheckTime(t, other, metadata.PlacementPolicyCheck, t3)
+	wantCheckTime(t, other, metadata.ReplicasCheck, time.UnixMilli(0))
+
+	// "Never" cannot be stored, nor a time before 1970; the old value stays.
+	for _, bad := range []time.Time{{}, time.UnixMilli(-1)} {
+		if err := ar.SetLastCheckTime(ctx, metadata.LedgerCheck, bad); err == nil {
+			t.Fatalf("SetLastCheckTime(%v) succeeded", bad)
+		}
+	}
+	wantCheckTime(t, ar, metadata.LedgerCheck, t2)
+	for _, c := range []metadata.PeriodicCheck{0, 99} {
+		if err := ar.SetLastCheckTime(ctx, c, t1); err == nil {
+			t.Fatalf("SetLastCheckTime(%v) succeeded", c)
+		}
+		if _, err := ar.LastCheckTime(ctx, c); err == nil {
+			t.Fatalf("LastCheckTime(%v) succeeded", c)
+		}
+	}
+}
+
+// testCorruptCheckTimes: Java's bytes read back; a value that does not
+// parse as the check's format is ErrCorruptMetadata naming the key, never
+// the zero Time ("never", which would make an auditor run the check at
+// once forever); a set repairs it.
+func testCorruptCheckTimes(t *testing.T, h *Harness) {
+	ctx := ctxOf(t)
+	ar := arDriver(t, h.Driver)
+	raw, ok := h.Raw.(CheckTimeRawWriter)
+	if !ok {
+		t.Fatal("the harness's Raw does not implement CheckTimeRawWriter")
+	}
+	for _, c := range metadata.PeriodicChecks {
+		_, err := raw.PutCheckTimeRaw(ctx, c, javaCheckTime)
+		must(t, "PutCheckTimeRaw", err)
+		wantCheckTime(t, ar, c, time.UnixMilli(1_700_000_000_000))
+	}
+	cases := map[string][]byte{
+		"empty value (no time field)": {},
+		"garbage":                     []byte("\xff\xfe garbage"),
+		"decimal text":                []byte("1700000000000"),
+		"TextFormat":                  []byte("checkAllLedgersCTime: 1700000000000"),
+		"truncated varint":            javaCheckTime[:4],
+		"unknown field only":          {0x10, 0x01},
+		"time plus unknown field":     append(append([]byte{}, javaCheckTime...), 0x10, 0x01),
+		"wrong wire type":             {0x0a, 0x01, 0x00},
+		"negative time":               {0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+	}
+	for name, value := range cases {
+		for _, c := range metadata.PeriodicChecks {
+			key, err := raw.PutCheckTimeRaw(ctx, c, value)
+			must(t, "PutCheckTimeRaw", err)
+			got, err := ar.LastCheckTime(ctx, c)
+			if err == nil || !errors.Is(err, metadata.ErrCorruptMetadata) {
+				t.Errorf("%s, %s: LastCheckTime = %v, %v; want ErrCorruptMetadata", name, c, got, err)
+				continue
+			}
+			if !strings.Contains(err.Error(), key) {
+				t.Errorf("%s, %s: error %q does not name the key %q", name, c, err, key)
+			}
+		}
+	}
+	want := time.UnixMilli(1_700_000_000_042)
+	must(t, "set over a corrupt value", ar.SetLastCheckTime(ctx, metadata.LedgerCheck, want))
+	wantCheckTime(t, ar, metadata.LedgerCheck, want)
 }

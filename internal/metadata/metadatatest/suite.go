@@ -28,6 +28,15 @@ type RawWriter interface {
 	PutLedgerRaw(ctx context.Context, ledgerID int64, value []byte) (key string, err error)
 }
 
+// CheckTimeRawWriter plants bytes as a periodic check's last completion
+// time without validation. A harness whose driver implements
+// metadata.AutoRecoveryDriver must give a Raw that implements it too.
+type CheckTimeRawWriter interface {
+	// PutCheckTimeRaw stores value as check's last completion time and
+	// returns the full store key it wrote (errors must name it).
+	PutCheckTimeRaw(ctx context.Context, check metadata.PeriodicCheck, value []byte) (key string, err error)
+}
+
 // Harness is what a driver gives the suite for one subtest: a driver on a
 // fresh, empty store (or a fresh scope), which the harness closes in
 // t.Cleanup.
@@ -81,6 +90,8 @@ func Run(t *testing.T, newHarness func(t *testing.T) *Harness) {
 		{"ReplicationSwitch", testReplicationSwitch},
 		{"LostBookieDelay", testLostBookieDelay},
 		{"AuditorElection", testAuditorElection},
+		{"CheckTimes", testCheckTimes},
+		{"CorruptCheckTimes", testCorruptCheckTimes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newHarness(t)) })
