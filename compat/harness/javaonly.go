@@ -57,6 +57,12 @@ func JavaBookieEnsemble(t *testing.T) {
 			var folioLedgers []int64
 			t.Run("JavaWritesFolioReads", func(t *testing.T) { javaWritesFolioReads(t, e, seedBase+1, n) })
 			t.Run("FolioWritesJavaReads", func(t *testing.T) { folioLedgers = folioWritesJavaReads(t, e, seedBase+2, n) })
+			t.Run("JavaSeesFolioMetadata", func(t *testing.T) {
+				if len(folioLedgers) == 0 {
+					t.Skip("no Folio ledgers (FolioWritesJavaReads failed)")
+				}
+				javaSeesFolioMetadata(t, e, folioLedgers, seedBase+2, n)
+			})
 			t.Run("JavaRecoversFolioWriter", func(t *testing.T) { javaRecoversFolioWriter(t, e, seedBase+3) })
 			t.Run("FolioRecoversJavaWriter", func(t *testing.T) { folioRecoversJavaWriter(t, e, seedBase+4) })
 			t.Run("JavaTailsFolioLedger", func(t *testing.T) { javaTailsFolioLedger(t, e, seedBase+5) })

@@ -84,8 +84,7 @@ var (
 
 // javaShellSeesCluster runs BookKeeper's shell against the cluster of e:
 // whatisinstanceid gives Folio's instance id, listbookies -rw the bookies of
-// e, listledgers every id of ids, ledgermetadata each ledger as Folio wrote
-// it (closed, n entries, E=3 Qw=2 Qa=2, the digests in order), and
+// e, ledgermetadata each ledger of ids as Folio wrote it (closed, n entries, E=3 Qw=2 Qa=2, the digests in order), and
 // readledger --bookie finds on each bookie of the first ledger's ensemble
 // exactly the entries of its write sets.
 func javaShellSeesCluster(t *testing.T, e interopEnv, ids []int64, n int64) {
@@ -101,10 +100,13 @@ func javaShellSeesCluster(t *testing.T, e interopEnv, ids []int64, n int64) {
 		t.Fatalf("folio shell whatisinstanceid -o json: %q (%v)", folioOut, err)
 	}
 
-	// listledgers -m is not used: Java's etcd driver ends asyncProcessLedgers
-	// before the per-ledger metadata reads finish, so with -m it prints
-	// nothing on any etcd cluster (docs/compatibility.md).
-	cmds := []string{"whatisinstanceid", "listbookies -rw", "listledgers"}
+	// listledgers is not used: on etcd it is cut short at a random point.
+	// Java's EtcdLedgerManager.processLedgers hands its final callback to
+	// every ledger as that ledger's callback, so the command returns after
+	// the first ledger it processed while the scan goes on printing, and
+	// the shell exits (docs/compatibility.md). Java's client-API listing
+	// (getLedgerRanges) is checked by javaSeesFolioMetadata instead.
+	cmds := []string{"whatisinstanceid", "listbookies -rw"}
 	for _, id := range ids {
 		cmds = append(cmds, fmt.Sprintf("ledgermetadata -ledgerid %d", id))
 	}
@@ -124,14 +126,9 @@ func javaShellSeesCluster(t *testing.T, e interopEnv, ids []int64, n int64) {
 	if !slices.Equal(listed, want) {
 		t.Errorf("java listbookies -rw: %v, want %v\n%s", listed, want, outs[1])
 	}
-	for _, id := range ids {
-		if !strings.Contains(outs[2], fmt.Sprintf("ledgerID: %d\n", id)) {
-			t.Errorf("java listledgers lacks ledger %d:\n%s", id, outs[2])
-		}
-	}
 	var ensemble []string
 	for i, id := range ids {
-		out := outs[3+i]
+		out := outs[2+i]
 		for _, want := range []string{fmt.Sprintf("ledgerID: %d\n", id), "formatVersion=3, ensembleSize=3, writeQuorumSize=2, ackQuorumSize=2, state=CLOSED",
 			fmt.Sprintf("lastEntryId=%d, digestType=%s,", n-1, digests[i].java)} {
 			if !strings.Contains(out, want) {
