@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -10,8 +9,8 @@ import (
 
 	"github.com/foliodb/folio/client"
 	"github.com/foliodb/folio/internal/admin"
-	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/testcluster"
 	"github.com/foliodb/folio/internal/wire"
 )
 
@@ -161,34 +160,12 @@ func javaGCKeepsFolioLedgers(t *testing.T, e interopEnv, bks *admin.Bookies, ids
 	}
 	t.Logf("every Java bookie of its ensemble collected deleted ledger %d within %v", del, time.Since(start).Round(time.Millisecond))
 
-	for di, id := range ids {
-		md, _, err := d.ReadLedger(ctx, id)
-		if err != nil {
-			t.Fatal(err)
+	for _, id := range ids {
+		if m, _, err := d.ReadLedger(ctx, id); err != nil || !m.IsClosed() || m.LastEntryID != n-1 {
+			t.Fatalf("Folio ledger %d after Java GC: metadata %v (%v), want closed at %d", id, m, err, n-1)
 		}
-		dg, err := digest.New(digest.Type(digests[di].folio), []byte(password))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ens := md.Ensembles[0].Ensemble
-		for eid := range n {
-			for q := range int64(2) {
-				b := ens[(eid+q)%int64(len(ens))]
-				body, err := bks.ReadStoredEntry(ctx, b, id, eid)
-				if err != nil {
-					t.Errorf("after Java GC: entry %d of Folio ledger %d on Java bookie %s: %v", eid, id, b, err)
-					continue
-				}
-				got, err := dg.VerifyEntry(body, id, eid)
-				if err != nil {
-					t.Errorf("after Java GC: entry %d of Folio ledger %d on Java bookie %s: %v", eid, id, b, err)
-					continue
-				}
-				if !bytes.Equal(got.Payload, payload(seed, eid)) {
-					t.Errorf("after Java GC: entry %d of Folio ledger %d on Java bookie %s: %d bytes differ from the %d written",
-						eid, id, b, len(got.Payload), len(payload(seed, eid)))
-				}
-			}
-		}
+		// Every entry on every Java bookie of its write set, read from
+		// that bookie alone, digest-verified, byte-exact.
+		testcluster.CheckStored(ctx, t, d, id, []byte(password), func(e int64) []byte { return payload(seed, e) })
 	}
 }

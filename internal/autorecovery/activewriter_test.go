@@ -93,7 +93,7 @@ func TestActiveWriterReplacesLostBookie(t *testing.T) {
 	cl := testcluster.Start(t, 5)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	d := startDaemon(t, cl.URI, "127.0.0.1:1", "--workers", "1",
+	d := cl.StartAutoRecovery("127.0.0.1:1", "--workers", "1",
 		"--lost-bookie-recovery-delay", "0s", "--open-ledger-rereplication-grace-period", grace.String())
 	waitFor(ctx, t, "an auditor", func() bool { return auditorIs(ctx, cl.MD, "127.0.0.1:1") })
 
@@ -243,8 +243,8 @@ func TestActiveWriterReplacesLostBookie(t *testing.T) {
 
 	// The daemon's log: the auditor marked the ledger, the worker copied
 	// segment 0 off the dead bookie, and never fenced the ledger.
-	d.kill()
-	logText, err := os.ReadFile(d.log)
+	d.Kill()
+	logText, err := os.ReadFile(d.LogPath())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,6 @@ import (
 	"github.com/foliodb/folio/client"
 	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/autorecovery"
-	"github.com/foliodb/folio/internal/digest"
-	"github.com/foliodb/folio/internal/ledger/quorum"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/testcluster"
 )
@@ -138,8 +136,6 @@ func TestClosedLedgersReReplicated(t *testing.T) {
 	}
 	t.Logf("re-replicated %d ledgers off %s in %v", ledgers, dead.ID, time.Since(start))
 
-	bks := admin.NewBookies(5*time.Second, nil)
-	defer bks.Close()
 	for id, want := range ends {
 		m, _, err := cl.MD.ReadLedger(ctx, id)
 		if err != nil {
@@ -148,29 +144,7 @@ func TestClosedLedgersReReplicated(t *testing.T) {
 		if !m.IsClosed() || m.LastEntryID != want.last || m.Length != want.length {
 			t.Fatalf("ledger %d: state %v end %d length %d, want closed at %d, %d", id, m.State, m.LastEntryID, m.Length, want.last, want.length)
 		}
-		dig, err := digest.New(digest.Type(m.DigestType), pw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := quorum.Params{EnsembleSize: m.EnsembleSize, WriteQuorum: m.WriteQuorum, AckQuorum: m.AckQuorum}
-		for e := int64(0); e <= m.LastEntryID; e++ {
-			seg := m.Ensembles[0]
-			for _, s := range m.Ensembles {
-				if s.FirstEntryID <= e {
-					seg = s
-				}
-			}
-			for _, i := range p.WriteSet(e) {
-				body, err := bks.ReadStoredEntry(ctx, seg.Ensemble[i], id, e)
-				if err != nil {
-					t.Fatalf("ledger %d entry %d on %s: %v", id, e, seg.Ensemble[i], err)
-				}
-				got, err := dig.VerifyEntry(body, id, e)
-				if err != nil || !bytes.Equal(got.Payload, payload(id, e)) {
-					t.Fatalf("ledger %d entry %d on %s: %v / payload %q", id, e, seg.Ensemble[i], err, got.Payload)
-				}
-			}
-		}
+		testcluster.CheckStored(ctx, t, cl.MD, id, pw, func(e int64) []byte { return payload(id, e) })
 	}
 }
 

@@ -7,68 +7,19 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/foliodb/folio/client"
 	"github.com/foliodb/folio/internal/admin"
-	"github.com/foliodb/folio/internal/digest"
-	"github.com/foliodb/folio/internal/ledger/quorum"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/testcluster"
 )
 
 // Process-level AutoRecovery tests with `folio autorecovery` daemons as
 // processes: auditor failover, a worker killed mid-copy, read-only bookies.
-
-// daemon is a `folio autorecovery` process.
-type daemon struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	wait chan error
-	log  string
-	once sync.Once
-}
-
-// startDaemon starts `folio autorecovery --id id` with short timings and
-// extra flags; it is SIGKILLed when the test ends.
-func startDaemon(t *testing.T, uri, id string, extra ...string) *daemon {
-	t.Helper()
-	d := &daemon{t: t, log: filepath.Join(t.TempDir(), "autorecovery.log")}
-	f, err := os.Create(d.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := append([]string{"autorecovery", "--metadata-service-uri", uri, "--id", id,
-		"--session-ttl", "2s", "--poll-interval", "100ms", "--open-ledger-rereplication-grace-period", "1s"}, extra...)
-	d.cmd = exec.Command(testcluster.Binary(t), args...)
-	d.cmd.Stderr, d.cmd.Stdout = f, f
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	d.wait = make(chan error, 1)
-	go func() { d.wait <- d.cmd.Wait(); f.Close() }()
-	t.Cleanup(d.kill)
-	return d
-}
-
-// kill SIGKILLs the daemon and waits for it to exit (once).
-func (d *daemon) kill() {
-	d.once.Do(func() {
-		_ = d.cmd.Process.Kill()
-		select {
-		case <-d.wait:
-		case <-time.After(10 * time.Second):
-			d.t.Errorf("daemon did not exit after SIGKILL")
-		}
-	})
-}
 
 // waitFor polls cond every 100 ms until it holds or ctx ends.
 func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
@@ -143,8 +94,6 @@ func underReplicated(ctx context.Context, t *testing.T, md metadata.Driver) []me
 // and every entry stored, verified, on each bookie of its write set.
 func checkIntact(ctx context.Context, t *testing.T, md metadata.Driver, ends map[int64]int64, firsts map[int64][]int64, size int, gone ...metadata.BookieID) {
 	t.Helper()
-	bks := admin.NewBookies(5*time.Second, nil)
-	defer bks.Close()
 	for id, last := range ends {
 		m, _, err := md.ReadLedger(ctx, id)
 		if err != nil {
@@ -170,29 +119,7 @@ func checkIntact(ctx context.Context, t *testing.T, md metadata.Driver, ends map
 		if firsts != nil && !slices.Equal(fs, firsts[id]) {
 			t.Fatalf("ledger %d: segments start at %v, want %v", id, fs, firsts[id])
 		}
-		dig, err := digest.New(digest.Type(m.DigestType), []byte("pw"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := quorum.Params{EnsembleSize: m.EnsembleSize, WriteQuorum: m.WriteQuorum, AckQuorum: m.AckQuorum}
-		for e := int64(0); e <= m.LastEntryID; e++ {
-			seg := m.Ensembles[0]
-			for _, s := range m.Ensembles {
-				if s.FirstEntryID <= e {
-					seg = s
-				}
-			}
-			for _, i := range p.WriteSet(e) {
-				body, err := bks.ReadStoredEntry(ctx, seg.Ensemble[i], id, e)
-				if err != nil {
-					t.Fatalf("ledger %d entry %d on %s: %v", id, e, seg.Ensemble[i], err)
-				}
-				got, err := dig.VerifyEntry(body, id, e)
-				if err != nil || !bytes.Equal(got.Payload, bigPayload(id, e, size)) {
-					t.Fatalf("ledger %d entry %d on %s: %v", id, e, seg.Ensemble[i], err)
-				}
-			}
-		}
+		testcluster.CheckStored(ctx, t, md, id, []byte("pw"), func(e int64) []byte { return bigPayload(id, e, size) })
 	}
 }
 
@@ -234,10 +161,10 @@ func TestAuditorProcessFailover(t *testing.T) {
 	ends := writeClosedLedgers(ctx, t, c, 12, 15, 0)
 	firsts := segmentFirsts(ctx, t, cl.MD, ends)
 
-	a := startDaemon(t, cl.URI, "127.0.0.1:1", "--workers", "0")
+	a := cl.StartAutoRecovery("127.0.0.1:1", "--workers", "0")
 	waitFor(ctx, t, "daemon 1 elected", func() bool { return auditorIs(ctx, cl.MD, "127.0.0.1:1") })
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testcluster.FreePort(t))
-	startDaemon(t, cl.URI, "127.0.0.1:2", "--workers", "2", "--metrics-address", metricsAddr)
+	cl.StartAutoRecovery("127.0.0.1:2", "--workers", "2", "--metrics-address", metricsAddr)
 	time.Sleep(500 * time.Millisecond) // daemon 2 campaigns
 	if v := scrape(ctx, t, metricsAddr); v["folio_autorecovery_is_auditor"] != "0" {
 		t.Fatalf("standby daemon: is_auditor %q", v["folio_autorecovery_is_auditor"])
@@ -245,7 +172,7 @@ func TestAuditorProcessFailover(t *testing.T) {
 	if !auditorIs(ctx, cl.MD, "127.0.0.1:1") {
 		t.Fatal("the auditor changed with a second candidate")
 	}
-	a.kill()
+	a.Kill()
 	victim := cl.Bookies[2]
 	victim.Kill()
 	start := time.Now()
@@ -328,7 +255,7 @@ func TestWorkerKilledMidCopy(t *testing.T) {
 	victim.WaitUnregistered()
 
 	// About 4 entries a second: one fragment takes seconds.
-	slow := startDaemon(t, cl.URI, "127.0.0.1:1", "--workers", "1", "--rate-limit", "4000")
+	slow := cl.StartAutoRecovery("127.0.0.1:1", "--workers", "1", "--rate-limit", "4000")
 	start := time.Now()
 	waitFor(ctx, t, "the first fragment copied", func() bool { return refs(ctx, t, cl.MD, ends, victim.ID) < before })
 	// Now the worker is copying the next fragment.
@@ -355,9 +282,9 @@ func TestWorkerKilledMidCopy(t *testing.T) {
 	if locked != 1 {
 		t.Fatalf("%d ledgers locked while the single worker copies, want 1", locked)
 	}
-	slow.kill()
+	slow.Kill()
 	t.Logf("killed the worker after %v with %d of %d segments still on %s", time.Since(start), refs(ctx, t, cl.MD, ends, victim.ID), before, victim.ID)
-	startDaemon(t, cl.URI, "127.0.0.1:2", "--workers", "2")
+	cl.StartAutoRecovery("127.0.0.1:2", "--workers", "2")
 	waitFor(ctx, t, "re-replication", func() bool {
 		return refs(ctx, t, cl.MD, ends, victim.ID) == 0 && len(underReplicated(ctx, t, cl.MD)) == 0
 	})
@@ -384,7 +311,7 @@ func TestReadOnlyBookieNotLost(t *testing.T) {
 	firsts := segmentFirsts(ctx, t, cl.MD, ends)
 	ro := cl.Bookies[0]
 	roRefs := refs(ctx, t, cl.MD, ends, ro.ID)
-	startDaemon(t, cl.URI, "127.0.0.1:1", "--workers", "2")
+	cl.StartAutoRecovery("127.0.0.1:1", "--workers", "2")
 	waitFor(ctx, t, "an auditor", func() bool { return auditorIs(ctx, cl.MD, "127.0.0.1:1") })
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+ro.HTTPAddr()+"/api/v1/bookie/state/readonly", strings.NewReader(`{"readOnly": true}`))

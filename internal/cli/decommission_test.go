@@ -1,13 +1,9 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,51 +11,9 @@ import (
 
 	"github.com/foliodb/folio/client"
 	"github.com/foliodb/folio/internal/admin"
-	"github.com/foliodb/folio/internal/digest"
-	"github.com/foliodb/folio/internal/ledger/quorum"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/testcluster"
 )
-
-// Daemon is a `folio autorecovery` process.
-type daemon struct {
-	cmd  *exec.Cmd
-	wait chan error
-	log  string
-}
-
-// startDaemon starts `folio autorecovery` with short timings; it is
-// SIGKILLed when the test ends.
-func startDaemon(t *testing.T, uri, id string) *daemon {
-	t.Helper()
-	dir := t.TempDir()
-	d := &daemon{log: filepath.Join(dir, "autorecovery.log")}
-	f, err := os.Create(d.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.cmd = exec.Command(testcluster.Binary(t), "autorecovery", "--metadata-service-uri", uri, "--id", id,
-		"--session-ttl", "2s", "--poll-interval", "100ms", "--open-ledger-rereplication-grace-period", "1s", "--workers", "2")
-	d.cmd.Stderr, d.cmd.Stdout = f, f
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	d.wait = make(chan error, 1)
-	go func() { d.wait <- d.cmd.Wait(); f.Close() }()
-	t.Cleanup(d.kill)
-	return d
-}
-
-func (d *daemon) kill() {
-	if d.cmd.ProcessState != nil {
-		return
-	}
-	_ = d.cmd.Process.Kill()
-	select {
-	case <-d.wait:
-	case <-time.After(10 * time.Second):
-	}
-}
 
 // writeLedgers writes n closed ledgers (E=3, Qw=2, Qa=2) of entries
 // entries each and returns their ends.
@@ -91,8 +45,6 @@ func entryPayload(id, e int64) []byte { return fmt.Appendf(nil, "ledger %d entry
 // bookie of its write set.
 func checkReplicated(ctx context.Context, t *testing.T, md metadata.Driver, ends map[int64]int64, gone metadata.BookieID) {
 	t.Helper()
-	bks := admin.NewBookies(5*time.Second, nil)
-	defer bks.Close()
 	for id, last := range ends {
 		m, _, err := md.ReadLedger(ctx, id)
 		if err != nil {
@@ -101,34 +53,12 @@ func checkReplicated(ctx context.Context, t *testing.T, md metadata.Driver, ends
 		if !m.IsClosed() || m.LastEntryID != last {
 			t.Fatalf("ledger %d: state %v end %d, want closed at %d", id, m.State, m.LastEntryID, last)
 		}
-		dig, err := digest.New(digest.Type(m.DigestType), []byte("pw"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := quorum.Params{EnsembleSize: m.EnsembleSize, WriteQuorum: m.WriteQuorum, AckQuorum: m.AckQuorum}
 		for _, s := range m.Ensembles {
 			if slices.Contains(s.Ensemble, gone) {
 				t.Fatalf("ledger %d still names %s: %v", id, gone, m.Ensembles)
 			}
 		}
-		for e := int64(0); e <= m.LastEntryID; e++ {
-			seg := m.Ensembles[0]
-			for _, s := range m.Ensembles {
-				if s.FirstEntryID <= e {
-					seg = s
-				}
-			}
-			for _, i := range p.WriteSet(e) {
-				body, err := bks.ReadStoredEntry(ctx, seg.Ensemble[i], id, e)
-				if err != nil {
-					t.Fatalf("ledger %d entry %d on %s: %v", id, e, seg.Ensemble[i], err)
-				}
-				got, err := dig.VerifyEntry(body, id, e)
-				if err != nil || !bytes.Equal(got.Payload, entryPayload(id, e)) {
-					t.Fatalf("ledger %d entry %d on %s: %v / %q", id, e, seg.Ensemble[i], err, got.Payload)
-				}
-			}
-		}
+		testcluster.CheckStored(ctx, t, md, id, []byte("pw"), func(e int64) []byte { return entryPayload(id, e) })
 	}
 }
 
@@ -172,7 +102,7 @@ func TestDecommissionBookie(t *testing.T) {
 		t.Fatalf("cookie after refusals: %v", err)
 	}
 
-	startDaemon(t, cl.URI, "127.0.0.1:1")
+	cl.StartAutoRecovery("127.0.0.1:1", "--workers", "2")
 	for {
 		if code, _, _ := shell(t, cl.URI, "whoisauditor"); code == 0 {
 			break

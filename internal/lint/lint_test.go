@@ -39,7 +39,7 @@ var layers = map[string][]string{
 	"internal/admin":                 {"client", "internal/ledger", "internal/transport", "internal/metadata", "internal/wire", "internal/digest"},
 	"internal/autorecovery":          {"internal/admin", "client", "internal/ledger", "internal/transport", "internal/metadata", "internal/wire", "internal/digest"},
 	"internal/standalone":            {"internal/bookie", "internal/autorecovery", "internal/admin", "client", "internal/metadata", "internal/storage", "internal/wire"},
-	"internal/testcluster":           {"internal/standalone", "internal/bookie", "internal/metadata", "internal/storage", "client", "internal/wire", "internal/digest"},
+	"internal/testcluster":           {"internal/standalone", "internal/bookie", "internal/admin", "internal/ledger", "internal/metadata", "internal/storage", "client", "internal/wire", "internal/digest"},
 	"internal/sim":                   {"internal/ledger", "internal/bookie", "internal/storage", "internal/metadata", "internal/wire", "internal/digest", "client", "internal/transport"},
 	"internal/metadata/formatpb":     {},
 	"internal/wire/v3/protocolpb":    {},
