@@ -45,6 +45,7 @@ var layers = map[string][]string{
 	"internal/wire/v3/protocolpb":    {},
 	"internal/metadata/metadatatest": {"internal/metadata"},
 	"internal/clock":                 {},
+	"internal/benchbase":             {}, // imported by benchmarks only
 	"internal/scenario":              {}, // test-only: its tests import what they need
 }
 

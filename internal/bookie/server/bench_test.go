@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/foliodb/folio/internal/benchbase"
 	"github.com/foliodb/folio/internal/bookie"
 	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/storage/ledgerstore"
@@ -36,10 +36,13 @@ func BenchmarkBookieServer(b *testing.B) {
 	dir := b.TempDir()
 	b.Run("baseline", func(b *testing.B) {
 		rtt := loopbackRTT(b, 5000)
-		rate, p50 := fdatasyncRate(b, dir, 2000)
+		disk, err := benchbase.MeasureFdatasync(dir, 2000, 1024)
+		if err != nil {
+			b.Fatal(err)
+		}
 		b.ReportMetric(float64(rtt.Microseconds()), "loopback-rtt-p50-µs")
-		b.ReportMetric(rate, "fdatasync/s")
-		b.ReportMetric(float64(p50.Microseconds()), "fdatasync-p50-µs")
+		b.ReportMetric(disk.OpsPerSec, "fdatasync/s")
+		b.ReportMetric(float64(disk.P50.Microseconds()), "fdatasync-p50-µs")
 	})
 	for _, proto := range []wire.Protocol{wire.ProtocolV2, wire.ProtocolV3} {
 		for _, outstanding := range []int{1, 256} {
@@ -218,42 +221,4 @@ func loopbackRTT(b *testing.B, rounds int) time.Duration {
 	c.Close()
 	wg.Wait()
 	return time.Duration(hist.ValueAtQuantile(50))
-}
-
-// fdatasyncRate writes 1 KiB into already-written blocks of a file in dir
-// and fdatasyncs after each write, as the journal does; it returns the rate
-// and the median sync.
-func fdatasyncRate(b *testing.B, dir string, rounds int) (float64, time.Duration) {
-	f, err := os.Create(filepath.Join(dir, "fdatasync-probe"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	buf := make([]byte, 1024)
-	if _, err := f.Write(make([]byte, rounds*len(buf))); err != nil {
-		b.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		b.Fatal(err)
-	}
-	fs := vfs.Default
-	vf, err := fs.OpenReadWrite(f.Name(), vfs.WriteCategoryUnspecified)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer vf.Close()
-	hist := hdrhistogram.New(1, int64(10*time.Second/time.Nanosecond), 3)
-	start := time.Now()
-	for i := range rounds {
-		t0 := time.Now()
-		if _, err := vf.WriteAt(buf, int64(i*len(buf))); err != nil {
-			b.Fatal(err)
-		}
-		if err := vf.SyncData(); err != nil {
-			b.Fatal(err)
-		}
-		hist.RecordValue(time.Since(t0).Nanoseconds())
-	}
-	return float64(rounds) / time.Since(start).Seconds(), time.Duration(hist.ValueAtQuantile(50))
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+
+	"github.com/foliodb/folio/internal/benchbase"
 )
 
 // BenchmarkJournal measures, in one run and one directory on the real
@@ -23,66 +25,14 @@ import (
 //	go test -run '^$' -bench BenchmarkJournal -benchtime 3s ./internal/storage/journal/
 func BenchmarkJournal(b *testing.B) {
 	dir := b.TempDir()
-	var raw rawResult
-	b.Run("raw-fdatasync", func(b *testing.B) { raw = benchRawFdatasync(b, dir) })
+	var raw benchbase.Disk
+	b.Run("raw-fdatasync", func(b *testing.B) { raw = benchbase.Fdatasync(b, dir, entryBytes) })
 	for _, writers := range []int{1, 64, 256} {
 		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) { benchAppend(b, dir, writers, raw) })
 	}
 }
 
-type rawResult struct {
-	opsPerSec float64
-	p50, p99  time.Duration
-}
-
 const entryBytes = 1024
-
-func benchRawFdatasync(b *testing.B, dir string) rawResult {
-	fs := vfs.Default
-	path := filepath.Join(dir, fmt.Sprintf("raw-%d", b.N))
-	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer fs.Remove(path)
-	defer f.Close()
-	size := int64(b.N+1) * entryBytes
-	if err := writeZeros(f, 0, size); err != nil {
-		b.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		b.Fatal(err)
-	}
-	buf := make([]byte, entryBytes)
-	for i := range buf {
-		buf[i] = byte(i)
-	}
-	h := hdrhistogram.New(1, int64(10*time.Second/time.Microsecond), 3)
-	b.ResetTimer()
-	start := time.Now()
-	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		if _, err := f.WriteAt(buf, int64(i)*entryBytes); err != nil {
-			b.Fatal(err)
-		}
-		if err := f.SyncData(); err != nil {
-			b.Fatal(err)
-		}
-		_ = h.RecordValue(time.Since(t0).Microseconds())
-	}
-	elapsed := time.Since(start)
-	b.StopTimer()
-	r := rawResult{
-		opsPerSec: float64(b.N) / elapsed.Seconds(),
-		p50:       time.Duration(h.ValueAtQuantile(50)) * time.Microsecond,
-		p99:       time.Duration(h.ValueAtQuantile(99)) * time.Microsecond,
-	}
-	b.ReportMetric(r.opsPerSec, "fdatasync/s")
-	b.ReportMetric(float64(r.p50.Microseconds()), "p50-µs")
-	b.ReportMetric(float64(r.p99.Microseconds()), "p99-µs")
-	b.Logf("raw 1 KiB write+fdatasync into written blocks: %.0f/s, p50 %v, p99 %v (n=%d)", r.opsPerSec, r.p50, r.p99, b.N)
-	return r
-}
 
 // benchWaiter is a writer's reusable callback: no allocation per append.
 type benchWaiter struct {
@@ -95,7 +45,7 @@ func (w *benchWaiter) AppendDone(_ Position, err error) {
 	w.ch <- struct{}{}
 }
 
-func benchAppend(b *testing.B, dir string, writers int, raw rawResult) {
+func benchAppend(b *testing.B, dir string, writers int, raw benchbase.Disk) {
 	var syncs atomic.Int64
 	counting := errorfs.InjectorFunc(func(op errorfs.Op) error {
 		if op.Kind == errorfs.OpFileSyncData {
@@ -113,7 +63,7 @@ func benchAppend(b *testing.B, dir string, writers int, raw rawResult) {
 	per := max(b.N/writers, 1)
 	hists := make([]*hdrhistogram.Histogram, writers)
 	for i := range hists {
-		hists[i] = hdrhistogram.New(1, int64(10*time.Second/time.Microsecond), 3)
+		hists[i] = benchbase.NewLatencyHist()
 	}
 	var ms0, ms1 runtime.MemStats
 	runtime.GC()
@@ -163,11 +113,11 @@ func benchAppend(b *testing.B, dir string, writers int, raw rawResult) {
 	b.ReportMetric(float64(p99.Microseconds()), "p99-µs")
 	b.ReportMetric(allocs, "allocs/entry")
 	b.ReportMetric(float64(total)/float64(max(nsyncs, 1)), "entries/fsync")
-	if raw.opsPerSec > 0 {
-		b.ReportMetric(rate/raw.opsPerSec, "x-raw-rate")
-		b.ReportMetric(float64(p99)/float64(raw.p99), "p99/raw-p99")
+	if raw.OpsPerSec > 0 {
+		b.ReportMetric(rate/raw.OpsPerSec, "x-raw-rate")
+		b.ReportMetric(float64(p99)/float64(raw.P99), "p99/raw-p99")
 	}
 	b.Logf("writers=%d: %.0f entries/s, %.1f MB/s, p50 %v, p99 %v, %.3f allocs/entry, %d fdatasyncs (%.1f entries each); raw fdatasync %.0f/s p50 %v p99 %v; ratios: rate %.2fx raw, p99 %.2fx raw",
 		writers, rate, rate*entryBytes/1e6, p50, p99, allocs, nsyncs, float64(total)/float64(max(nsyncs, 1)),
-		raw.opsPerSec, raw.p50, raw.p99, rate/max(raw.opsPerSec, 1), float64(p99)/float64(max(raw.p99, 1)))
+		raw.OpsPerSec, raw.P50, raw.P99, rate/max(raw.OpsPerSec, 1), float64(p99)/float64(max(raw.P99, 1)))
 }
