@@ -1,5 +1,9 @@
 # Folio build targets. `make test` is the README's test command and what CI runs.
 GO ?= go
+# pipefail: a recipe that filters a command's output through grep still
+# fails when the command does.
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 # Fuzz smoke runs count executions, not seconds: Go 1.26's fuzz coordinator
 # can report a spurious failure when a -fuzztime duration expires (golang/go#75804).
 FUZZTIME ?= 100000x
@@ -31,7 +35,7 @@ allocs:
 # sim runs the simulator's seeds and mutation tests without -race: under
 # -race they shrink to a few seeds and the mutation tests skip.
 sim:
-	$(GO) test -count=1 -run 'TestDeterminism|TestSeeds|TestMutation' ./internal/sim/
+	$(GO) test -count=1 -v -run 'TestDeterminism|TestSeeds|TestRecoveryRace|TestMutation' ./internal/sim/ | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|seeds in|found with'
 
 # fuzz-smoke runs every fuzz target for FUZZTIME so that a crash fails CI.
 fuzz-smoke:
@@ -64,8 +68,11 @@ proto-check: proto
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# sim-long: many more simulator seeds than CI's TestSeeds (not part of `make test`).
+# sim-long: many more simulator seeds than CI's TestSeeds and
+# TestRecoveryRace (not part of `make test`).
 SIM_SEEDS ?= 5000
+RACE_SEEDS ?= 50000
 sim-long:
-	$(GO) run ./cmd/folio sim -seed 1 -seeds $(SIM_SEEDS)
-	$(GO) run ./cmd/folio sim -seed 100001 -seeds $$(( $(SIM_SEEDS) / 5 )) -full-intensity
+	$(GO) run ./cmd/folio sim -seed 1 -seeds $(SIM_SEEDS) | grep -E '^(VIOLATION|replay|elapsed)'
+	$(GO) run ./cmd/folio sim -seed 100001 -seeds $$(( $(SIM_SEEDS) / 5 )) -full-intensity | grep -E '^(VIOLATION|replay|elapsed)'
+	$(GO) run ./cmd/folio sim -workload recovery-race -seed 1000001 -seeds $(RACE_SEEDS) | grep -E '^(VIOLATION|replay|elapsed)'

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,10 +35,11 @@ func runSim(cmd *cobra.Command, args []string, stdout io.Writer) error {
 	fs.SetOutput(stdout)
 	seed := fs.Uint64("seed", 1, "first seed to run")
 	seeds := fs.Int("seeds", 1, "number of consecutive seeds to run")
-	steps := fs.Int("steps", 300, "workload and fault actions in the safety phase")
+	steps := fs.Int("steps", 0, "workload and fault actions in the safety phase (0: the workload's default, 300 mixed, 40 recovery-race)")
 	faults := fs.String("faults", "all", "fault kinds: all, none, or a comma list of "+sim.FormatFaults(sim.AllFaults))
 	full := fs.Bool("full-intensity", false, "every fault kind at its highest intensity (no per-seed mix)")
-	mutation := fs.String("mutation", "", "switch a protocol fix off to show the simulator finds the defect: no-fence-reads or start-at-lac")
+	mutation := fs.String("mutation", "", "switch a protocol fix off to show the simulator finds the defect: "+joinNames(sim.Mutations))
+	workload := fs.String("workload", string(sim.WorkloadMixed), "what the clients do: "+joinNames(sim.Workloads))
 	tracePath := fs.String("trace", "", "write the trace of a failing seed to this file instead of stdout")
 	verbose := fs.Bool("v", false, "print the whole trace of every seed")
 	if err := fs.Parse(args); err != nil {
@@ -53,8 +56,15 @@ func runSim(cmd *cobra.Command, args []string, stdout io.Writer) error {
 		return Usagef(cmd, "-faults: %v", err)
 	}
 	m := sim.Mutation(*mutation)
-	if m != sim.MutationNone && m != sim.MutationNoFenceReads && m != sim.MutationStartAtLAC {
-		return Usagef(cmd, "-mutation: unknown %q (no-fence-reads, start-at-lac)", *mutation)
+	if m != sim.MutationNone && !slices.Contains(sim.Mutations, m) {
+		return Usagef(cmd, "-mutation: unknown %q (%s)", *mutation, joinNames(sim.Mutations))
+	}
+	wl := sim.Workload(*workload)
+	if !slices.Contains(sim.Workloads, wl) {
+		return Usagef(cmd, "-workload: unknown %q (%s)", *workload, joinNames(sim.Workloads))
+	}
+	if *steps == 0 {
+		*steps = sim.DefaultSteps(wl)
 	}
 	if *seeds < 1 || *steps < 1 {
 		return Usagef(cmd, "-seeds and -steps must be positive")
@@ -63,8 +73,8 @@ func runSim(cmd *cobra.Command, args []string, stdout io.Writer) error {
 	failed := 0
 	var requests int
 	for i := range *seeds {
-		cfg := sim.Config{Seed: *seed + uint64(i), Steps: *steps, Faults: fl, Mutation: m, FullIntensity: *full}
-		fmt.Fprintf(stdout, "folio sim: seed=%d steps=%d faults=%s", cfg.Seed, cfg.Steps, sim.FormatFaults(fl))
+		cfg := sim.Config{Seed: *seed + uint64(i), Workload: wl, Steps: *steps, Faults: fl, Mutation: m, FullIntensity: *full}
+		fmt.Fprintf(stdout, "folio sim: seed=%d workload=%s steps=%d faults=%s", cfg.Seed, wl, cfg.Steps, sim.FormatFaults(fl))
 		if m != sim.MutationNone {
 			fmt.Fprintf(stdout, " mutation=%s", m)
 		}
@@ -89,7 +99,7 @@ func runSim(cmd *cobra.Command, args []string, stdout io.Writer) error {
 		default:
 			fmt.Fprintf(stdout, "--- trace of seed %d ---\n%s--- end of trace ---\n", cfg.Seed, r.Trace)
 		}
-		fmt.Fprintf(stdout, "replay: folio sim -seed %d -steps %d -faults %s", cfg.Seed, cfg.Steps, sim.FormatFaults(fl))
+		fmt.Fprintf(stdout, "replay: folio sim -seed %d -workload %s -steps %d -faults %s", cfg.Seed, wl, cfg.Steps, sim.FormatFaults(fl))
 		if *full {
 			io.WriteString(stdout, " -full-intensity")
 		}
@@ -104,4 +114,13 @@ func runSim(cmd *cobra.Command, args []string, stdout io.Writer) error {
 		return fmt.Errorf("simulation: %d of %d seeds broke an invariant", failed, *seeds)
 	}
 	return nil
+}
+
+// joinNames lists names for flag help and errors.
+func joinNames[S ~string](names []S) string {
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = string(n)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -38,7 +38,7 @@ func TestSimFlagSpellings(t *testing.T) {
 		if code != ExitOK {
 			t.Fatalf("%v: exit %d\n%s", args, code, out)
 		}
-		if !strings.HasPrefix(out, "folio sim: seed=7 steps=40") || !strings.Contains(out, "\nelapsed ") {
+		if !strings.HasPrefix(out, "folio sim: seed=7 workload=mixed steps=40") || !strings.Contains(out, "\nelapsed ") {
 			t.Fatalf("%v: unexpected output:\n%s", args, out)
 		}
 		got := stripElapsed(out)
@@ -55,6 +55,7 @@ func TestSimUsageErrors(t *testing.T) {
 		{"sim", "-seed", "x"},
 		{"sim", "-faults", "bogus"},
 		{"sim", "-mutation", "bogus"},
+		{"sim", "-workload", "bogus"},
 		{"sim", "extra"},
 	} {
 		if out, code := runFolio(t, args...); code != ExitUsage {
@@ -66,8 +67,12 @@ func TestSimUsageErrors(t *testing.T) {
 // TestSimViolationExitsNonZero: a mutation's violation fails the command
 // and prints the replay line.
 func TestSimViolationExitsNonZero(t *testing.T) {
-	out, code := runFolio(t, "sim", "-seed", "39", "-mutation", "start-at-lac", "-trace", t.TempDir()+"/trace.txt")
-	if code != ExitFail || !strings.Contains(out, "VIOLATION NoInvalidFragments") || !strings.Contains(out, "replay: folio sim -seed 39") {
+	out, code := runFolio(t, "sim", "-seed", "20", "-mutation", "start-at-lac", "-trace", t.TempDir()+"/trace.txt")
+	if code != ExitFail || !strings.Contains(out, "VIOLATION NoInvalidFragments") || !strings.Contains(out, "replay: folio sim -seed 20 -workload mixed") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	out, code = runFolio(t, "sim", "-seed", "6", "-workload", "recovery-race", "-mutation", "piggyback-local-lac", "-trace", t.TempDir()+"/trace.txt")
+	if code != ExitFail || !strings.Contains(out, "VIOLATION NoDirtyReads") || !strings.Contains(out, "replay: folio sim -seed 6 -workload recovery-race -steps 40") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }

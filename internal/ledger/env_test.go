@@ -342,6 +342,18 @@ func (e *env) processMeta(req *metaReq) {
 	}
 }
 
+// kill removes a machine: answers to it are lost from now on, its requests
+// in flight still reach their bookies unless drop loses them too, along with
+// its queued metadata operations. Its acknowledgements stay recorded.
+func (e *env) kill(name string, drop bool) {
+	delete(e.machines, name)
+	if !drop {
+		return
+	}
+	e.take(func(m *message) bool { return m.from == name }, 0)
+	e.metaQ = slices.DeleteFunc(e.metaQ, func(r *metaReq) bool { return r.from == name })
+}
+
 // matching returns the in-flight messages selected by a filter, in FIFO
 // order, and removes them.
 func (e *env) take(match func(*message) bool, limit int) []*message {

@@ -31,7 +31,9 @@ import (
 //	store                                print the stored metadata
 //	read-lac c1 [fence] [rpc]            a ReadLAC over the stored metadata
 //	read c1 first=0 last=3               a Read
-//	recover r1 [read-ahead=N] [no-fence-reads] [start-at-lac]
+//	recover r1 [read-ahead=N] [no-fence-reads] [start-at-lac] [piggyback-local-lac]
+//	kill r1 [drop]                       the machine dies: answers to it are lost; drop: so are
+//	                                     its requests still in flight and its queued metadata operations
 //	stabilize                            deliver everything until quiet
 //	status w1                            writer state
 //	bookie-state                         what each bookie stores
@@ -153,10 +155,13 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) {
 	case "recover":
 		r := NewRecovery(RecoveryConfig{LedgerID: e.ledgerID, Metadata: e.store.md, Version: e.store.version, Verifier: e.dig,
 			Placement: e.policy, Writable: e.writable, ReadAhead: argInt(t, d, "read-ahead", 1),
-			Unsafe: UnsafeKnobs{NoFenceOnRecoveryReads: d.HasArg("no-fence-reads"), StartAtLACOnly: d.HasArg("start-at-lac")}})
+			Unsafe: UnsafeKnobs{NoFenceOnRecoveryReads: d.HasArg("no-fence-reads"), StartAtLACOnly: d.HasArg("start-at-lac"),
+				PiggybackLocalLAC: d.HasArg("piggyback-local-lac")}})
 		e.add(name, r)
 		r.Start()
 		e.drain(name)
+	case "kill":
+		e.kill(name, d.HasArg("drop"))
 	case "stabilize":
 		e.stabilize()
 	case "status":

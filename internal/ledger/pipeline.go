@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/foliodb/folio/internal/ledger/quorum"
@@ -41,6 +42,13 @@ type pipeline struct {
 	syncedLength int64
 	// carried is the highest LAC an entry sent so far carried.
 	carried int64
+	// lacCap bounds the LAC an entry may carry (math.MaxInt64: no bound).
+	// A recovery sets it when it first replaces a bookie in memory: acks
+	// from that replacement are not acks from the stored metadata's
+	// ensemble, so a LAC counting them must never reach a bookie, where the
+	// next recovery would read it and start above entries that are not on
+	// Qa bookies of their stored write set (DESIGN.md §6).
+	lacCap int64
 }
 
 // pendingAdd is one entry sent but not yet acknowledged.
@@ -60,7 +68,7 @@ type pendingAdd struct {
 
 func newPipeline(q quorum.Params, ensemble []metadata.BookieID, lac, length int64) pipeline {
 	return pipeline{q: q, ensemble: slices.Clone(ensemble), lac: lac, lastAddPushed: lac, length: length,
-		lacLength: length, synced: lac, syncedLength: length, carried: -1}
+		lacLength: length, synced: lac, syncedLength: length, carried: -1, lacCap: math.MaxInt64}
 }
 
 // visibleLAC is the LAC readers may see: lac, or synced with DEFERRED_SYNC.
@@ -72,11 +80,13 @@ func (p *pipeline) visibleLAC() (lac, length int64) {
 }
 
 // push appends the next entry and returns the request that sends it to its
-// write set. The entry carries the current LAC (piggybacking, spec §1.5).
+// write set. The entry carries the current LAC (piggybacking, spec §1.5),
+// at most lacCap.
 func (p *pipeline) push(payload []byte, recovery bool) (*pendingAdd, SendAdd) {
 	p.lastAddPushed++
 	p.length += int64(len(payload))
 	lac, _ := p.visibleLAC()
+	lac = min(lac, p.lacCap)
 	p.carried = max(p.carried, lac)
 	op := &pendingAdd{
 		entryID:  p.lastAddPushed,

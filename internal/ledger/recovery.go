@@ -45,6 +45,12 @@ type UnsafeKnobs struct {
 	// recovery then re-reads older fragments and can build an ensemble at a
 	// key below the last fragment's.
 	StartAtLACOnly bool
+	// PiggybackLocalLAC lets rewrites carry the recovery's LAC after a
+	// recovery-local replacement, as Apache BookKeeper 4.17 does: that LAC
+	// counts acks from a bookie the stored metadata does not name, so if
+	// this recovery dies before its close, the next one starts above
+	// entries stored on fewer than Qa bookies of their write set.
+	PiggybackLocalLAC bool
 }
 
 // Recovery recovers and closes a ledger whose writer may be gone (spec §4):
@@ -423,6 +429,13 @@ func (r *Recovery) replaceBookie(idx int, bookie metadata.BookieID) {
 	}
 	ensemble[idx] = b
 	first := r.p.lac + 1
+	if len(r.localEnsembles) == 0 && !r.cfg.Unsafe.PiggybackLocalLAC {
+		// From here on acks may come from a bookie only this recovery knows
+		// of: entries below first were acknowledged by the stored ensemble,
+		// later ones may not be. Rewrites sent from now on carry at most
+		// first − 1; those already sent carry less.
+		r.p.lacCap = first - 1
+	}
 	if n := len(r.localEnsembles); n > 0 && r.localEnsembles[n-1].FirstEntryID == first {
 		r.localEnsembles[n-1].Ensemble = ensemble
 	} else {

@@ -35,9 +35,10 @@ type ledgerRec struct {
 	payloads map[int64][]byte
 	acked    []int64
 	// deleted: the ledger's metadata was deleted when it was closed at
-	// deletedEnd (the checks go on against that end).
+	// deletedEnd, as deletedMD (the checks go on against those).
 	deleted    bool
 	deletedEnd int64
+	deletedMD  *metadata.LedgerMetadata
 	// recovering counts live recoverers (the liveness phase starts one when
 	// none runs).
 	recovering int
@@ -86,8 +87,11 @@ type actor struct {
 
 	// Recovery: the metadata the shell last handed the machine, and the
 	// first entry of the last fragment when the fence started (-1 before).
-	rec         *ledger.Recovery
-	mdSeen      *metadata.LedgerMetadata
+	rec    *ledger.Recovery
+	mdSeen *metadata.LedgerMetadata
+	// loseClose: the recovery dies right before its close CAS (a crash
+	// between its last rewrite and the metadata write).
+	loseClose   bool
 	proposed    *metadata.LedgerMetadata
 	snapshotKey int64
 
@@ -170,6 +174,12 @@ func (a *actor) drain() {
 			w.logf("%s: %s", a.name, eff)
 			a.readerLongPoll(eff)
 		case ledger.WriteMetadata:
+			if a.loseClose && eff.Metadata.State == metadata.LedgerClosed {
+				w.logf("%s: crashes before its close CAS %s", a.name, ledger.FormatMetadata(eff.Metadata))
+				a.crashed = true
+				a.led.recovering--
+				return
+			}
 			w.logf("%s: %s", a.name, eff)
 			a.proposed = eff.Metadata
 			w.meta.submit(a, eff)

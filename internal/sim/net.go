@@ -42,6 +42,13 @@ type conn struct {
 	// loseNext drops the next request sent on the link (a targeted loss,
 	// see raceRecovery).
 	loseNext bool
+	// dropAdds drops the next dropAdds add requests sent on the link, or
+	// every one while negative (targeted losses, see recoveryStorm).
+	dropAdds int
+	// failAdds fails every add request sent on the link at once, as a
+	// client whose connection attempt is refused sees it, without the
+	// bookie storing anything.
+	failAdds bool
 }
 
 func newNetwork(w *world) *network {
@@ -66,8 +73,10 @@ func (nw *network) partitioned(client string, b metadata.BookieID) bool {
 func (nw *network) delay(c *conn) time.Duration {
 	w := nw.w
 	d := c.base + w.between(0, time.Millisecond)
+	if w.phase == "safety" {
+		d += c.slow // set by delay faults and targeted workloads only
+	}
 	if w.faults[FaultDelay] && w.phase == "safety" {
-		d += c.slow
 		if w.faultChance(FaultDelay, 60) {
 			d += w.between(10*time.Millisecond, 200*time.Millisecond)
 		}
@@ -91,8 +100,20 @@ func (nw *network) sendRequest(a *actor, b *bookieNode, p *pendingReq, req *wire
 		w.logf("%s -> %s %s: lost", a.name, b.id, p.desc)
 		return
 	}
+	if p.op == wire.OpAddEntry && c.dropAdds != 0 {
+		if c.dropAdds > 0 {
+			c.dropAdds--
+		}
+		w.logf("%s -> %s %s: lost", a.name, b.id, p.desc)
+		return
+	}
 	if nw.partitioned(a.name, b.id) || nw.lose() {
 		w.logf("%s -> %s %s: lost", a.name, b.id, p.desc)
+		return
+	}
+	if p.op == wire.OpAddEntry && c.failAdds {
+		w.logf("%s -> %s %s: connection refused", a.name, b.id, p.desc)
+		w.after(0, func() { a.receive(p.txn, p.failure(errConnectionLost)) })
 		return
 	}
 	at := max(w.now+nw.delay(c), c.lastOut)
@@ -148,8 +169,11 @@ func (nw *network) resetBookie(b metadata.BookieID) {
 	}
 }
 
-// heal removes every partition.
+// heal removes every partition and targeted loss.
 func (nw *network) heal() {
 	clear(nw.cut)
 	clear(nw.isolated)
+	for _, c := range nw.conns {
+		c.loseNext, c.dropAdds, c.failAdds = false, 0, false
+	}
 }

@@ -45,7 +45,13 @@ func (w *world) action() {
 			w.topUp(a)
 		}
 	case x < 435:
-		w.raceRecovery()
+		if w.chance(250) {
+			if l := w.pickOpenLedger(); l != nil {
+				w.recoveryStorm(l)
+			}
+		} else {
+			w.raceRecovery()
+		}
 	case x < 450:
 		w.deleteLedger()
 	case x < 480:
@@ -67,10 +73,14 @@ func (w *world) action() {
 			a.drain()
 		}
 	default:
-		y := x - 527
-		if f := faultOfAction(y); f != "" && w.rng.IntN(8) < w.intensity[f] {
-			w.fault(y)
-		}
+		w.maybeFault(x - 527)
+	}
+}
+
+// maybeFault runs fault action y in [0, 473) with its kind's intensity.
+func (w *world) maybeFault(y int) {
+	if f := faultOfAction(y); f != "" && w.rng.IntN(8) < w.intensity[f] {
+		w.fault(y)
 	}
 }
 
@@ -268,7 +278,6 @@ func (w *world) startWriter() {
 	if live >= maxLiveWriters {
 		return
 	}
-	writable := w.writable()
 	nb := len(w.bookies)
 	e := 2 + w.rng.IntN(min(nb-2, 4))
 	if w.chance(80) {
@@ -282,10 +291,22 @@ func (w *world) startWriter() {
 	if qa == 1 && qw > 1 && w.chance(700) {
 		qa = 2 // Qa=1 ledgers need every bookie to recover; keep them rarer
 	}
+	window := 1
+	if w.chance(400) {
+		window = 2 + w.rng.IntN(3) // pipelined
+	}
+	w.createLedger(e, qw, qa, window)
+}
+
+// createLedger creates a ledger with an ensemble of the writable bookies
+// and a writer for it with window adds in flight at most; nil if the
+// ensemble or the metadata cannot be had.
+func (w *world) createLedger(e, qw, qa, window int) *actor {
+	writable := w.writable()
 	ensemble, err := w.policy.NewEnsemble(e, writable)
 	if err != nil {
 		w.logf("create ledger: %v", err)
-		return
+		return nil
 	}
 	password := []byte(fmt.Sprintf("pw-%d", len(w.ledgers)))
 	md := &metadata.LedgerMetadata{
@@ -299,7 +320,7 @@ func (w *world) startWriter() {
 	w.meta.do(func(ctx context.Context) { id, v, err = w.meta.drv.CreateLedger(ctx, md) })
 	if err != nil {
 		w.logf("create ledger: %v", err)
-		return
+		return nil
 	}
 	dig, err := digest.New(digest.CRC32C, password)
 	if err != nil {
@@ -315,32 +336,38 @@ func (w *world) startWriter() {
 	}
 	a := w.newActor(kindWriter, "w", l)
 	a.writer, a.m = wr, wr
-	a.window = 1
-	if w.chance(400) {
-		a.window = 2 + w.rng.IntN(3) // pipelined
-	}
-
+	a.window = window
 	l.writer = a
 	w.logf("%s: ledger %d E=%d Qw=%d Qa=%d %s window=%d", a.name, id, e, qw, qa, ledger.FormatMetadata(md), a.window)
+	return a
 }
 
 // topUp appends until the writer has window adds in flight.
 func (w *world) topUp(a *actor) {
-	for a.live() && a.writer.Err() == nil && !a.closeAsked && a.inflight < a.window && a.writer.LastAddPushed() < maxEntriesLedger {
-		id := a.writer.LastAddPushed() + 1
-		payload := []byte(fmt.Sprintf("%s:L%d:e%d:%d", a.name, a.led.id, id, w.rng.Uint32()))
-		got, err := a.writer.Append(payload)
-		if err != nil {
-			return
-		}
-		if got != id {
-			panic(fmt.Sprintf("sim: writer assigned e%d, expected e%d", got, id))
-		}
-		a.led.payloads[id] = payload
-		a.inflight++
-		w.logf("%s: append e%d", a.name, id)
-		a.drain()
+	for a.inflight < a.window && w.appendOne(a) {
 	}
+}
+
+// appendOne appends one entry if the writer can take it, whatever its
+// window; it reports whether it did.
+func (w *world) appendOne(a *actor) bool {
+	if !a.live() || a.writer.Err() != nil || a.closeAsked || a.writer.LastAddPushed() >= maxEntriesLedger {
+		return false
+	}
+	id := a.writer.LastAddPushed() + 1
+	payload := []byte(fmt.Sprintf("%s:L%d:e%d:%d", a.name, a.led.id, id, w.rng.Uint32()))
+	got, err := a.writer.Append(payload)
+	if err != nil {
+		return false
+	}
+	if got != id {
+		panic(fmt.Sprintf("sim: writer assigned e%d, expected e%d", got, id))
+	}
+	a.led.payloads[id] = payload
+	a.inflight++
+	w.logf("%s: append e%d", a.name, id)
+	a.drain()
+	return true
 }
 
 // addComplete: a writer's add finished; a synchronous writer goes on after
@@ -359,8 +386,13 @@ func (a *actor) addComplete(eff ledger.AddComplete) {
 }
 
 // startRecovery opens ledger l with recovery (the metadata read is the
-// open's; the password is right).
+// open's; the password is right), reading one to three entries ahead.
 func (w *world) startRecovery(l *ledgerRec) *actor {
+	return w.startRecoveryReadAhead(l, 1+w.rng.IntN(3))
+}
+
+// startRecoveryReadAhead is startRecovery reading readAhead entries ahead.
+func (w *world) startRecoveryReadAhead(l *ledgerRec, readAhead int) *actor {
 	md, v := w.meta.read(l.id)
 	if md == nil {
 		return nil
@@ -369,7 +401,7 @@ func (w *world) startRecovery(l *ledgerRec) *actor {
 	a.mdSeen = md
 	rec := ledger.NewRecovery(ledger.RecoveryConfig{
 		LedgerID: l.id, Metadata: md, Version: v, Verifier: l.dig,
-		Placement: w.policy, Writable: w.writable(), ReadAhead: 1 + w.rng.IntN(3),
+		Placement: w.policy, Writable: w.writable(), ReadAhead: readAhead,
 		Unsafe: w.unsafe,
 	})
 	a.rec, a.m = rec, rec
@@ -632,6 +664,6 @@ func (w *world) deleteLedger() {
 	if err != nil {
 		return
 	}
-	l.deleted, l.deletedEnd = true, md.LastEntryID
+	l.deleted, l.deletedEnd, l.deletedMD = true, md.LastEntryID, md
 	w.stats.Deleted++
 }
