@@ -54,17 +54,23 @@ func (r *ReadHandle) snapshot() (*metadata.LedgerMetadata, int64) {
 	return r.mu.md, r.mu.lac
 }
 
-// adopt records newer metadata and a LAC (the LAC only moves forward).
+// adopt records newer metadata and a LAC, and returns the handle's LAC.
+// While the ledger is open the LAC only moves forward. Once it is CLOSED
+// the LAC is its last entry, exactly: a LAC learnt before the close may be
+// above the end (two recoveries that picked different ends, a writer that
+// closed over a recovery), and entries past the end are not part of the
+// ledger, whatever bookies hold.
 func (r *ReadHandle) adopt(md *metadata.LedgerMetadata, lac int64) int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if md != nil {
 		r.mu.md = md
-		if md.IsClosed() {
-			lac = md.LastEntryID
-		}
 	}
-	r.mu.lac = max(r.mu.lac, lac)
+	if r.mu.md.IsClosed() {
+		r.mu.lac = r.mu.md.LastEntryID
+	} else {
+		r.mu.lac = max(r.mu.lac, lac)
+	}
 	return r.mu.lac
 }
 
@@ -86,7 +92,9 @@ func (r *ReadHandle) refresh(ctx context.Context) (*metadata.LedgerMetadata, err
 // ReadLastAddConfirmed returns the ledger's last add confirmed. For a
 // CLOSED ledger that is the metadata's last entry id, without asking the
 // bookies (as BookKeeper does); for an open one it asks the bookies of the
-// last ensemble with the coverage rule. The result never goes down.
+// last ensemble with the coverage rule. The result never goes down while
+// the ledger is open; once it is closed it is the last entry id, even if a
+// LAC seen before was higher.
 func (r *ReadHandle) ReadLastAddConfirmed(ctx context.Context) (int64, error) {
 	md, err := r.refresh(ctx)
 	if err != nil {
@@ -129,17 +137,18 @@ func (r *ReadHandle) Read(ctx context.Context, first, last int64) ([]Entry, erro
 	if _, lac := r.snapshot(); last > lac {
 		return nil, fmt.Errorf("%w: ledger %d: entries %d..%d asked, LAC is %d", ErrReadBeyondLAC, r.id, first, last, lac)
 	}
-	return r.read(ctx, first, last)
+	return r.read(ctx, first, last, true)
 }
 
 // ReadUnconfirmed returns the entries first … last (inclusive) whatever the
 // LAC: what the bookies have. An entry past the end fails with
 // ErrNoSuchEntry only when its bookies say so explicitly.
 func (r *ReadHandle) ReadUnconfirmed(ctx context.Context, first, last int64) ([]Entry, error) {
-	return r.read(ctx, first, last)
+	return r.read(ctx, first, last, false)
 }
 
-func (r *ReadHandle) read(ctx context.Context, first, last int64) ([]Entry, error) {
+// read reads first … last chunk by chunk; confirmed as for readChunk.
+func (r *ReadHandle) read(ctx context.Context, first, last int64, confirmed bool) ([]Entry, error) {
 	if first < 0 || last < first {
 		return nil, fmt.Errorf("client: ledger %d: bad read range %d..%d", r.id, first, last)
 	}
@@ -147,7 +156,7 @@ func (r *ReadHandle) read(ctx context.Context, first, last int64) ([]Entry, erro
 	for lo := first; lo <= last; lo += maxReadChunk {
 		hi := min(last, lo+maxReadChunk-1)
 		var err error
-		out, err = r.readChunk(ctx, lo, hi, out)
+		out, err = r.readChunk(ctx, lo, hi, out, confirmed)
 		if err != nil {
 			return out, err
 		}
@@ -155,15 +164,21 @@ func (r *ReadHandle) read(ctx context.Context, first, last int64) ([]Entry, erro
 	return out, nil
 }
 
-// readChunk reads lo … hi with one read machine, appending to out.
-func (r *ReadHandle) readChunk(ctx context.Context, lo, hi int64, out []Entry) ([]Entry, error) {
+// readChunk reads lo … hi with one read machine, appending to out. Entries
+// past a closed ledger's end are not part of it, whatever bookies hold:
+// with confirmed (the range was checked against a LAC that the close may
+// since have lowered) any of them in the range fails the read with
+// ErrReadBeyondLAC before anything is read; otherwise the range is cut at
+// the end, and fails with ErrNoSuchEntry if it starts past it.
+func (r *ReadHandle) readChunk(ctx context.Context, lo, hi int64, out []Entry, confirmed bool) ([]Entry, error) {
 	md, err := r.refresh(ctx)
 	if err != nil {
 		return out, err
 	}
 	if md.IsClosed() && hi > md.LastEntryID {
-		// Entries past a closed ledger's end are not part of it, whatever
-		// bookies hold.
+		if confirmed {
+			return out, fmt.Errorf("%w: ledger %d is closed at entry %d, entries up to %d asked", ErrReadBeyondLAC, r.id, md.LastEntryID, hi)
+		}
 		if lo > md.LastEntryID {
 			return out, fmt.Errorf("%w: ledger %d is closed at entry %d", ErrNoSuchEntry, r.id, md.LastEntryID)
 		}
@@ -213,7 +228,7 @@ func (r *ReadHandle) Entries(ctx context.Context, first, last int64) iter.Seq2[E
 		for lo := first; lo <= last; lo += maxReadChunk {
 			hi := min(last, lo+maxReadChunk-1)
 			var err error
-			buf, err = r.readChunk(ctx, lo, hi, buf[:0])
+			buf, err = r.readChunk(ctx, lo, hi, buf[:0], true)
 			for _, e := range buf {
 				if !yield(e, nil) {
 					return

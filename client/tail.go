@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"time"
@@ -55,7 +56,11 @@ func (r *ReadHandle) ReadLastAddConfirmedAndEntry(ctx context.Context, next int6
 	for {
 		md, lac := r.snapshot()
 		if next <= lac {
-			entries, err := r.readChunk(ctx, next, next, nil)
+			entries, err := r.readChunk(ctx, next, next, nil, true)
+			if md, lac := r.snapshot(); errors.Is(err, ErrReadBeyondLAC) && md.IsClosed() {
+				// Closed below a LAC seen before: next is past the end.
+				return LACAndEntry{LAC: lac}, nil
+			}
 			if err != nil {
 				return LACAndEntry{LAC: lac}, err
 			}
@@ -159,12 +164,18 @@ func (r *ReadHandle) Tail(ctx context.Context, from int64) iter.Seq2[Entry, erro
 			md, lac := r.snapshot()
 			if next <= lac {
 				hi := min(lac, next+maxReadChunk-1)
-				buf, err := r.readChunk(ctx, next, hi, nil)
+				// Unconfirmed: a close below a LAC seen before cuts the
+				// range at the end (or fails it, if it starts past the
+				// end), and the tail ends there.
+				buf, err := r.readChunk(ctx, next, hi, nil, false)
 				for _, e := range buf {
 					if !yield(e, nil) {
 						return
 					}
 					next = e.ID + 1
+				}
+				if md, lac := r.snapshot(); md.IsClosed() && next > lac {
+					return
 				}
 				if err != nil && !fail(err) {
 					return
