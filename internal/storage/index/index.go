@@ -264,6 +264,21 @@ func (x *Index) checkFormat() error {
 	return nil
 }
 
+// Exists reports whether dir holds an index (a Pebble database), without
+// opening or changing anything.
+func Exists(fs vfs.FS, dir string) (bool, error) {
+	if _, err := fs.Stat(dir); errors.Is(err, iofs.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("index: stat %s: %w", dir, err)
+	}
+	desc, err := pebble.Peek(dir, fs)
+	if err != nil {
+		return false, fmt.Errorf("index: look for an index in %s: %w", dir, err)
+	}
+	return desc.Exists, nil
+}
+
 // Stamp returns the index's stamp; ok is false if it has none (an index
 // created before stamps existed, or one not yet stamped).
 func (x *Index) Stamp() (st Stamp, ok bool, err error) {

@@ -308,13 +308,22 @@ func TestStampAndMustExist(t *testing.T) {
 	if _, err := fs.Stat("index"); err == nil {
 		t.Fatal("a refused MustExist open created the directory")
 	}
+	if ok, err := Exists(fs, "index"); ok || err != nil {
+		t.Fatalf("Exists on a missing directory: %v %v", ok, err)
+	}
 	if err := fs.MkdirAll("index", 0o755); err != nil {
 		t.Fatal(err)
+	}
+	if ok, err := Exists(fs, "index"); ok || err != nil {
+		t.Fatalf("Exists on an empty directory: %v %v", ok, err)
 	}
 	if _, err := Open(fs, "index", Options{MustExist: true}); !errors.Is(err, ErrNotExist) {
 		t.Fatalf("MustExist on an empty directory: %v", err)
 	}
 	x := open(t, fs)
+	if ok, err := Exists(fs, "index"); !ok || err != nil {
+		t.Fatalf("Exists on an open index: %v %v", ok, err)
+	}
 	if _, ok, err := x.Stamp(); ok || err != nil {
 		t.Fatalf("new index has a stamp: %v %v", ok, err)
 	}
