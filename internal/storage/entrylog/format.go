@@ -99,6 +99,9 @@ func checkHeader(h []byte, id uint64) string {
 	if got := binary.BigEndian.Uint64(h[12:20]); got != id {
 		return fmt.Sprintf("header names log %d", got)
 	}
+	if binary.BigEndian.Uint64(h[20:28]) != 0 {
+		return "reserved header bytes are not zero"
+	}
 	return ""
 }
 
