@@ -119,3 +119,35 @@ func FuzzDecodeUnderReplicated(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeCheckTime: no input panics; a completion time that decodes is
+// not before 1970 and survives EncodeCheckTime and DecodeCheckTime.
+func FuzzDecodeCheckTime(f *testing.F) {
+	for _, c := range []PeriodicCheck{LedgerCheck, PlacementPolicyCheck, ReplicasCheck} {
+		v, err := EncodeCheckTime(c, time.UnixMilli(1700000000123))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(uint8(c), v)
+	}
+	f.Add(uint8(LedgerCheck), []byte{0x08, 0x80, 0x00})
+	f.Add(uint8(ReplicasCheck), []byte{0x08, 0x01, 0x10, 0x02})
+	f.Fuzz(func(t *testing.T, which uint8, value []byte) {
+		check := PeriodicCheck(which % 4)
+		got, err := DecodeCheckTime(check, value)
+		if err != nil {
+			return
+		}
+		if got.UnixMilli() < 0 {
+			t.Fatalf("%x decodes to %v, before 1970", value, got)
+		}
+		again, err := EncodeCheckTime(check, got)
+		if err != nil {
+			t.Fatalf("decoded time %v does not encode: %v", got, err)
+		}
+		back, err := DecodeCheckTime(check, again)
+		if err != nil || !back.Equal(got) {
+			t.Fatalf("round trip of %v: %v %v", got, back, err)
+		}
+	})
+}
