@@ -66,9 +66,11 @@
 // against such evidence is a *LostError (errors.Is ErrDataLost) naming the
 // path, what is missing, the evidence, and how to recover: restore the
 // files from a backup, or let AutoRecovery re-replicate the bookie's
-// ledgers and reset it with `folio shell bookieformat --force`. Open writes
-// nothing before these checks pass (index.Options.MustExist keeps Pebble
-// from creating an empty index). A store id that differs between files, or
+// ledgers and reset it with `folio shell bookieformat --force`. Open creates
+// and writes nothing before these checks pass: missing indexes are checked
+// for before any is opened (index.Exists, and index.Options.MustExist keeps
+// Pebble from creating an empty one); opening the existing ones only
+// rewrites Pebble's own manifest. A store id that differs between files, or
 // a stamp naming another shard, is ErrLayout (directories of different
 // stores). Deleting only a LAYOUT loses nothing and is repaired from the
 // index stamp. Entry logs deleted under an intact index are not detected

@@ -53,8 +53,8 @@ type ledgerDirState struct {
 	layout    layout
 	hasLayout bool
 	hasLogs   bool
-	stamp     index.Stamp
-	hasStamp  bool
+	// hasStamp: the index carries the store's stamp (set by openIndex).
+	hasStamp bool
 }
 
 // journalDirState is what Open found in a journal directory before opening
@@ -285,7 +285,7 @@ func (s *Store) openIndex(ev *evidence, i int) (*index.Index, error) {
 		ix.Close()
 		return nil, err
 	}
-	st.stamp, st.hasStamp = stamp, true
+	st.hasStamp = true
 	return ix, nil
 }
 
