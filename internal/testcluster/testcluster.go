@@ -486,6 +486,34 @@ func (s *Standalone) Start() {
 	}
 }
 
+// StartFails starts the process expecting it to refuse to start: it must
+// exit without printing its readiness line, within StartTimeout. It returns
+// the exit error (nil for status 0) and the run's stderr.
+func (s *Standalone) StartFails() (exitErr error, stderr string) {
+	t := s.t
+	t.Helper()
+	s.runs++
+	cmd := exec.Command(Binary(t), s.Args...)
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	var wait chan error
+	s.cmd, wait = startProcessCmd(t, cmd, s.LogPath())
+	select {
+	case exitErr = <-wait:
+	case <-time.After(StartTimeout):
+		t.Fatalf("testcluster: standalone did not exit within %v; log %s:\n%s", StartTimeout, s.LogPath(), tail(s.LogPath()))
+	}
+	s.cmd = nil
+	if strings.Contains(stdout.String(), "folio standalone ready") {
+		t.Fatalf("testcluster: standalone became ready although it was expected to refuse: %q", stdout.String())
+	}
+	b, err := os.ReadFile(s.LogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exitErr, string(b)
+}
+
 func startProcessCmd(t testing.TB, cmd *exec.Cmd, logPath string) (*exec.Cmd, chan error) {
 	t.Helper()
 	stderr, err := os.Create(logPath)

@@ -3,9 +3,11 @@ package testcluster
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -249,5 +251,126 @@ func TestStandaloneLifecycle(t *testing.T) {
 	}
 	if len(rest) != 0 {
 		t.Errorf("stdout after the readiness line: %q (want exactly one line)", rest)
+	}
+}
+
+// exitStatus is the exit code of an exited process's error (0 for nil).
+func exitStatus(t *testing.T, err error) int {
+	t.Helper()
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("not an exit status: %v", err)
+	}
+	return ee.ExitCode()
+}
+
+// startRefused starts b expecting it to exit with status 1, with stderr
+// naming path and carrying the wanted phrases.
+func startRefused(t *testing.T, b *Bookie, path string, want ...string) string {
+	t.Helper()
+	b.Start()
+	exited, err := b.Exited(StartTimeout)
+	if !exited {
+		t.Fatalf("bookie did not exit although %s is lost", path)
+	}
+	if code := exitStatus(t, err); code != 1 {
+		t.Fatalf("bookie exited with status %d (%v), want 1", code, err)
+	}
+	log, _ := os.ReadFile(b.LogPath())
+	for _, w := range append([]string{path, "refusing to open the store", "bookieformat"}, want...) {
+		if !strings.Contains(string(log), w) {
+			t.Errorf("stderr lacks %q:\n%s", w, log)
+		}
+	}
+	return string(log)
+}
+
+// TestBookieRefusesLostIndexOrCheckpointAsProcess: a `folio bookie` whose
+// ledger directory lost only its index, or whose journal directory lost
+// only its CHECKPOINT (cookies, entry logs and the rest in place), exits
+// with status 1 naming the path, instead of answering "no such ledger" and
+// accepting adds to the ledger it fenced; with the files back it serves
+// every entry and keeps the fence.
+func TestBookieRefusesLostIndexOrCheckpointAsProcess(t *testing.T) {
+	c := Start(t, 1)
+	b := c.Bookies[0]
+	const ledger, fenced = int64(7), int64(8)
+	cl := dial(t, b.Addr())
+	for e := int64(0); e < 10; e++ {
+		for _, l := range []int64{ledger, fenced} {
+			if st := cl.add(l, e, false); st != wire.StatusOK {
+				t.Fatalf("add %d to ledger %d: %v", e, l, st)
+			}
+		}
+	}
+	if st, _ := cl.read(fenced, -1, true); st != wire.StatusOK {
+		t.Fatalf("fence read: %v", st)
+	}
+	b.Terminate()
+
+	index := filepath.Join(b.Dir, "ledgers", "current", "index")
+	if err := os.Rename(index, index+".saved"); err != nil {
+		t.Fatal(err)
+	}
+	log := startRefused(t, b, index, "index", "is missing")
+	t.Logf("stderr of the refused start:\n%s", log)
+	if err := os.Rename(index+".saved", index); err != nil {
+		t.Fatal(err)
+	}
+
+	ckpt := filepath.Join(b.Dir, "journal", "current", "CHECKPOINT")
+	if err := os.Rename(ckpt, ckpt+".saved"); err != nil {
+		t.Fatal(err)
+	}
+	startRefused(t, b, ckpt, "CHECKPOINT is missing")
+	if err := os.Rename(ckpt+".saved", ckpt); err != nil {
+		t.Fatal(err)
+	}
+
+	b.Start()
+	b.WaitRegistered(false)
+	cl = dial(t, b.Addr())
+	for e := int64(0); e < 10; e++ {
+		for _, l := range []int64{ledger, fenced} {
+			if st, body := cl.read(l, e, false); st != wire.StatusOK || !bytes.Equal(body, entryBody(t, l, e)) {
+				t.Fatalf("ledger %d entry %d after the restored start: %v", l, e, st)
+			}
+		}
+	}
+	if st := cl.add(fenced, 10, false); st != wire.StatusFenced {
+		t.Fatalf("add to the fenced ledger: %v, want EFENCED", st)
+	}
+}
+
+// TestStandaloneRefusesLostIndex: `folio standalone` refuses too (exit
+// status 1, the path named) when one of its bookies lost its index.
+func TestStandaloneRefusesLostIndex(t *testing.T) {
+	dir := t.TempDir()
+	s := StartStandalone(t, dir, "--bookies", "1")
+	cl := dial(t, s.BookieIDs[0])
+	for e := int64(0); e < 5; e++ {
+		if st := cl.add(3, e, false); st != wire.StatusOK {
+			t.Fatalf("add %d: %v", e, st)
+		}
+	}
+	s.Terminate()
+	index := filepath.Join(dir, "bookie-0", "ledgers", "current", "index")
+	if err := os.RemoveAll(index); err != nil {
+		t.Fatal(err)
+	}
+	err, log := s.StartFails()
+	if code := exitStatus(t, err); code != 1 {
+		t.Fatalf("standalone exited with status %d (%v), want 1; log:\n%s", code, err, log)
+	}
+	for _, w := range []string{index, "is missing", "refusing to open the store"} {
+		if !strings.Contains(log, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, log)
+		}
+	}
+	if _, err := os.Stat(index); err == nil {
+		t.Error("the refused start recreated the index")
 	}
 }

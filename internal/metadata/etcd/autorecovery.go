@@ -14,10 +14,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
-	"google.golang.org/protobuf/encoding/prototext"
 
 	"github.com/foliodb/folio/internal/metadata"
-	"github.com/foliodb/folio/internal/metadata/formatpb"
 )
 
 // AutoRecovery keys, all under `<scope>/underreplication/` (doc.go).
@@ -48,41 +46,8 @@ func (k keys) urCheckTime(check metadata.PeriodicCheck) string {
 	return k.underReplication + "/" + check.Node()
 }
 
-// EncodeUnderReplicated returns the stored value of a record: the protobuf
-// TextFormat of UnderreplicatedLedgerFormat as Java's ZooKeeper manager
-// writes it (`replica: "<id>"` lines, then `ctime: <ms>`).
-func EncodeUnderReplicated(missing []metadata.BookieID, ctime time.Time) string {
-	var b strings.Builder
-	for _, m := range missing {
-		fmt.Fprintf(&b, "replica: %q\n", string(m))
-	}
-	if !ctime.IsZero() {
-		fmt.Fprintf(&b, "ctime: %d\n", ctime.UnixMilli())
-	}
-	return b.String()
-}
-
-// DecodeUnderReplicated parses a record value (TextFormat).
-func DecodeUnderReplicated(value []byte) ([]metadata.BookieID, time.Time, error) {
-	var f formatpb.UnderreplicatedLedgerFormat
-	if err := prototext.Unmarshal(value, &f); err != nil {
-		return nil, time.Time{}, err
-	}
-	var missing []metadata.BookieID
-	for _, r := range f.Replica {
-		missing = append(missing, metadata.BookieID(r))
-	}
-	slices.Sort(missing)
-	missing = slices.Compact(missing)
-	var ctime time.Time
-	if f.Ctime != nil {
-		ctime = time.UnixMilli(f.GetCtime())
-	}
-	return missing, ctime, nil
-}
-
 func (d *Driver) parseRecord(id int64, kv *mvccpb.KeyValue) (metadata.UnderReplicatedLedger, error) {
-	missing, ctime, err := DecodeUnderReplicated(kv.Value)
+	missing, ctime, err := metadata.DecodeUnderReplicated(kv.Value)
 	if err != nil {
 		return metadata.UnderReplicatedLedger{}, metadata.Corrupt(string(kv.Key), err)
 	}
@@ -116,7 +81,7 @@ func (d *Driver) MarkLedgerUnderReplicated(ctx context.Context, ledgerID int64, 
 		if len(resp.Kvs) == 0 {
 			m := slices.Clone(missing)
 			slices.Sort(m)
-			value = EncodeUnderReplicated(slices.Compact(m), time.Now())
+			value = metadata.EncodeUnderReplicated(slices.Compact(m), time.Now())
 			cmp = clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
 		} else {
 			rec, err := d.parseRecord(ledgerID, resp.Kvs[0])
@@ -129,7 +94,7 @@ func (d *Driver) MarkLedgerUnderReplicated(ctx context.Context, ledgerID int64, 
 			if slices.Equal(merged, rec.MissingReplicas) {
 				return nil
 			}
-			value = EncodeUnderReplicated(merged, rec.Ctime)
+			value = metadata.EncodeUnderReplicated(merged, rec.Ctime)
 			cmp = clientv3.Compare(clientv3.ModRevision(key), "=", resp.Kvs[0].ModRevision)
 		}
 		tr, err := d.cli.Txn(ctx).If(cmp).Then(clientv3.OpPut(key, value)).Commit()

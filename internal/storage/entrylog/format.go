@@ -2,10 +2,14 @@ package entrylog
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	iofs "io/fs"
 	"strconv"
 	"strings"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Format constants (see the package comment for the layout).
@@ -95,6 +99,9 @@ func checkHeader(h []byte, id uint64) string {
 	if got := binary.BigEndian.Uint64(h[12:20]); got != id {
 		return fmt.Sprintf("header names log %d", got)
 	}
+	if binary.BigEndian.Uint64(h[20:28]) != 0 {
+		return "reserved header bytes are not zero"
+	}
 	return ""
 }
 
@@ -144,4 +151,23 @@ func parseRecord(b []byte) (r record, total int, need int, reason string) {
 	r.entryID = int64(binary.BigEndian.Uint64(b[16:24]))
 	r.body = body
 	return r, total, 0, ""
+}
+
+// HasLogs reports whether dir holds any entry log (a missing dir holds
+// none). The ledger store uses it as evidence that the directory's index
+// existed: entry logs are written only after the index is created.
+func HasLogs(fs vfs.FS, dir string) (bool, error) {
+	names, err := fs.List(dir)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("entrylog: list %s: %w", dir, err)
+	}
+	for _, name := range names {
+		if _, ok := parseLogFileName(name); ok || strings.HasSuffix(name, compactingSufix) {
+			return true, nil
+		}
+	}
+	return false, nil
 }

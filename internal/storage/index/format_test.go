@@ -1,7 +1,10 @@
 package index
 
 import (
+	"encoding/binary"
 	"encoding/hex"
+	"errors"
+	"hash/crc32"
 	"testing"
 )
 
@@ -35,6 +38,50 @@ func TestFormatGolden(t *testing.T) {
 		c[i] ^= 0x10
 		if _, err := decodeState(1, stateKey(1), c); err == nil {
 			t.Fatalf("corruption at byte %d not detected", i)
+		}
+	}
+}
+
+func TestStampFormatGolden(t *testing.T) {
+	st := Stamp{Shard: 1, Shards: 3}
+	for i := range st.StoreID {
+		st.StoreID[i] = byte(i + 1)
+	}
+	v := encodeStamp(st)
+	if got := hex.EncodeToString(v); got != "01"+"0102030405060708090a0b0c0d0e0f10"+"00000001"+"00000003"+"41003a15" {
+		t.Fatalf("stamp value %s", got)
+	}
+	if back, err := decodeStamp(v); err != nil || back != st {
+		t.Fatalf("decode: %+v %v", back, err)
+	}
+	for i := range v {
+		c := append([]byte(nil), v...)
+		c[i] ^= 0x04
+		if _, err := decodeStamp(c); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("corruption at byte %d: %v", i, err)
+		}
+	}
+	for _, bad := range []Stamp{{Shard: 0, Shards: 1}, {StoreID: st.StoreID, Shard: 3, Shards: 3}} {
+		if _, err := decodeStamp(encodeStamp(bad)); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("stamp %+v decoded: %v", bad, err)
+		}
+	}
+}
+
+// TestStateDecodingIsStrict: only what encodeState writes decodes, so a
+// decoded value re-encodes to the same bytes.
+func TestStateDecodingIsStrict(t *testing.T) {
+	withCRC := func(body ...byte) []byte {
+		return binary.BigEndian.AppendUint32(body, crc32.Checksum(body, castagnoli))
+	}
+	for name, v := range map[string][]byte{
+		"non-minimal key length": withCRC(1, 0, 0x82, 0x00, 0xaa, 0xbb, 0),
+		"LAC bytes without flag": withCRC(1, 0, 0, 1, 0x07),
+		"unknown flag":           withCRC(1, 0x08, 0, 0),
+		"trailing bytes":         withCRC(1, 0, 0, 0, 9),
+	} {
+		if _, err := decodeState(1, stateKey(1), v); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: decoded (%v)", name, err)
 		}
 	}
 }

@@ -19,6 +19,7 @@
 //	entry:   'e' | ledger id (8) | entry id (8)        → location value
 //	state:   's' | ledger id (8)                       → state value
 //	format:  "mformat"                                 → "1"
+//	stamp:   "mstamp"                                  → stamp value
 //
 // Ledger and entry ids are non-negative int64s (BookKeeper's ids), so the
 // key of ledger L+1 is computed without overflow even for L = 2^63-1.
@@ -34,8 +35,26 @@
 //
 //	flags:    bit 0 fenced, bit 1 deleted, bit 2 explicit LAC present
 //
+//	stamp:    version=1 (1) | store id (16) | shard (4) | shards (4) |
+//	          crc32c (4) of everything before it                   29 bytes
+//
 // A value that does not decode (wrong length, version, flags or checksum)
-// is a *CorruptionError naming the key; it is never read as "absent".
+// is a *CorruptionError naming the key; it is never read as "absent". The
+// decoders accept exactly what the encoders write (minimal varints, no
+// explicit LAC bytes without its flag), so a value that decodes re-encodes
+// to the same bytes.
+//
+// # Stamp
+//
+// The stamp ties an index to the store that created it (the ledger store's
+// store id, and the ledger directory's position among the store's ledger
+// directories). The ledger store writes it, synced, before it records the
+// store id anywhere else, and refuses to open a directory whose LAYOUT
+// records a store id its index does not carry: that index was deleted and
+// recreated (empty), or comes from elsewhere, and serving from it would
+// answer "no such entry" for entries the bookie acknowledged and forget
+// fences. Options.MustExist lets the caller refuse a missing index before
+// Pebble creates an empty one.
 //
 // # Deleted ledgers
 //
@@ -54,6 +73,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	iofs "io/fs"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -81,6 +101,9 @@ var (
 	ErrInvalidID = errors.New("index: invalid ledger or entry id")
 	// ErrCorrupt: matched by every *CorruptionError.
 	ErrCorrupt = errors.New("index: corrupt value")
+	// ErrNotExist: Options.MustExist was set and the directory holds no
+	// index.
+	ErrNotExist = errors.New("index: no index in the directory")
 )
 
 // CorruptionError reports a stored value that does not decode.
@@ -125,6 +148,19 @@ type Options struct {
 	// steps). Memtable flushes still happen at Open and when a memtable
 	// fills.
 	DisableAutomaticCompactions bool
+	// MustExist makes Open fail with ErrNotExist, without creating
+	// anything, when dir holds no index (the ledger store sets it when it
+	// has evidence that the index existed).
+	MustExist bool
+}
+
+// Stamp ties an index to the store and ledger directory it belongs to (see
+// the package comment).
+type Stamp struct {
+	// StoreID is the ledger store's random id; never all zeros.
+	StoreID [16]byte
+	// Shard is the ledger directory's position, Shards their number.
+	Shard, Shards uint32
 }
 
 // Index is the Pebble-backed entry index and ledger state store. Methods
@@ -140,6 +176,7 @@ const formatVersion = 1
 
 var (
 	formatKey   = []byte("mformat")
+	stampKey    = []byte("mstamp")
 	castagnoli  = crc32.MakeTable(crc32.Castagnoli)
 	errNotFound = pebble.ErrNotFound
 )
@@ -149,6 +186,7 @@ const (
 	prefixState = 's'
 
 	locationValueSize = 21
+	stampValueSize    = 1 + 16 + 4 + 4 + 4
 
 	flagFenced  = 1 << 0
 	flagDeleted = 1 << 1
@@ -172,6 +210,15 @@ func Open(fs vfs.FS, dir string, opts Options) (*Index, error) {
 	if opts.Logger == nil {
 		opts.Logger = quietLogger{}
 	}
+	if opts.MustExist {
+		// Checked here as well as by Pebble's ErrorIfNotExists, which
+		// would create the directory before it finds no database in it.
+		if _, err := fs.Stat(dir); errors.Is(err, iofs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s does not exist", ErrNotExist, dir)
+		} else if err != nil {
+			return nil, fmt.Errorf("index: stat %s: %w", dir, err)
+		}
+	}
 	cache := pebble.NewCache(opts.CacheBytes)
 	popts := &pebble.Options{
 		FS:                 fs,
@@ -181,10 +228,14 @@ func Open(fs vfs.FS, dir string, opts Options) (*Index, error) {
 
 		DisableAutomaticCompactions: opts.DisableAutomaticCompactions,
 		DisableTableStats:           opts.DisableAutomaticCompactions,
+		ErrorIfNotExists:            opts.MustExist,
 	}
 	db, err := pebble.Open(dir, popts)
 	if err != nil {
 		cache.Unref()
+		if errors.Is(err, pebble.ErrDBDoesNotExist) {
+			return nil, fmt.Errorf("%w: %s holds no Pebble database", ErrNotExist, dir)
+		}
 		return nil, fmt.Errorf("index: open %s: %w", dir, err)
 	}
 	x := &Index{db: db, cache: cache}
@@ -211,6 +262,84 @@ func (x *Index) checkFormat() error {
 		return fmt.Errorf("index: unsupported format version %q", v)
 	}
 	return nil
+}
+
+// Exists reports whether dir holds an index (a Pebble database), without
+// opening or changing anything.
+func Exists(fs vfs.FS, dir string) (bool, error) {
+	if _, err := fs.Stat(dir); errors.Is(err, iofs.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("index: stat %s: %w", dir, err)
+	}
+	desc, err := pebble.Peek(dir, fs)
+	if err != nil {
+		return false, fmt.Errorf("index: look for an index in %s: %w", dir, err)
+	}
+	return desc.Exists, nil
+}
+
+// Stamp returns the index's stamp; ok is false if it has none (an index
+// created before stamps existed, or one not yet stamped).
+func (x *Index) Stamp() (st Stamp, ok bool, err error) {
+	v, closer, err := x.db.Get(stampKey)
+	if errors.Is(err, errNotFound) {
+		return Stamp{}, false, nil
+	}
+	if err != nil {
+		return Stamp{}, false, fmt.Errorf("index: read stamp: %w", err)
+	}
+	defer closer.Close()
+	st, err = decodeStamp(v)
+	return st, err == nil, err
+}
+
+// SetStamp writes the stamp and syncs it before returning.
+func (x *Index) SetStamp(st Stamp) error {
+	if st.StoreID == ([16]byte{}) {
+		return errors.New("index: a stamp needs a non-zero store id")
+	}
+	x.writeMu.Lock()
+	defer x.writeMu.Unlock()
+	if err := x.db.Set(stampKey, encodeStamp(st), pebble.Sync); err != nil {
+		return fmt.Errorf("index: write stamp: %w", err)
+	}
+	return nil
+}
+
+func encodeStamp(st Stamp) []byte {
+	v := make([]byte, 0, stampValueSize)
+	v = append(v, 1)
+	v = append(v, st.StoreID[:]...)
+	v = binary.BigEndian.AppendUint32(v, st.Shard)
+	v = binary.BigEndian.AppendUint32(v, st.Shards)
+	return binary.BigEndian.AppendUint32(v, crc32.Checksum(v, castagnoli))
+}
+
+func decodeStamp(v []byte) (Stamp, error) {
+	bad := func(reason string) (Stamp, error) {
+		return Stamp{}, &CorruptionError{Key: bytes.Clone(stampKey), Desc: "the index stamp", Reason: reason}
+	}
+	if len(v) != stampValueSize {
+		return bad(fmt.Sprintf("stamp value is %d bytes, want %d", len(v), stampValueSize))
+	}
+	if crc32.Checksum(v[:stampValueSize-4], castagnoli) != binary.BigEndian.Uint32(v[stampValueSize-4:]) {
+		return bad("stamp checksum mismatch")
+	}
+	if v[0] != 1 {
+		return bad(fmt.Sprintf("unknown stamp version %d", v[0]))
+	}
+	var st Stamp
+	copy(st.StoreID[:], v[1:17])
+	st.Shard = binary.BigEndian.Uint32(v[17:21])
+	st.Shards = binary.BigEndian.Uint32(v[21:25])
+	if st.StoreID == ([16]byte{}) {
+		return bad("zero store id")
+	}
+	if st.Shard >= st.Shards {
+		return bad(fmt.Sprintf("shard %d of %d", st.Shard, st.Shards))
+	}
+	return st, nil
 }
 
 // Close closes the database. Writes since the last Sync may be lost, as
@@ -332,6 +461,9 @@ func decodeState(ledgerID int64, key, v []byte) (State, error) {
 		if w <= 0 || n > uint64(len(rest)-w) {
 			return nil, "bad " + name + " length"
 		}
+		if w != uvarintLen(n) {
+			return nil, "non-minimal " + name + " length"
+		}
 		f := bytes.Clone(rest[w : w+int(n)])
 		rest = rest[w+int(n):]
 		return f, ""
@@ -351,6 +483,9 @@ func decodeState(ledgerID int64, key, v []byte) (State, error) {
 		st.MasterKey = nil
 	}
 	if flags&flagLAC == 0 {
+		if len(st.ExplicitLAC) != 0 {
+			return bad("explicit LAC bytes without the explicit-LAC flag")
+		}
 		st.ExplicitLAC = nil
 	} else if st.ExplicitLAC == nil {
 		st.ExplicitLAC = []byte{}
@@ -358,6 +493,11 @@ func decodeState(ledgerID int64, key, v []byte) (State, error) {
 	st.Fenced = flags&flagFenced != 0
 	st.Deleted = flags&flagDeleted != 0
 	return st, nil
+}
+
+func uvarintLen(n uint64) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(b[:], n)
 }
 
 // PutLocations records flushed entries in one batch, without sync (the

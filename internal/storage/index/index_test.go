@@ -296,3 +296,74 @@ func TestRelocate(t *testing.T) {
 		t.Fatalf("empty Relocate = %d, %v", n, err)
 	}
 }
+
+// TestStampAndMustExist: a stamp survives a reopen; MustExist refuses a
+// missing directory without creating it, and a directory without a
+// database.
+func TestStampAndMustExist(t *testing.T) {
+	fs := vfs.NewMem()
+	if _, err := Open(fs, "index", Options{MustExist: true}); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("MustExist on a missing directory: %v", err)
+	}
+	if _, err := fs.Stat("index"); err == nil {
+		t.Fatal("a refused MustExist open created the directory")
+	}
+	if ok, err := Exists(fs, "index"); ok || err != nil {
+		t.Fatalf("Exists on a missing directory: %v %v", ok, err)
+	}
+	if err := fs.MkdirAll("index", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := Exists(fs, "index"); ok || err != nil {
+		t.Fatalf("Exists on an empty directory: %v %v", ok, err)
+	}
+	if _, err := Open(fs, "index", Options{MustExist: true}); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("MustExist on an empty directory: %v", err)
+	}
+	x := open(t, fs)
+	if ok, err := Exists(fs, "index"); !ok || err != nil {
+		t.Fatalf("Exists on an open index: %v %v", ok, err)
+	}
+	if _, ok, err := x.Stamp(); ok || err != nil {
+		t.Fatalf("new index has a stamp: %v %v", ok, err)
+	}
+	st := Stamp{StoreID: [16]byte{9: 7}, Shard: 2, Shards: 4}
+	if err := x.SetStamp(Stamp{Shards: 1}); err == nil {
+		t.Fatal("zero store id accepted")
+	}
+	if err := x.SetStamp(st); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	x, err := Open(fs, "index", Options{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if got, ok, err := x.Stamp(); !ok || err != nil || got != st {
+		t.Fatalf("stamp after reopen: %+v %v %v", got, ok, err)
+	}
+}
+
+// TestStampIsSynced: SetStamp is durable when it returns (the ledger store
+// records the store id elsewhere only after it).
+func TestStampIsSynced(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	x := open(t, mem)
+	st := Stamp{StoreID: [16]byte{1}, Shard: 0, Shards: 1}
+	if err := x.SetStamp(st); err != nil {
+		t.Fatal(err)
+	}
+	crashed := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	x.Close()
+	y, err := Open(crashed, "index", Options{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer y.Close()
+	if got, ok, err := y.Stamp(); !ok || err != nil || got != st {
+		t.Fatalf("stamp after a crash: %+v %v %v", got, ok, err)
+	}
+}

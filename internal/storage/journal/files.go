@@ -1,7 +1,9 @@
 package journal
 
 import (
+	"errors"
 	"fmt"
+	iofs "io/fs"
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -82,4 +84,14 @@ func syncDir(fs vfs.FS, dir string) error {
 		return fmt.Errorf("journal: syncing directory %s: %w", dir, err)
 	}
 	return nil
+}
+
+// Files returns the ids of the journal files in dir, ascending (leftover
+// temporary files excluded; a missing dir holds none). It must not race
+// with a Journal creating files in dir.
+func Files(fs vfs.FS, dir string) ([]uint64, error) {
+	if _, err := fs.Stat(dir); errors.Is(err, iofs.ErrNotExist) {
+		return nil, nil
+	}
+	return listFiles(fs, dir, false)
 }

@@ -254,6 +254,10 @@ func decodeFileHeader(b []byte, want uint64) (fileHeader, error) {
 		return h, fmt.Errorf("unknown header flags %#x", h.flags)
 	case h.fileID != want:
 		return h, fmt.Errorf("header names file id %d, file name says %d", h.fileID, want)
+	case h.prevID >= h.fileID:
+		return h, fmt.Errorf("header names previous file id %d, not below its own id %d", h.prevID, h.fileID)
+	case h.prevID == 0 && h.prevEnd != 0, h.prevID != 0 && h.prevEnd < FirstGroupOffset:
+		return h, fmt.Errorf("header says the previous file %d ended at offset %d", h.prevID, h.prevEnd)
 	}
 	return h, nil
 }

@@ -171,14 +171,30 @@ func (r *fileReader) record(off int64) (size int64, flags byte, ok bool, err err
 	if err != nil {
 		return 0, 0, false, err
 	}
-	if binary.LittleEndian.Uint32(b) != recordCRC(r.id, off, b) {
-		return 0, 0, false, nil
-	}
-	flags = b[9]
-	if err := decodePayload(RecordType(b[8]), flags, b[RecordHeaderSize:], &r.rec); err != nil {
+	flags, ok, err = decodeRecord(r.id, off, b, &r.rec)
+	if err != nil {
 		return 0, 0, false, &CorruptionError{File: r.path, Offset: off, Reason: err.Error()}
 	}
-	return size, flags, true, nil
+	return size, flags, ok, nil
+}
+
+// decodeRecord checks and decodes the whole encoded record b (header and
+// the payload its length field gives) read at (fileID, off). ok is false if
+// the checksum does not match (no record there); err is set only for a
+// record with a valid checksum that this version cannot decode. rec.Body
+// aliases b.
+func decodeRecord(fileID uint64, off int64, b []byte, rec *Record) (flags byte, ok bool, err error) {
+	if len(b) < RecordHeaderSize || int64(binary.LittleEndian.Uint32(b[4:])) != int64(len(b)-RecordHeaderSize) {
+		return 0, false, nil
+	}
+	if binary.LittleEndian.Uint32(b) != recordCRC(fileID, off, b) {
+		return 0, false, nil
+	}
+	flags = b[9]
+	if err := decodePayload(RecordType(b[8]), flags, b[RecordHeaderSize:], rec); err != nil {
+		return 0, false, err
+	}
+	return flags, true, nil
 }
 
 // scan walks the records from start and returns where the log ends.

@@ -1,8 +1,10 @@
 package ledgerstore
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/foliodb/folio/internal/storage/entrylog"
@@ -104,6 +106,10 @@ type Config struct {
 	// simulator's crash images must not depend on goroutine scheduling).
 	// The index stays small enough in such runs for L0 not to matter.
 	DisableIndexCompactions bool
+	// Entropy is where a new store draws its store id (16 bytes, at the
+	// first open; see the package comment, "Lost data"). Default
+	// crypto/rand.Reader; tests and the simulator may pass a seeded source.
+	Entropy io.Reader
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -149,6 +155,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.CompactionBytesPerSecond == 0 {
 		c.CompactionBytesPerSecond = 32 << 20
+	}
+	if c.Entropy == nil {
+		c.Entropy = rand.Reader
 	}
 	if c.Go == nil {
 		c.Go = func(fn func()) { go fn() }

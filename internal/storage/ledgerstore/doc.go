@@ -21,18 +21,70 @@
 //
 // # Files
 //
-// CHECKPOINT (44 bytes, big-endian, replaced atomically by write-temp,
+// CHECKPOINT (60 bytes, big-endian, replaced atomically by write-temp,
 // fsync, rename, fsync-directory):
 //
-//	+----------+---------+-----------+-----------+-----------+----------+------------+---------+
-//	| magic (8)| vers (4)| journal(4)| journals(4)| ledger    | file id  | offset (8) | CRC32C  |
-//	| FOLIOCKP | 1       | index     | count      | dirs (4)  | (8)      |            | (4)     |
-//	+----------+---------+-----------+-----------+-----------+----------+------------+---------+
+//	+----------+---------+-----------+------------+-----------+----------+------------+-------------+---------+
+//	| magic (8)| vers (4)| journal(4)| journals(4)| ledger    | file id  | offset (8) | store id    | CRC32C  |
+//	| FOLIOCKP | 2       | index     | count      | dirs (4)  | (8)      |            | (16)        | (4)     |
+//	+----------+---------+-----------+------------+-----------+----------+------------+-------------+---------+
 //
 // (file id, offset) is a journal.Position: every record of this journal
 // before it is durable in the entry logs and indexes. The zero position
-// means "replay everything". LAYOUT (24 bytes): magic "FOLIOLDR", version
-// 1, shard index, shard count, CRC32C.
+// means "replay everything". LAYOUT (40 bytes, written the same way):
+// magic "FOLIOLDR", version 2, shard index (4), shard count (4), store id
+// (16), CRC32C. Version 1 of both files (44 and 24 bytes) is the same
+// without the store id; it is read, never written (see Upgrade). Each index
+// also holds a stamp: the store id, its shard index and count
+// (internal/storage/index).
+//
+// # Lost data
+//
+// A bookie must never answer "no such entry" for an entry it acknowledged,
+// nor accept a normal add to a ledger it fenced (DESIGN.md §6). Cookies
+// catch a wiped bookie; Open catches a store that lost one part: an index/
+// deleted (entry logs, LAYOUT and CHECKPOINT left in place) would otherwise
+// be recreated empty, and a journal directory that lost its CHECKPOINT (and
+// with it, maybe, the records since the last checkpoint) would be replayed
+// from nothing. Open decides "lost" only from positive evidence that the
+// part existed, never from its absence alone, so a new store, or one that
+// crashed before its first checkpoint, opens:
+//
+//   - The store id, 16 random bytes drawn at the first open
+//     (Config.Entropy), is recorded in order: every index stamp (synced),
+//     then every CHECKPOINT, then every LAYOUT, all before the journals
+//     open. So a LAYOUT with the id proves every CHECKPOINT and index had
+//     it, and a CHECKPOINT with the id proves every index had it. A crash
+//     part-way leaves a prefix of this order, which the next Open completes.
+//   - Entry logs in a ledger directory prove its index existed (it is
+//     created before the first flush), journal files prove the journal
+//     directory's CHECKPOINT existed (written before the journal opens),
+//     and a CHECKPOINT with a non-zero position proves every index existed.
+//     These hold for stores written before store ids existed as well.
+//
+// A missing or unstamped index, or a missing (or id-less) CHECKPOINT,
+// against such evidence is a *LostError (errors.Is ErrDataLost) naming the
+// path, what is missing, the evidence, and how to recover: restore the
+// files from a backup, or let AutoRecovery re-replicate the bookie's
+// ledgers and reset it with `folio shell bookieformat --force`. Open creates
+// and writes nothing before these checks pass: missing indexes are checked
+// for before any is opened (index.Exists, and index.Options.MustExist keeps
+// Pebble from creating an empty one); opening the existing ones only
+// rewrites Pebble's own manifest. A store id that differs between files, or
+// a stamp naming another shard, is ErrLayout (directories of different
+// stores). Deleting only a LAYOUT loses nothing and is repaired from the
+// index stamp. Entry logs deleted under an intact index are not detected
+// here: reads of their entries fail with an I/O error, never "no such
+// entry".
+//
+// # Upgrade
+//
+// Directories written before store ids existed (version 1 CHECKPOINT and
+// LAYOUT, unstamped indexes) open as before; that first open draws a store
+// id and records it as above, so the evidence exists from then on. Losses
+// that happened before that open are caught only by the second kind of
+// evidence (entry logs, journal files, a non-zero checkpoint). An older
+// Folio refuses version 2 files (downgrade is not supported).
 //
 // # Add, fence and the per-ledger lock
 //

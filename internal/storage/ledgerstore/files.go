@@ -2,6 +2,7 @@ package ledgerstore
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -21,10 +22,18 @@ const (
 
 	checkpointMagic = "FOLIOCKP"
 	layoutMagic     = "FOLIOLDR"
-	fileVersion     = 1
 
-	checkpointSize = 8 + 4 + 4 + 4 + 4 + 8 + 8 + 4 // 44
-	layoutSize     = 8 + 4 + 4 + 4 + 4             // 24
+	// fileVersion is the version of CHECKPOINT and LAYOUT this code
+	// writes: version 2 adds the store id. Version 1 files (written before
+	// store ids existed) are read, and replaced by version 2 files on the
+	// first open (see the package comment, "Upgrade").
+	fileVersion       = 2
+	fileVersionLegacy = 1
+
+	checkpointSizeV1 = 8 + 4 + 4 + 4 + 4 + 8 + 8 + 4 // 44
+	checkpointSize   = checkpointSizeV1 + 16         // 60
+	layoutSizeV1     = 8 + 4 + 4 + 4 + 4             // 24
+	layoutSize       = layoutSizeV1 + 16             // 40
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -33,15 +42,26 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 var ErrCorrupt = errors.New("ledgerstore: corrupt store file")
 
 // ErrLayout: the directories given to Open do not match the layout
-// recorded on disk (a directory moved, added or removed).
+// recorded on disk (a directory moved, added or removed), or they belong
+// to different stores.
 var ErrLayout = errors.New("ledgerstore: directory layout changed")
 
+// StoreID is a store's random identity, drawn at its first open and
+// recorded in every LAYOUT, CHECKPOINT and index stamp of the store. It is
+// not the cluster's instance id (which the cookies carry). The zero value
+// means "none recorded".
+type StoreID [16]byte
+
+func (id StoreID) String() string { return hex.EncodeToString(id[:]) }
+
 // checkpoint is the durable content of a journal directory's CHECKPOINT
-// file: the layout it belongs to and the journal position up to which
-// every record is durable in the entry logs and indexes.
+// file: the layout it belongs to, the journal position up to which every
+// record is durable in the entry logs and indexes, and the store id (zero
+// in a version 1 file).
 type checkpoint struct {
 	journalIndex, journalCount, ledgerDirCount uint32
 	pos                                        journal.Position
+	storeID                                    StoreID
 }
 
 func encodeCheckpoint(c checkpoint) []byte {
@@ -53,11 +73,14 @@ func encodeCheckpoint(c checkpoint) []byte {
 	b = binary.BigEndian.AppendUint32(b, c.ledgerDirCount)
 	b = binary.BigEndian.AppendUint64(b, c.pos.File)
 	b = binary.BigEndian.AppendUint64(b, uint64(c.pos.Offset))
+	b = append(b, c.storeID[:]...)
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
+// decodeCheckpoint reads a version 1 or 2 CHECKPOINT.
 func decodeCheckpoint(path string, b []byte) (checkpoint, error) {
-	if reason := checkFile(b, checkpointSize, checkpointMagic); reason != "" {
+	version, reason := checkFile(b, checkpointMagic, checkpointSizeV1, checkpointSize)
+	if reason != "" {
 		return checkpoint{}, fmt.Errorf("%w: %s: %s", ErrCorrupt, path, reason)
 	}
 	c := checkpoint{
@@ -69,31 +92,80 @@ func decodeCheckpoint(path string, b []byte) (checkpoint, error) {
 	if c.pos.Offset < 0 || (c.pos.File == 0) != (c.pos.Offset == 0) {
 		return checkpoint{}, fmt.Errorf("%w: %s: bad position %v", ErrCorrupt, path, c.pos)
 	}
+	if c.journalCount == 0 || c.journalIndex >= c.journalCount || c.ledgerDirCount == 0 {
+		return checkpoint{}, fmt.Errorf("%w: %s: journal %d of %d with %d ledger directories", ErrCorrupt, path, c.journalIndex, c.journalCount, c.ledgerDirCount)
+	}
+	if version == fileVersion {
+		copy(c.storeID[:], b[40:56])
+		if c.storeID == (StoreID{}) {
+			return checkpoint{}, fmt.Errorf("%w: %s: zero store id", ErrCorrupt, path)
+		}
+	}
 	return c, nil
 }
 
-func encodeLayout(index, count uint32) []byte {
+// layout is the durable content of a ledger directory's LAYOUT file: its
+// position among the store's ledger directories and the store id (zero in
+// a version 1 file).
+type layout struct {
+	index, count uint32
+	storeID      StoreID
+}
+
+func encodeLayout(l layout) []byte {
 	b := make([]byte, 0, layoutSize)
 	b = append(b, layoutMagic...)
 	b = binary.BigEndian.AppendUint32(b, fileVersion)
-	b = binary.BigEndian.AppendUint32(b, index)
-	b = binary.BigEndian.AppendUint32(b, count)
+	b = binary.BigEndian.AppendUint32(b, l.index)
+	b = binary.BigEndian.AppendUint32(b, l.count)
+	b = append(b, l.storeID[:]...)
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
-// checkFile verifies size, magic, version and the trailing CRC32C.
-func checkFile(b []byte, size int, magic string) string {
+// decodeLayout reads a version 1 or 2 LAYOUT.
+func decodeLayout(path string, b []byte) (layout, error) {
+	version, reason := checkFile(b, layoutMagic, layoutSizeV1, layoutSize)
+	if reason != "" {
+		return layout{}, fmt.Errorf("%w: %s: %s", ErrCorrupt, path, reason)
+	}
+	l := layout{index: binary.BigEndian.Uint32(b[12:]), count: binary.BigEndian.Uint32(b[16:])}
+	if l.index >= l.count {
+		return layout{}, fmt.Errorf("%w: %s: ledger directory %d of %d", ErrCorrupt, path, l.index, l.count)
+	}
+	if version == fileVersion {
+		copy(l.storeID[:], b[20:36])
+		if l.storeID == (StoreID{}) {
+			return layout{}, fmt.Errorf("%w: %s: zero store id", ErrCorrupt, path)
+		}
+	}
+	return l, nil
+}
+
+// checkFile verifies magic, version, the size that version has and the
+// trailing CRC32C; it returns the version, or why the file is refused.
+func checkFile(b []byte, magic string, sizeV1, sizeV2 int) (version uint32, reason string) {
+	if len(b) < 12 {
+		return 0, fmt.Sprintf("%d bytes, too short for a header", len(b))
+	}
+	if string(b[:8]) != magic {
+		return 0, fmt.Sprintf("bad magic %q", b[:8])
+	}
+	version = binary.BigEndian.Uint32(b[8:])
+	size := sizeV2
+	switch version {
+	case fileVersion:
+	case fileVersionLegacy:
+		size = sizeV1
+	default:
+		return 0, fmt.Sprintf("unsupported version %d (this build reads versions %d and %d)", version, fileVersionLegacy, fileVersion)
+	}
 	switch {
 	case len(b) != size:
-		return fmt.Sprintf("%d bytes, want %d", len(b), size)
-	case string(b[:8]) != magic:
-		return fmt.Sprintf("bad magic %q", b[:8])
+		return 0, fmt.Sprintf("%d bytes, want %d for version %d", len(b), size, version)
 	case crc32.Checksum(b[:size-4], castagnoli) != binary.BigEndian.Uint32(b[size-4:]):
-		return "checksum mismatch"
-	case binary.BigEndian.Uint32(b[8:]) != fileVersion:
-		return fmt.Sprintf("unsupported version %d", binary.BigEndian.Uint32(b[8:]))
+		return 0, "checksum mismatch"
 	}
-	return ""
+	return version, ""
 }
 
 // readSmallFile returns the file's contents, or ok=false if it does not
@@ -153,52 +225,6 @@ func syncDir(fs vfs.FS, dir string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("ledgerstore: sync directory %s: %w", dir, err)
-	}
-	return nil
-}
-
-// readCheckpoint returns the journal directory's checkpoint, checking the
-// layout; a directory without one gets one at the zero position (so the
-// layout is recorded before the first record is written).
-func readCheckpoint(fs vfs.FS, dir string, want checkpoint) (journal.Position, error) {
-	path := fs.PathJoin(dir, checkpointFile)
-	b, ok, err := readSmallFile(fs, path)
-	if err != nil {
-		return journal.Position{}, err
-	}
-	if !ok {
-		want.pos = journal.Position{}
-		return journal.Position{}, writeFileAtomic(fs, dir, checkpointFile, encodeCheckpoint(want))
-	}
-	c, err := decodeCheckpoint(path, b)
-	if err != nil {
-		return journal.Position{}, err
-	}
-	if c.journalIndex != want.journalIndex || c.journalCount != want.journalCount || c.ledgerDirCount != want.ledgerDirCount {
-		return journal.Position{}, fmt.Errorf("%w: %s belongs to journal %d of %d with %d ledger directories, now configured as journal %d of %d with %d",
-			ErrLayout, dir, c.journalIndex, c.journalCount, c.ledgerDirCount, want.journalIndex, want.journalCount, want.ledgerDirCount)
-	}
-	return c.pos, nil
-}
-
-// checkLayout verifies (or, in a directory without one, writes) the ledger
-// directory's LAYOUT file.
-func checkLayout(fs vfs.FS, dir string, index, count uint32) error {
-	path := fs.PathJoin(dir, layoutFile)
-	b, ok, err := readSmallFile(fs, path)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return writeFileAtomic(fs, dir, layoutFile, encodeLayout(index, count))
-	}
-	if reason := checkFile(b, layoutSize, layoutMagic); reason != "" {
-		return fmt.Errorf("%w: %s: %s", ErrCorrupt, path, reason)
-	}
-	gotIndex, gotCount := binary.BigEndian.Uint32(b[12:]), binary.BigEndian.Uint32(b[16:])
-	if gotIndex != index || gotCount != count {
-		return fmt.Errorf("%w: %s is ledger directory %d of %d, now configured as %d of %d",
-			ErrLayout, dir, gotIndex, gotCount, index, count)
 	}
 	return nil
 }

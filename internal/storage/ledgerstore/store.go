@@ -19,6 +19,7 @@ import (
 type Store struct {
 	fs       vfs.FS
 	cfg      Config
+	storeID  StoreID
 	journals []*journalShard
 	shards   []*ledgerShard
 	ledgers  ledgerMap
@@ -114,7 +115,9 @@ func (s *Store) shardFor(ledgerID int64) *ledgerShard {
 }
 
 // Open opens (creating if needed) the store in cfg's directories on fs:
-// it opens the indexes and entry logs, replays every journal from its
+// it checks that no part of the store was lost (a *LostError, matching
+// ErrDataLost, names what is missing, the evidence and how to recover),
+// opens the indexes and entry logs, replays every journal from its
 // checkpoint (restoring entries, master keys, fence bits and explicit
 // LACs), checkpoints, and only then returns, with the background loops
 // running (unless cfg.Manual). A bookie must not serve before Open
@@ -137,43 +140,43 @@ func Open(fs vfs.FS, cfg Config) (*Store, error) {
 
 func (s *Store) open() error {
 	var err error
-	nl := uint32(len(s.cfg.LedgerDirs))
 	s.shardCacheBytes = s.cfg.entrylogOptions().WriteCacheBytes
-	for i, dir := range s.cfg.LedgerDirs {
-		if err := s.fs.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("ledgerstore: create %s: %w", dir, err)
-		}
-		if err := syncDir(s.fs, s.fs.PathDir(dir)); err != nil {
-			return err
-		}
-		if err := checkLayout(s.fs, dir, uint32(i), nl); err != nil {
-			return err
-		}
-		sh := &ledgerShard{index: i, dir: dir}
+	// Read what the directories hold and refuse lost parts before anything
+	// is created or replayed (see the package comment, "Lost data").
+	ev, err := s.inspect()
+	if err != nil {
+		return err
+	}
+	if err := ev.checkJournals(s.fs); err != nil {
+		return err
+	}
+	if err := ev.checkIndexesExist(s.fs); err != nil {
+		return err
+	}
+	if err := s.mkdirs(); err != nil {
+		return err
+	}
+	for i, st := range ev.ledger {
+		sh := &ledgerShard{index: i, dir: st.dir}
 		s.shards = append(s.shards, sh)
-		if sh.ix, err = index.Open(s.fs, s.fs.PathJoin(dir, "index"), index.Options{CacheBytes: s.cfg.IndexCacheBytes, DisableAutomaticCompactions: s.cfg.DisableIndexCompactions}); err != nil {
-			return err
-		}
-		if sh.el, err = entrylog.Open(s.fs, s.fs.PathJoin(dir, "entrylogs"), s.cfg.entrylogOptions()); err != nil {
+		if sh.ix, err = s.openIndex(ev, i); err != nil {
 			return err
 		}
 	}
-	nj := uint32(len(s.cfg.JournalDirs))
-	for i, dir := range s.cfg.JournalDirs {
-		if err := s.fs.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("ledgerstore: create %s: %w", dir, err)
-		}
-		if err := syncDir(s.fs, s.fs.PathDir(dir)); err != nil {
+	if err := s.completeStamp(ev, s.cfg.Entropy); err != nil {
+		return err
+	}
+	s.storeID = ev.id
+	for _, sh := range s.shards {
+		if sh.el, err = entrylog.Open(s.fs, s.fs.PathJoin(sh.dir, "entrylogs"), s.cfg.entrylogOptions()); err != nil {
 			return err
 		}
-		pos, err := readCheckpoint(s.fs, dir, checkpoint{journalIndex: uint32(i), journalCount: nj, ledgerDirCount: nl})
-		if err != nil {
-			return err
-		}
-		jr := &journalShard{index: i, dir: dir}
-		jr.mu.durable, jr.mu.checkpointed = pos, pos
+	}
+	for i, st := range ev.journal {
+		jr := &journalShard{index: i, dir: st.dir}
+		jr.mu.durable, jr.mu.checkpointed = st.ckpt.pos, st.ckpt.pos
 		s.journals = append(s.journals, jr)
-		if jr.j, err = journal.Open(s.fs, dir, s.cfg.journalOptions(s.fail)); err != nil {
+		if jr.j, err = journal.Open(s.fs, st.dir, s.cfg.journalOptions(s.fail)); err != nil {
 			return err
 		}
 	}
@@ -217,6 +220,10 @@ func (s *Store) fail(err error) {
 	s.mu.failed = err
 	close(s.failedCh)
 }
+
+// StoreID returns the store's id (recorded in its LAYOUT, CHECKPOINT and
+// index stamps).
+func (s *Store) StoreID() StoreID { return s.storeID }
 
 // Failed is closed when the store stops accepting writes for good.
 func (s *Store) Failed() <-chan struct{} { return s.failedCh }
