@@ -2,10 +2,12 @@ package sim
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -77,6 +79,8 @@ func (n *bookieNode) start() {
 		ManualJournal:           true,
 		Go:                      goFn,
 		DisableIndexCompactions: true,
+		// A new store's id comes from the seed too (determinism rules).
+		Entropy: rand.NewChaCha8(storeIDSeed(w.cfg.Seed, n.id)),
 	})
 	if err != nil {
 		w.violate("BookieRestarts", "bookie %s: the store does not open after a crash: %v", n.id, err)
@@ -368,4 +372,10 @@ func statusOfResponse(resp *wire.Response) wire.Status {
 		return resp.ReadLAC.Status
 	}
 	return resp.Status
+}
+
+// storeIDSeed derives the seed of bookie id's store-id entropy from the
+// run's seed.
+func storeIDSeed(seed uint64, id metadata.BookieID) [32]byte {
+	return sha256.Sum256(fmt.Appendf(nil, "%d/%s", seed, id))
 }
