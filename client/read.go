@@ -63,7 +63,9 @@ func (r *ReadHandle) snapshot() (*metadata.LedgerMetadata, int64) {
 func (r *ReadHandle) adopt(md *metadata.LedgerMetadata, lac int64) int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if md != nil {
+	if md != nil && !r.mu.md.IsClosed() {
+		// CLOSED is final: an older OPEN copy from a metadata read that
+		// finished late never replaces it.
 		r.mu.md = md
 	}
 	if r.mu.md.IsClosed() {

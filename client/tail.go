@@ -87,6 +87,11 @@ func (r *ReadHandle) ReadLastAddConfirmedAndEntry(ctx context.Context, next int6
 		}
 		if res.Entry != nil && res.Entry.EntryID == next {
 			lac = r.adopt(nil, res.LAC)
+			if next > lac {
+				// The handle learnt of a close below next meanwhile: next
+				// is past the end, whatever the bookies answered.
+				return LACAndEntry{LAC: lac}, nil
+			}
 			r.c.metrics.entriesRead.Add(1)
 			return LACAndEntry{LAC: lac, Entry: &Entry{ID: next, Payload: res.Entry.Payload}}, nil
 		}

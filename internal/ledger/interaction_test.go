@@ -31,7 +31,7 @@ import (
 //	store                                print the stored metadata
 //	read-lac c1 [fence] [rpc]            a ReadLAC over the stored metadata
 //	read c1 first=0 last=3               a Read
-//	recover r1 [read-ahead=N] [no-fence-reads] [start-at-lac] [piggyback-local-lac]
+//	recover r1 [read-ahead=N] [no-fence-reads] [start-at-lac] [piggyback-recovery-lac]
 //	kill r1 [drop]                       the machine dies: answers to it are lost; drop: so are
 //	                                     its requests still in flight and its queued metadata operations
 //	stabilize                            deliver everything until quiet
@@ -156,7 +156,7 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) {
 		r := NewRecovery(RecoveryConfig{LedgerID: e.ledgerID, Metadata: e.store.md, Version: e.store.version, Verifier: e.dig,
 			Placement: e.policy, Writable: e.writable, ReadAhead: argInt(t, d, "read-ahead", 1),
 			Unsafe: UnsafeKnobs{NoFenceOnRecoveryReads: d.HasArg("no-fence-reads"), StartAtLACOnly: d.HasArg("start-at-lac"),
-				PiggybackLocalLAC: d.HasArg("piggyback-local-lac")}})
+				PiggybackRecoveryLAC: d.HasArg("piggyback-recovery-lac")}})
 		e.add(name, r)
 		r.Start()
 		e.drain(name)

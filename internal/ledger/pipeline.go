@@ -43,11 +43,8 @@ type pipeline struct {
 	// carried is the highest LAC an entry sent so far carried.
 	carried int64
 	// lacCap bounds the LAC an entry may carry (math.MaxInt64: no bound).
-	// A recovery sets it when it first replaces a bookie in memory: acks
-	// from that replacement are not acks from the stored metadata's
-	// ensemble, so a LAC counting them must never reach a bookie, where the
-	// next recovery would read it and start above entries that are not on
-	// Qa bookies of their stored write set (DESIGN.md §6).
+	// A recovery sets it to its start point (Recovery.startReading says
+	// why).
 	lacCap int64
 }
 

@@ -45,12 +45,15 @@ type UnsafeKnobs struct {
 	// recovery then re-reads older fragments and can build an ensemble at a
 	// key below the last fragment's.
 	StartAtLACOnly bool
-	// PiggybackLocalLAC lets rewrites carry the recovery's LAC after a
-	// recovery-local replacement, as Apache BookKeeper 4.17 does: that LAC
-	// counts acks from a bookie the stored metadata does not name, so if
-	// this recovery dies before its close, the next one starts above
-	// entries stored on fewer than Qa bookies of their write set.
-	PiggybackLocalLAC bool
+	// PiggybackRecoveryLAC lets rewrites carry the recovery's own LAC, as
+	// Apache BookKeeper 4.17's do, instead of its start point. That LAC
+	// may count acks from a recovery-local replacement bookie, which the
+	// stored metadata does not name: if this recovery dies before its
+	// close, the next one starts above entries stored on fewer than Qa
+	// bookies of their write set (issue 16 item 1). It may also pass the
+	// end another recovery or the writer closes at, handing readers
+	// entries past the end.
+	PiggybackRecoveryLAC bool
 }
 
 // Recovery recovers and closes a ledger whose writer may be gone (spec §4):
@@ -237,6 +240,18 @@ func (r *Recovery) startReading(res LACComplete) {
 	}
 	r.phase = phaseRead
 	r.p = newPipeline(r.q, r.md.LastEnsemble().Ensemble, start, res.Length)
+	if !r.cfg.Unsafe.PiggybackRecoveryLAC {
+		// Rewrites carry the start point as their LAC, never the
+		// recovery's own: acks from a bookie that replaced a failed one in
+		// this recovery's memory only are not acks from the stored
+		// metadata's ensemble, and another recovery (or the writer) may
+		// close below what this one rewrites. Every entry up to the start
+		// is acknowledged on the stored metadata (the fenced LAC is, by
+		// induction, at most what the writer acknowledged; entries below
+		// the last fragment are immutable), so no stored LAC ever passes
+		// the entries on Qa bookies of their stored write sets, or an end.
+		r.p.lacCap = start
+	}
 	r.nextRead = start + 1
 	if start >= 0 && res.EntryID != start {
 		r.lengthProbe, r.probeID = r.newRead(start), start
@@ -429,13 +444,6 @@ func (r *Recovery) replaceBookie(idx int, bookie metadata.BookieID) {
 	}
 	ensemble[idx] = b
 	first := r.p.lac + 1
-	if len(r.localEnsembles) == 0 && !r.cfg.Unsafe.PiggybackLocalLAC {
-		// From here on acks may come from a bookie only this recovery knows
-		// of: entries below first were acknowledged by the stored ensemble,
-		// later ones may not be. Rewrites sent from now on carry at most
-		// first − 1; those already sent carry less.
-		r.p.lacCap = first - 1
-	}
 	if n := len(r.localEnsembles); n > 0 && r.localEnsembles[n-1].FirstEntryID == first {
 		r.localEnsembles[n-1].Ensemble = ensemble
 	} else {

@@ -18,8 +18,9 @@ import (
 // step"); expensive ones at the end of the run.
 const (
 	// NoDivergenceBetweenClientAndMetaData: no writer acknowledged an entry
-	// past the closed ledger's last entry, and every client that reports a
-	// close reports the stored end (DESIGN §6.1, §6.2).
+	// past the closed ledger's last entry, no reader was handed one, and
+	// every client that reports a close reports the stored end (DESIGN
+	// §6.1, §6.2).
 	NoDivergenceBetweenClientAndMetaData = "NoDivergenceBetweenClientAndMetaData"
 	// AllAckedEntriesAreReadable: at the end, every acknowledged entry reads
 	// back byte-exact from a bookie of its write set, and every copy a
@@ -102,7 +103,7 @@ func (c *checker) durableCopy(b metadata.BookieID, p *pendingReq) {
 	if !p.recovery && c.fenced[b][id] {
 		w.violate(FencedMeansFenced, "bookie %s accepted normal add of ledger %d entry %d after it confirmed a fence", b, id, p.entryID)
 	}
-	if q := c.quorumLAC(l); c.withinEnd(l, p.lac) > q {
+	if q := c.quorumLAC(l); p.lac > q {
 		w.violate(NoDirtyReads, "bookie %s stored ledger %d entry %d carrying LAC %d, but only entries up to %d reached ack quorum on their write sets (Qa=%d)", b, id, p.entryID, p.lac, q, l.q.qa)
 	}
 	if c.copies[id] == nil {
@@ -120,7 +121,8 @@ func (c *checker) durableCopy(b metadata.BookieID, p *pendingReq) {
 // deleted with). Copies on bookies the metadata does not name do not count:
 // nobody reads them through the ledger, and no repair finds them (the TLA+
 // invariants' meaning; issue 16 item 1 hid behind counting them). A closed
-// ledger's entries end at its last entry, whatever bookies hold beyond it.
+// ledger's entries end at its last entry, whatever bookies hold beyond it:
+// a LAC past the end is dirty too.
 func (c *checker) quorumLAC(l *ledgerRec) int64 {
 	md := l.deletedMD
 	if md == nil {
@@ -139,23 +141,6 @@ func (c *checker) quorumLAC(l *ledgerRec) int64 {
 		}
 		e++
 	}
-}
-
-// withinEnd caps lac at l's end once l is closed (or was deleted closed):
-// a LAC past a closed end names entries that are not part of the ledger,
-// which readers of a closed ledger never use (its end is its LAC); a
-// recovery racing one that already closed may still carry such a LAC.
-// Whether any writer acknowledged such an entry is
-// NoDivergenceBetweenClientAndMetaData's business.
-func (c *checker) withinEnd(l *ledgerRec, lac int64) int64 {
-	md := l.deletedMD
-	if md == nil {
-		md, _ = c.w.meta.read(l.id)
-	}
-	if md != nil && md.State == metadata.LedgerClosed {
-		return min(lac, md.LastEntryID)
-	}
-	return lac
 }
 
 // copiesInWriteSet counts the confirmed copies of entry e with the writer's
@@ -217,6 +202,9 @@ func (c *checker) metadataWritten(l *ledgerRec, prev, cur *metadata.LedgerMetada
 	}
 	if n := len(l.acked); n > 0 && l.acked[n-1] > cur.LastEntryID {
 		w.violate(NoDivergenceBetweenClientAndMetaData, "%s closed ledger %d at %d, but %s had acknowledged entry %d", who, l.id, cur.LastEntryID, l.writer.name, l.acked[n-1])
+	}
+	if l.readMax > cur.LastEntryID {
+		w.violate(NoDivergenceBetweenClientAndMetaData, "%s closed ledger %d at %d, but a reader had been handed entry %d", who, l.id, cur.LastEntryID, l.readMax)
 	}
 	for e := int64(0); e <= cur.LastEntryID; e++ {
 		if _, ok := l.payloads[e]; !ok {
@@ -289,13 +277,24 @@ func (c *checker) recoveryAdd(a *actor, e int64) {
 
 // observedLAC checks a LAC a reader got.
 func (c *checker) observedLAC(a *actor, lac int64) {
-	if q := c.quorumLAC(a.led); c.withinEnd(a.led, lac) > q {
+	if q := c.quorumLAC(a.led); lac > q {
 		c.w.violate(NoDirtyReads, "%s read LAC %d of ledger %d, but only entries up to %d reached ack quorum on their write sets", a.name, lac, a.led.id, q)
 	}
 }
 
-// readEntry checks an entry a reader got.
+// readEntry checks an entry a reader got: the writer's payload, in order,
+// and not past the ledger's end (now, or when it is closed later: see
+// metadataWritten).
 func (c *checker) readEntry(a *actor, e digest.Entry) {
+	l := a.led
+	l.readMax = max(l.readMax, e.EntryID)
+	md := l.deletedMD
+	if md == nil {
+		md, _ = c.w.meta.read(l.id)
+	}
+	if md != nil && md.State == metadata.LedgerClosed && e.EntryID > md.LastEntryID {
+		c.w.violate(NoDivergenceBetweenClientAndMetaData, "%s read ledger %d entry %d, past its end %d", a.name, l.id, e.EntryID, md.LastEntryID)
+	}
 	want, ok := a.led.payloads[e.EntryID]
 	if !ok || !bytes.Equal(want, e.Payload) {
 		c.w.violate(NoOutOfOrderEntries, "%s read ledger %d entry %d as %q, the writer appended %q", a.name, a.led.id, e.EntryID, e.Payload, want)

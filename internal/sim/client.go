@@ -34,6 +34,8 @@ type ledgerRec struct {
 	// acknowledged, in order.
 	payloads map[int64][]byte
 	acked    []int64
+	// readMax is the highest entry any reader was handed (-1: none).
+	readMax int64
 	// deleted: the ledger's metadata was deleted when it was closed at
 	// deletedEnd, as deletedMD (the checks go on against those).
 	deleted    bool

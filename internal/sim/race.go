@@ -9,7 +9,8 @@ import (
 
 // runRecoveryRace runs WorkloadRecoveryRace: one ledger (Qa ≥ 2, so that a
 // copy short of the ack quorum matters) whose writer appends while faults
-// are drawn, until, at a random step, recoveryStorm stages the race. Steps
+// are drawn, until, at a random step, recoveryStorm stages the race; a
+// tailing reader starts at another random step. Steps
 // are 5–50 ms apart, so the safety phase spans the recoveries' timeouts.
 // The liveness phase and the end checks are those of every workload.
 func (w *world) runRecoveryRace() {
@@ -22,6 +23,7 @@ func (w *world) runRecoveryRace() {
 		return
 	}
 	stormAt := 2 + w.rng.IntN(max(w.cfg.Steps/2, 1))
+	readerAt := 1 + w.rng.IntN(w.cfg.Steps)
 	var tick func()
 	tick = func() {
 		if w.step >= w.cfg.Steps {
@@ -31,6 +33,8 @@ func (w *world) runRecoveryRace() {
 		switch {
 		case w.step == stormAt:
 			w.recoveryStorm(a.led)
+		case w.step == readerAt:
+			w.startReader(a.led) // a tailing reader, polling or long-polling
 		case w.chance(550):
 			w.topUp(a)
 		default:
@@ -56,7 +60,7 @@ func (w *world) runRecoveryRace() {
 //  3. one or two more recoveries start at random moments, racing r1 or
 //     after its death, some of them losing their close too.
 //
-// Without the fix (MutationPiggybackLocalLAC), r1's next rewrite carries a
+// Without the fix (MutationPiggybackRecoveryLAC), r1's next rewrite carries a
 // LAC that counts x's replacement: NoDirtyReads sees it the moment a bookie
 // stores it, and a later recovery starting from that LAC closes over an
 // entry held by h alone of its write set.

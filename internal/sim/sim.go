@@ -81,14 +81,14 @@ const (
 	// MutationStartAtLAC: recovery starts at the LAC even below the last
 	// fragment (issue #2615).
 	MutationStartAtLAC Mutation = "start-at-lac"
-	// MutationPiggybackLocalLAC: recovery rewrites carry a LAC that counts
+	// MutationPiggybackRecoveryLAC: recovery rewrites carry a LAC that counts
 	// acks from a recovery-local replacement bookie, as Apache BookKeeper
 	// 4.17's do (issue 16 item 1).
-	MutationPiggybackLocalLAC Mutation = "piggyback-local-lac"
+	MutationPiggybackRecoveryLAC Mutation = "piggyback-recovery-lac"
 )
 
 // Mutations lists every mutation, for flag parsing and help.
-var Mutations = []Mutation{MutationNoFenceReads, MutationStartAtLAC, MutationPiggybackLocalLAC}
+var Mutations = []Mutation{MutationNoFenceReads, MutationStartAtLAC, MutationPiggybackRecoveryLAC}
 
 // Workload names what the simulated clients do.
 type Workload string
@@ -316,8 +316,8 @@ func newWorld(cfg Config) *world {
 		w.unsafe.NoFenceOnRecoveryReads = true
 	case MutationStartAtLAC:
 		w.unsafe.StartAtLACOnly = true
-	case MutationPiggybackLocalLAC:
-		w.unsafe.PiggybackLocalLAC = true
+	case MutationPiggybackRecoveryLAC:
+		w.unsafe.PiggybackRecoveryLAC = true
 	}
 	w.check = newChecker(w)
 	w.net = newNetwork(w)

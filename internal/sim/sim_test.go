@@ -146,16 +146,16 @@ func TestMutationNoFenceReads(t *testing.T) {
 	}
 }
 
-// TestMutationPiggybackLocalLAC: recovery rewrites that piggyback a LAC
+// TestMutationPiggybackRecoveryLAC: recovery rewrites that piggyback a LAC
 // counting a recovery-local replacement's acks (Apache BookKeeper 4.17's
 // behaviour; issue 16 item 1) are caught by the recovery-race workload: a
 // bookie stores a LAC above what reached Qa bookies of the stored write
 // sets.
-func TestMutationPiggybackLocalLAC(t *testing.T) {
+func TestMutationPiggybackRecoveryLAC(t *testing.T) {
 	if raceEnabled {
 		t.Skip("too slow under -race; runs in the normal build")
 	}
-	r, _ := findMutationIn(t, WorkloadRecoveryRace, MutationPiggybackLocalLAC, false)
+	r, _ := findMutationIn(t, WorkloadRecoveryRace, MutationPiggybackRecoveryLAC, false)
 	if v := r.Violations[0]; v.Invariant != NoDirtyReads {
 		t.Fatalf("expected %s, got %s", NoDirtyReads, v)
 	}

@@ -327,7 +327,7 @@ func (w *world) createLedger(e, qw, qa, window int) *actor {
 		panic(err)
 	}
 	key := digest.MasterKey(password)
-	l := &ledgerRec{id: id, password: password, key: key[:], dig: dig, q: quorumParams{e, qw, qa}, payloads: map[int64][]byte{}}
+	l := &ledgerRec{id: id, password: password, key: key[:], dig: dig, q: quorumParams{e, qw, qa}, payloads: map[int64][]byte{}, readMax: -1}
 	w.ledgers = append(w.ledgers, l)
 	w.stats.Ledgers++
 	wr, err := ledger.NewWriter(ledger.WriterConfig{LedgerID: id, Metadata: md, Version: v, Placement: w.policy, Writable: writable})
