@@ -71,8 +71,8 @@ func TestSimViolationExitsNonZero(t *testing.T) {
 	if code != ExitFail || !strings.Contains(out, "VIOLATION NoInvalidFragments") || !strings.Contains(out, "replay: folio sim -seed 20 -workload mixed") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	out, code = runFolio(t, "sim", "-seed", "6", "-workload", "recovery-race", "-mutation", "piggyback-recovery-lac", "-trace", t.TempDir()+"/trace.txt")
-	if code != ExitFail || !strings.Contains(out, "VIOLATION NoDirtyReads") || !strings.Contains(out, "replay: folio sim -seed 6 -workload recovery-race -steps 40") {
+	out, code = runFolio(t, "sim", "-seed", "16", "-workload", "recovery-race", "-mutation", "piggyback-recovery-lac", "-trace", t.TempDir()+"/trace.txt")
+	if code != ExitFail || !strings.Contains(out, "VIOLATION NoDirtyReads") || !strings.Contains(out, "replay: folio sim -seed 16 -workload recovery-race -steps 40") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }
