@@ -3,8 +3,11 @@ package metadata
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
+	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -237,4 +240,41 @@ type AuditorElection interface {
 
 	// Auditor returns the current auditor, or ErrNotFound.
 	Auditor(ctx context.Context) (BookieID, error)
+}
+
+// EncodeUnderReplicated returns the stored value of an under-replication
+// record: the protobuf TextFormat of UnderreplicatedLedgerFormat as Java's
+// ZooKeeper manager writes it (`replica: "<id>"` lines, then `ctime: <ms>`
+// when ctime is set).
+func EncodeUnderReplicated(missing []BookieID, ctime time.Time) []byte {
+	var b strings.Builder
+	for _, m := range missing {
+		fmt.Fprintf(&b, "replica: %q\n", string(m))
+	}
+	if !ctime.IsZero() {
+		fmt.Fprintf(&b, "ctime: %d\n", ctime.UnixMilli())
+	}
+	return []byte(b.String())
+}
+
+// DecodeUnderReplicated parses a record value (TextFormat). The missing
+// bookies come back sorted and without duplicates; ctime is zero when the
+// record has none (Java's storeSystemTimeAsLedgerUnderreplicatedMarkTime
+// off).
+func DecodeUnderReplicated(value []byte) ([]BookieID, time.Time, error) {
+	var f formatpb.UnderreplicatedLedgerFormat
+	if err := prototext.Unmarshal(value, &f); err != nil {
+		return nil, time.Time{}, err
+	}
+	var missing []BookieID
+	for _, r := range f.Replica {
+		missing = append(missing, BookieID(r))
+	}
+	slices.Sort(missing)
+	missing = slices.Compact(missing)
+	var ctime time.Time
+	if f.Ctime != nil {
+		ctime = time.UnixMilli(f.GetCtime())
+	}
+	return missing, ctime, nil
 }

@@ -142,8 +142,15 @@ type SessionOptions struct {
 	// TTL is the lease time-to-live: how long after the process stops
 	// keeping it alive (crash, partition) its registrations vanish.
 	// Java uses zkTimeout, 10 s by default; 0 means DefaultSessionTTL. The
-	// store may round it (etcd: whole seconds, at least 1 s).
+	// store may round it (etcd: whole seconds, at least 1 s; ZooKeeper:
+	// into the server's [minSessionTimeout, maxSessionTimeout]).
 	TTL time.Duration
+
+	// ServiceInfo is what the bookie registered under this session
+	// publishes about itself (ZooKeeper stores it as the registration's
+	// value, as Java does; etcd stores nothing, as Java's etcd driver).
+	// Nil means DefaultBookieServiceInfo of the registered id.
+	ServiceInfo *BookieServiceInfo
 }
 
 // DefaultSessionTTL is Java's default (zkTimeout = 10 s).

@@ -14,10 +14,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
-	"google.golang.org/protobuf/encoding/prototext"
 
 	"github.com/foliodb/folio/internal/metadata"
-	"github.com/foliodb/folio/internal/metadata/formatpb"
 )
 
 // AutoRecovery keys, all under `<scope>/underreplication/` (doc.go).
@@ -48,37 +46,15 @@ func (k keys) urCheckTime(check metadata.PeriodicCheck) string {
 	return k.underReplication + "/" + check.Node()
 }
 
-// EncodeUnderReplicated returns the stored value of a record: the protobuf
-// TextFormat of UnderreplicatedLedgerFormat as Java's ZooKeeper manager
-// writes it (`replica: "<id>"` lines, then `ctime: <ms>`).
+// EncodeUnderReplicated returns the stored value of a record
+// (metadata.EncodeUnderReplicated: Java's ZooKeeper TextFormat).
 func EncodeUnderReplicated(missing []metadata.BookieID, ctime time.Time) string {
-	var b strings.Builder
-	for _, m := range missing {
-		fmt.Fprintf(&b, "replica: %q\n", string(m))
-	}
-	if !ctime.IsZero() {
-		fmt.Fprintf(&b, "ctime: %d\n", ctime.UnixMilli())
-	}
-	return b.String()
+	return string(metadata.EncodeUnderReplicated(missing, ctime))
 }
 
-// DecodeUnderReplicated parses a record value (TextFormat).
+// DecodeUnderReplicated parses a record value (metadata.DecodeUnderReplicated).
 func DecodeUnderReplicated(value []byte) ([]metadata.BookieID, time.Time, error) {
-	var f formatpb.UnderreplicatedLedgerFormat
-	if err := prototext.Unmarshal(value, &f); err != nil {
-		return nil, time.Time{}, err
-	}
-	var missing []metadata.BookieID
-	for _, r := range f.Replica {
-		missing = append(missing, metadata.BookieID(r))
-	}
-	slices.Sort(missing)
-	missing = slices.Compact(missing)
-	var ctime time.Time
-	if f.Ctime != nil {
-		ctime = time.UnixMilli(f.GetCtime())
-	}
-	return missing, ctime, nil
+	return metadata.DecodeUnderReplicated(value)
 }
 
 func (d *Driver) parseRecord(id int64, kv *mvccpb.KeyValue) (metadata.UnderReplicatedLedger, error) {
