@@ -172,7 +172,9 @@ func (d *Driver) longID(ctx context.Context) (int64, error) {
 	return 0, fmt.Errorf("zookeeper: generate ledger id: %s keeps changing", d.p.idgenLong)
 }
 
-func (d *Driver) hobPath(h int64) string { return fmt.Sprintf("%s/%s%010d", d.p.idgenLong, hobPrefix, h) }
+func (d *Driver) hobPath(h int64) string {
+	return fmt.Sprintf("%s/%s%010d", d.p.idgenLong, hobPrefix, h)
+}
 
 func (d *Driver) createHOB(ctx context.Context, h int64) error {
 	_, err := d.conn.create(ctx, d.hobPath(h), nil, gozk.FlagPersistent)

@@ -12,16 +12,16 @@ import (
 
 // paths are the znodes of one cluster (doc.go lists them).
 type paths struct {
-	root                     string
-	layout, instanceID       string
-	available, readonly      string
-	cookies                  string
-	idgen, idgenLong         string
-	ur, urLayout             string
-	urLedgers, urLocks       string
-	urElection, urDisable    string
-	urDelay                  string
-	disableHealthCheck       string
+	root                  string
+	layout, instanceID    string
+	available, readonly   string
+	cookies               string
+	idgen, idgenLong      string
+	ur, urLayout          string
+	urLedgers, urLocks    string
+	urElection, urDisable string
+	urDelay               string
+	disableHealthCheck    string
 }
 
 // Under-replication node names (Java's BookKeeperConstants and
