@@ -34,6 +34,7 @@ import (
 	_ "github.com/foliodb/folio/internal/metadata/etcd"
 	"github.com/foliodb/folio/internal/metadata/etcd/embedetcd"
 	"github.com/foliodb/folio/internal/metadata/etcd/etcdtest"
+	_ "github.com/foliodb/folio/internal/metadata/zk"
 )
 
 // Timeouts of the harness.
