@@ -1,0 +1,188 @@
+// Package zookeeper_test runs Folio's bookie processes on a real ZooKeeper
+// (internal/metadata/zk/zktest): the Go client writes and reads a ledger,
+// a recovery fences and closes it, and a bookie whose ZooKeeper session
+// expires under it registers again.
+package zookeeper_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	gozk "github.com/go-zookeeper/zk"
+
+	"github.com/foliodb/folio/client"
+	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/metadata/zk"
+	"github.com/foliodb/folio/internal/metadata/zk/zktest"
+	"github.com/foliodb/folio/internal/testcluster"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	zktest.StopShared()
+	os.Exit(code)
+}
+
+const waitTimeout = 60 * time.Second
+
+func newClient(t *testing.T, uri string) *client.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	c, err := client.New(ctx, client.Config{MetadataServiceURI: uri, AddEntryTimeout: 2 * time.Second,
+		ReadEntryTimeout: 2 * time.Second, ConnectTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func rawConn(t *testing.T, addr string) *gozk.Conn {
+	t.Helper()
+	c, _, err := gozk.Connect([]string{addr}, 10*time.Second, gozk.WithLogInfo(false), gozk.WithLogger(quiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
+
+// TestBookiesOnZooKeeper: three `folio bookie` processes on ZooKeeper; the
+// Go client writes a ledger, a reader follows it, a second client recovers
+// it (fencing the writer) and every entry reads back; the znodes are where
+// and what Java expects. Then one bookie is paused past its session
+// timeout: ZooKeeper expires its session and deletes its registration, and
+// once resumed the bookie registers again under a new session.
+func TestBookiesOnZooKeeper(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level test (starts ZooKeeper and bookie processes); not with -short")
+	}
+	srv := zktest.Shared(t)
+	root := zktest.Scope(t)
+	uri := zktest.URI(srv, root)
+	cl := testcluster.Start(t, 3, testcluster.WithMetadataURI(uri))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*waitTimeout)
+	defer cancel()
+	raw := rawConn(t, srv.Addr())
+
+	// Registrations: ephemeral, with the bookie's BookieServiceInfo.
+	for _, b := range cl.Bookies {
+		p := root + "/available/" + string(b.ID)
+		v, st, err := raw.Get(p)
+		if err != nil || st.EphemeralOwner == 0 {
+			t.Fatalf("registration %s: %v (owner %#x)", p, err, st.EphemeralOwner)
+		}
+		info, err := metadata.DecodeBookieServiceInfo(v)
+		if err != nil || len(info.Endpoints) == 0 || info.Endpoints[0].Protocol != "bookie-rpc" || info.Endpoints[0].Port != b.Port {
+			t.Fatalf("registration %s: info %+v, %v", p, info, err)
+		}
+	}
+
+	// Write; a reader follows; recovery by another client fences the writer.
+	writer := newClient(t, uri)
+	w, err := writer.CreateLedger(ctx, client.LedgerOptions{EnsembleSize: 3, WriteQuorumSize: 2, AckQuorumSize: 2,
+		DigestType: client.DigestCRC32C, Password: []byte("pw")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want [][]byte
+	for i := range 20 {
+		payload := []byte(fmt.Sprintf("entry %d on zookeeper", i))
+		if _, err := w.Append(ctx, payload); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		want = append(want, payload)
+	}
+	reader := newClient(t, uri)
+	r, err := reader.OpenLedger(ctx, w.ID(), client.OpenOptions{Password: []byte("pw")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recoverer := newClient(t, uri)
+	rr, err := recoverer.OpenLedger(ctx, w.ID(), client.OpenOptions{Password: []byte("pw"), Recovery: true})
+	if err != nil {
+		t.Fatalf("recover: %v", err)
+	}
+	if !rr.IsClosed() {
+		t.Fatal("recovered ledger not closed")
+	}
+	if _, err := w.Append(ctx, []byte("after the fence")); err == nil {
+		t.Fatal("the writer appended after recovery fenced the ledger")
+	}
+	// The reader, opened before the recovery, sees the close.
+	if lac, err := r.ReadLastAddConfirmed(ctx); err != nil || lac != 19 || !r.IsClosed() {
+		t.Fatalf("reader after recovery: LAC %d, closed %v, %v", lac, r.IsClosed(), err)
+	}
+	for _, h := range []*client.ReadHandle{rr, r} {
+		got, err := h.Read(ctx, 0, 19)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range got {
+			if e.ID != int64(i) || !bytes.Equal(e.Payload, want[i]) {
+				t.Fatalf("entry %d: %d %q", i, e.ID, e.Payload)
+			}
+		}
+		if _, err := h.Read(ctx, 20, 20); err == nil {
+			t.Fatalf("read past the end: %v", err)
+		}
+	}
+	// The ledger's znode: the hierarchical path, CLOSED at entry 19.
+	p, err := zk.Hierarchical.LedgerPath(root, w.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _, err := raw.Get(p)
+	if err != nil {
+		t.Fatalf("ledger znode %s: %v", p, err)
+	}
+	md, err := metadata.ParseLedgerMetadata(v)
+	if err != nil || md.State != metadata.LedgerClosed || md.LastEntryID != 19 || md.FormatVersion != 3 {
+		t.Fatalf("ledger znode %s: %+v, %v", p, md, err)
+	}
+
+	// Session expiry under a bookie: pause it past zkTimeout (2 s here).
+	b := cl.Bookies[0]
+	regPath := root + "/available/" + string(b.ID)
+	_, before, err := raw.Get(regPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Pause()
+	b.WaitUnregistered() // ZooKeeper expired the session and deleted the znode
+	b.Resume()
+	b.WaitRegistered(false)
+	_, after, err := raw.Get(regPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.EphemeralOwner == before.EphemeralOwner {
+		t.Fatalf("registration still owned by the expired session %#x", before.EphemeralOwner)
+	}
+	// Exactly one registration of each bookie, and the cluster still works.
+	ids, err := cl.MD.WritableBookies(ctx)
+	if err != nil || len(ids) != 3 || !slices.Contains(ids, b.ID) {
+		t.Fatalf("writable bookies %v, %v", ids, err)
+	}
+	w2, err := writer.CreateLedger(ctx, client.LedgerOptions{EnsembleSize: 3, WriteQuorumSize: 3, AckQuorumSize: 3,
+		DigestType: client.DigestCRC32C, Password: []byte("pw")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w2.Append(ctx, []byte("after the expiry")); err != nil {
+		t.Fatalf("append on every bookie after the expiry: %v", err)
+	}
+	if err := w2.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
