@@ -186,3 +186,94 @@ func TestBookiesOnZooKeeper(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAutoRecoveryOnZooKeeper: `folio autorecovery` daemons on ZooKeeper
+// elect one auditor through auditorelection/V_ votes; the auditor's daemon
+// and a bookie are SIGKILLed; the other daemon is elected, marks the dead
+// bookie's ledgers under underreplication/ledgers/, and its workers
+// re-replicate them (locks under underreplication/locks/): every entry is
+// back on its write set, byte-exact, and no record is left.
+func TestAutoRecoveryOnZooKeeper(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level test (starts ZooKeeper and bookie processes); not with -short")
+	}
+	srv := zktest.Shared(t)
+	root := zktest.Scope(t)
+	uri := zktest.URI(srv, root)
+	cl := testcluster.Start(t, 4, testcluster.WithMetadataURI(uri))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*waitTimeout)
+	defer cancel()
+	raw := rawConn(t, srv.Addr())
+	c := newClient(t, uri)
+	payload := func(id, e int64) []byte { return []byte(fmt.Sprintf("ledger %d entry %d", id, e)) }
+	var ids []int64
+	for range 6 {
+		w, err := c.CreateLedger(ctx, client.LedgerOptions{EnsembleSize: 3, WriteQuorumSize: 2, AckQuorumSize: 2,
+			DigestType: client.DigestCRC32C, Password: []byte("pw")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for e := range int64(10) {
+			if _, err := w.Append(ctx, payload(w.ID(), e)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, w.ID())
+	}
+	ar := cl.MD.(metadata.AutoRecoveryDriver)
+	auditorIs := func(id metadata.BookieID) bool {
+		a, err := ar.Auditor(ctx)
+		return err == nil && a == id
+	}
+	first := cl.StartAutoRecovery("127.0.0.1:1", "--workers", "0")
+	waitFor(t, "daemon 1 elected", func() bool { return auditorIs("127.0.0.1:1") })
+	cl.StartAutoRecovery("127.0.0.1:2", "--workers", "2")
+	waitFor(t, "two votes", func() bool {
+		votes, _, err := raw.Children(root + "/underreplication/auditorelection")
+		return err == nil && len(votes) == 2
+	})
+	first.Kill()
+	victim := cl.Bookies[1]
+	victim.Kill()
+	waitFor(t, "daemon 2 elected", func() bool { return auditorIs("127.0.0.1:2") })
+	onVictim := func() int {
+		n := 0
+		for _, id := range ids {
+			md, _, err := cl.MD.ReadLedger(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range md.Ensembles {
+				if slices.Contains(s.Ensemble, victim.ID) {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	waitFor(t, "re-replication", func() bool {
+		recs, err := ar.ListUnderReplicatedLedgers(ctx, 0, 100)
+		return err == nil && len(recs) == 0 && onVictim() == 0
+	})
+	for _, id := range ids {
+		testcluster.CheckStored(ctx, t, cl.MD, id, []byte("pw"), func(e int64) []byte { return payload(id, e) })
+	}
+	if locks, _, err := raw.Children(root + "/underreplication/locks"); err != nil || len(locks) != 0 {
+		t.Fatalf("locks left: %v, %v", locks, err)
+	}
+}
+
+// waitFor polls cond (every 50 ms) until it holds or 2 minutes pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
