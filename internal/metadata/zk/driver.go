@@ -161,6 +161,11 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 	return d, nil
 }
 
+// SessionID returns the session id of the driver's own connection (the
+// one it was opened with; after that session expires the connection goes
+// on under a new one).
+func (d *Driver) SessionID() int64 { return d.conn.sessionID }
+
 // Root returns the ledgers root path.
 func (d *Driver) Root() string { return d.p.root }
 

@@ -158,3 +158,69 @@ func TestUnreachable(t *testing.T) {
 		t.Fatalf("Open of nothing: %v", err)
 	}
 }
+
+// TestDriverSessionExpiry: when the session of the driver's own connection
+// expires, ZooKeeper drops its watches; the driver's watches read again
+// and go on (a change made meanwhile is delivered), and its operations
+// keep working under the new session.
+func TestDriverSessionExpiry(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxOf(t)
+	d := e.open(t, e.uri)
+	other := e.open(t, e.uri)
+	md := metadatatest.NewLedgerMetadata(1, 1, 1)
+	id, v, err := d.CreateLedger(ctx, md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lch, err := d.WatchLedger(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-lch
+	bch, err := d.WatchBookies(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-bch
+	if err := e.sessions.Expire(ctx, e.srv.Addr(), d.SessionID()); err != nil {
+		t.Fatal(err)
+	}
+	closed := md.Clone()
+	closed.State, closed.LastEntryID, closed.Length = metadata.LedgerClosed, 0, 1
+	v2, err := other.WriteLedger(ctx, id, closed, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev := range lch {
+		if ev.Err != nil || ev.Deleted {
+			t.Fatalf("ledger watch after the driver's session expired: %+v", ev)
+		}
+		if ev.Version == v2 {
+			break
+		}
+	}
+	s, err := other.OpenSession(ctx, metadata.SessionOptions{TTL: sessionTTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	if err := s.RegisterBookie(ctx, "10.0.0.9:3181", false); err != nil {
+		t.Fatal(err)
+	}
+	for ev := range bch {
+		if ev.Err != nil {
+			t.Fatalf("bookie watch after the driver's session expired: %+v", ev)
+		}
+		if slices.Equal(ev.Writable, []metadata.BookieID{"10.0.0.9:3181"}) {
+			break
+		}
+	}
+	got := retry(t, "read under the new session", func() (*metadata.LedgerMetadata, error) {
+		got, _, err := d.ReadLedger(ctx, id)
+		return got, err
+	})
+	if !got.IsClosed() {
+		t.Fatalf("read %+v", got)
+	}
+}
