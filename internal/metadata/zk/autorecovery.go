@@ -347,6 +347,14 @@ func (d *Driver) newNodeLock(ss *session, p string, onUnlock func(ctx context.Co
 		defer l.close()
 		for {
 			st, ch, err := ss.c.existsW(ctx, p)
+			if err != nil && d.transient(err) && !ss.expired() {
+				// Between servers: the session (and the znode) may well
+				// live on; the session's own expiry ends the lock.
+				if !d.backoff(ctx) {
+					return
+				}
+				continue
+			}
 			if err != nil || st == nil || st.EphemeralOwner != ss.c.sessionID {
 				return
 			}
@@ -562,6 +570,9 @@ func (d *Driver) WatchLostBookieRecoveryDelay(ctx context.Context) (<-chan metad
 			case <-ch:
 			}
 			ev, nz, nch, err := read(ctx)
+			for err != nil && d.transient(err) && d.backoff(ctx) {
+				ev, nz, nch, err = read(ctx)
+			}
 			if err != nil {
 				if ctx.Err() == nil {
 					send(metadata.DelayEvent{Err: err})
@@ -707,6 +718,13 @@ func (d *Driver) CampaignAuditor(ctx context.Context, s metadata.Session, candid
 		}
 		pred := d.p.urElection + "/" + vs[i-1]
 		pst, ch, err := ss.c.existsW(ctx, pred)
+		if err != nil && d.transient(err) && !ss.expired() {
+			if !d.backoff(ctx) {
+				withdraw()
+				return nil, ctx.Err()
+			}
+			continue
+		}
 		if err != nil {
 			withdraw()
 			if ss.expired() {

@@ -68,7 +68,14 @@ type Config struct {
 	// Dialer, if set, opens the TCP connections to the servers (tests
 	// record sessions through it); nil means net.DialTimeout.
 	Dialer gozk.Dialer
+	// RetryBackoff is the pause before a watch (or a held lock's check)
+	// reads again after a connection error (the client is between
+	// servers, or ZooKeeper is down); 0 means DefaultRetryBackoff.
+	RetryBackoff time.Duration
 }
+
+// DefaultRetryBackoff is Java's ZK_CONNECT_BACKOFF_MS.
+const DefaultRetryBackoff = 200 * time.Millisecond
 
 // Driver is the ZooKeeper metadata driver. It implements metadata.Driver
 // and metadata.AutoRecoveryDriver.
@@ -148,6 +155,9 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 	}
 	if cfg.MaxCreateAttempts <= 0 {
 		cfg.MaxCreateAttempts = 100
+	}
+	if cfg.RetryBackoff <= 0 {
+		cfg.RetryBackoff = DefaultRetryBackoff
 	}
 	d := &Driver{cfg: cfg, p: newPaths(cfg.Root)}
 	d.closeCtx, d.cancel = context.WithCancel(context.Background())
@@ -233,6 +243,29 @@ func (d *Driver) storeErr(what string, err error) error {
 		return fmt.Errorf("zookeeper %s: %s: access denied (Folio's ZooKeeper driver does not authenticate and creates open znodes; ACLs and digest/SASL authentication are not supported): %w", servers, what, err)
 	}
 	return fmt.Errorf("zookeeper: %s: %w", what, err)
+}
+
+// transient reports whether err is a connection error a watch outlives:
+// the client is reconnecting (to another server, or under a new session),
+// or no server answers for now.
+func (d *Driver) transient(err error) bool {
+	if d.closed() {
+		return false
+	}
+	return errors.Is(err, gozk.ErrNoServer) || errors.Is(err, gozk.ErrConnectionClosed) ||
+		errors.Is(err, gozk.ErrSessionExpired) || errors.Is(err, gozk.ErrClosing) || errors.Is(err, gozk.ErrSessionMoved)
+}
+
+// backoff waits RetryBackoff; false if ctx ended first.
+func (d *Driver) backoff(ctx context.Context) bool {
+	t := time.NewTimer(d.cfg.RetryBackoff)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 func checkLedgerID(id int64) error {

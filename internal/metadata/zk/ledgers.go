@@ -514,19 +514,27 @@ func (d *Driver) runLedgerWatch(ctx context.Context, p string, first metadata.Le
 				return
 			}
 			// Changed, or the watch was lost (session expired): read and
-			// watch again.
-			b, st, ch, err := d.conn.getW(ctx, p)
-			switch {
-			case errors.Is(err, gozk.ErrNoNode):
-				setPending(metadata.LedgerEvent{Deleted: true})
-			case err != nil:
-				if ctx.Err() != nil {
-					return
+			// watch again, through connection errors.
+			for {
+				b, st, ch, err := d.conn.getW(ctx, p)
+				switch {
+				case errors.Is(err, gozk.ErrNoNode):
+					setPending(metadata.LedgerEvent{Deleted: true})
+				case err != nil && d.transient(err):
+					if !d.backoff(ctx) {
+						return
+					}
+					continue
+				case err != nil:
+					if ctx.Err() != nil {
+						return
+					}
+					setPending(metadata.LedgerEvent{Err: d.storeErr("watch "+p, err)})
+				default:
+					zch = ch
+					setPending(ledgerEvent(p, b, st))
 				}
-				setPending(metadata.LedgerEvent{Err: d.storeErr("watch "+p, err)})
-			default:
-				zch = ch
-				setPending(ledgerEvent(p, b, st))
+				break
 			}
 		}
 	}

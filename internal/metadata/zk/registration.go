@@ -398,8 +398,12 @@ func (d *Driver) WatchBookies(ctx context.Context) (<-chan metadata.BookiesEvent
 			if send != nil && pending == nil || final {
 				continue
 			}
-			// A change (or a lost watch): read both sets again.
+			// A change (or a lost watch): read both sets again, through
+			// connection errors.
 			snap, nchs, err := d.readMembership(ctx)
+			for err != nil && d.transient(err) && d.backoff(ctx) {
+				snap, nchs, err = d.readMembership(ctx)
+			}
 			if err != nil {
 				if ctx.Err() != nil {
 					return
