@@ -1,5 +1,5 @@
 // Package metadata defines Folio's metadata store: the driver interfaces every
-// backend implements (etcd now, ZooKeeper later, an in-memory driver for
+// backend implements (etcd, ZooKeeper, an in-memory driver for
 // tests and the simulator), the ledger metadata value with Apache BookKeeper's
 // serialization, and the URI that selects a driver.
 //

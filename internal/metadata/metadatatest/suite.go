@@ -1,5 +1,5 @@
 // Package metadatatest is the contract suite every metadata driver passes
-// (STYLE.md rule 6): memory and etcd now, ZooKeeper later. A driver is
+// (STYLE.md rule 6): memory, etcd and ZooKeeper. A driver is
 // finished when Run passes against it.
 //
 //	func TestContract(t *testing.T) {

@@ -187,7 +187,8 @@ func TestBookiesOnZooKeeper(t *testing.T) {
 	}
 }
 
-// TestAutoRecoveryOnZooKeeper: `folio autorecovery` daemons on ZooKeeper
+// TestAutoRecoveryOnZooKeeper: bookies configured with zkServers and
+// zkLedgersRootPath, and `folio autorecovery` daemons on ZooKeeper
 // elect one auditor through auditorelection/V_ votes; the auditor's daemon
 // and a bookie are SIGKILLed; the other daemon is elected, marks the dead
 // bookie's ledgers under underreplication/ledgers/, and its workers
@@ -200,7 +201,10 @@ func TestAutoRecoveryOnZooKeeper(t *testing.T) {
 	srv := zktest.Shared(t)
 	root := zktest.Scope(t)
 	uri := zktest.URI(srv, root)
-	cl := testcluster.Start(t, 4, testcluster.WithMetadataURI(uri))
+	// These bookies find ZooKeeper through the legacy keys, as Pulsar's
+	// bookkeeper.conf names it (no metadataServiceUri).
+	cl := testcluster.Start(t, 4, testcluster.WithMetadataURI(uri),
+		testcluster.WithSettings("metadataServiceUri=", "zkServers="+srv.Addr(), "zkLedgersRootPath="+root))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*waitTimeout)
 	defer cancel()
 	raw := rawConn(t, srv.Addr())
