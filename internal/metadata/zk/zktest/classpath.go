@@ -70,7 +70,9 @@ func findClasspath() (string, error) {
 		why = append(why, err.Error())
 	}
 	if _, err := os.Stat(filepath.Join(debianJars, "zookeeper.jar")); err == nil {
-		return debianConf + string(os.PathListSeparator) + filepath.Join(debianJars, "*"), nil
+		// Debian's own zkEnv classpath: the jar's manifest names its
+		// dependencies (Class-Path), all packaged in /usr/share/java.
+		return debianConf + string(os.PathListSeparator) + filepath.Join(debianJars, "zookeeper.jar"), nil
 	}
 	why = append(why, "Debian's zookeeper package is not installed ("+filepath.Join(debianJars, "zookeeper.jar")+" absent)")
 	return "", fmt.Errorf("zktest: no ZooKeeper classpath: $%s is empty; %s", ClasspathEnv, strings.Join(why, "; "))
