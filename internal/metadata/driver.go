@@ -225,6 +225,22 @@ type Cookies interface {
 	ListCookies(ctx context.Context) ([]BookieID, error)
 }
 
+// CookieLocator is implemented by drivers that can name where a bookie's
+// cookie is stored (etcd: the key; ZooKeeper: the znode), for error
+// messages.
+type CookieLocator interface {
+	CookieKey(id BookieID) string
+}
+
+// CookieKeyOf names where md stores id's cookie: the store's key if the
+// driver says, else "cookies/<id>".
+func CookieKeyOf(md Cookies, id BookieID) string {
+	if l, ok := md.(CookieLocator); ok {
+		return l.CookieKey(id)
+	}
+	return "cookies/" + string(id)
+}
+
 // Cluster manages the cluster's layout and instance id.
 type Cluster interface {
 	// InitNewCluster writes the layout, a new random instance id and the

@@ -11,6 +11,9 @@ import (
 	"github.com/foliodb/folio/internal/metadata"
 )
 
+// CookieKey is the znode of id's cookie (metadata.CookieLocator).
+func (d *Driver) CookieKey(id metadata.BookieID) string { return d.p.cookie(id) }
+
 // ReadCookie reads `cookies/<id>`; the version is its mzxid.
 func (d *Driver) ReadCookie(ctx context.Context, id metadata.BookieID) ([]byte, metadata.Version, error) {
 	if err := checkBookieID(id); err != nil {
