@@ -153,10 +153,14 @@
 //     storeSystemTimeAsLedgerUnderreplicatedMarkTime is on).
 //   - The lost-bookie recovery delay is whole seconds; a sub-second delay
 //     cannot be stored (Java could not read it).
-//   - InitNewCluster also creates cookies/, underreplication/ and its LAYOUT
-//     (Java creates them on first use); Format deletes the whole root and
-//     initialises it again, refusing, like Java's nuke, when the root holds
-//     znodes that are not BookKeeper's.
+//   - InitNewCluster also creates the root's missing parents (e.g. /pulsar
+//     for /pulsar/ledgers), cookies/, underreplication/ and its LAYOUT (Java
+//     creates the last three on first use); Format deletes the whole root
+//     and initialises it again, refusing, like Java's nuke, when the root
+//     holds znodes that are not BookKeeper's.
+//   - RegisterBookie waits up to twice the session timeout for a
+//     registration znode held by another session (Java waits one timeout),
+//     as the etcd driver waits for another lease.
 //   - Inside ledger and under-replication trees, malformed names fail
 //     listings instead of being skipped.
 package zk
