@@ -281,3 +281,88 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestZooKeeperDown: with the ZooKeeper server killed, bookies keep
+// serving: a writer goes on appending to its open ledger and a closed
+// ledger reads back; creating a ledger fails with an error naming the
+// server. Once ZooKeeper is back (same data), creation works again, the
+// writer closes its ledger, and every bookie is registered.
+func TestZooKeeperDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level test (starts ZooKeeper and bookie processes); not with -short")
+	}
+	srv := zktest.Start(t) // its own: this test kills it
+	uri := zktest.URI(srv, zktest.Scope(t))
+	cl := testcluster.Start(t, 3, testcluster.WithMetadataURI(uri))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*waitTimeout)
+	defer cancel()
+	c := newClient(t, uri)
+	opts := client.LedgerOptions{EnsembleSize: 3, WriteQuorumSize: 2, AckQuorumSize: 2,
+		DigestType: client.DigestCRC32C, Password: []byte("pw")}
+	closed, err := c.CreateLedger(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := closed.Append(ctx, []byte(fmt.Sprint("closed ", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := closed.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.OpenLedger(ctx, closed.ID(), client.OpenOptions{Password: []byte("pw")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.CreateLedger(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Append(ctx, []byte("before")); err != nil {
+		t.Fatal(err)
+	}
+
+	srv.Kill()
+	for i := range 10 {
+		if _, err := w.Append(ctx, []byte(fmt.Sprint("during ", i))); err != nil {
+			t.Fatalf("append %d with ZooKeeper down: %v", i, err)
+		}
+	}
+	got, err := r.Read(ctx, 0, 4)
+	if err != nil || len(got) != 5 || string(got[4].Payload) != "closed 4" {
+		t.Fatalf("read a closed ledger with ZooKeeper down: %v, %v", got, err)
+	}
+	cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+	_, err = c.CreateLedger(cctx, opts)
+	ccancel()
+	if err == nil {
+		t.Fatal("created a ledger with ZooKeeper down")
+	}
+	t.Logf("create with ZooKeeper down: %v", err)
+
+	if err := srv.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var w2 *client.WriteHandle
+	waitFor(t, "a ledger created once ZooKeeper is back", func() bool {
+		w2, err = c.CreateLedger(ctx, opts)
+		return err == nil
+	})
+	if err := w2.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatalf("close the ledger written through the outage: %v", err)
+	}
+	rw, err := c.OpenLedger(ctx, w.ID(), client.OpenOptions{Password: []byte("pw")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all, err := rw.Read(ctx, 0, 10); err != nil || len(all) != 11 || string(all[10].Payload) != "during 9" {
+		t.Fatalf("read back the ledger written through the outage: %d entries, %v", len(all), err)
+	}
+	for _, b := range cl.Bookies {
+		b.WaitRegistered(false)
+	}
+}
