@@ -366,3 +366,100 @@ func TestZooKeeperDown(t *testing.T) {
 		b.WaitRegistered(false)
 	}
 }
+
+// TestAutoRecoverySessionExpiry: the daemon that is both the auditor and
+// the worker copying a ledger (throttled) is paused past its session
+// timeout. ZooKeeper expires its session: its vote and its lock go, the
+// other daemon is elected and its workers finish every ledger, the locked
+// one included. Resumed, the first daemon learns its session expired and
+// campaigns again under a new one, as a standby: one auditor throughout,
+// and every entry is on its write set, byte-exact.
+func TestAutoRecoverySessionExpiry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level test (starts ZooKeeper and bookie processes); not with -short")
+	}
+	srv := zktest.Shared(t)
+	root := zktest.Scope(t)
+	uri := zktest.URI(srv, root)
+	cl := testcluster.Start(t, 4, testcluster.WithMetadataURI(uri))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*waitTimeout)
+	defer cancel()
+	raw := rawConn(t, srv.Addr())
+	c := newClient(t, uri)
+	payload := func(id, e int64) []byte { return bytes.Repeat([]byte{byte(id), byte(e)}, 500) }
+	var ids []int64
+	for range 6 {
+		w, err := c.CreateLedger(ctx, client.LedgerOptions{EnsembleSize: 3, WriteQuorumSize: 2, AckQuorumSize: 2,
+			DigestType: client.DigestCRC32C, Password: []byte("pw")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for e := range int64(20) {
+			if _, err := w.Append(ctx, payload(w.ID(), e)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, w.ID())
+	}
+	victim := cl.Bookies[1]
+	victim.Kill()
+	victim.WaitUnregistered()
+	ar := cl.MD.(metadata.AutoRecoveryDriver)
+	auditor := func() metadata.BookieID {
+		a, _ := ar.Auditor(ctx)
+		return a
+	}
+	children := func(p string) []string {
+		kids, _, err := raw.Children(p)
+		if err != nil {
+			t.Fatalf("children of %s: %v", p, err)
+		}
+		return kids
+	}
+
+	// About 4 entries a second: a worker holds its lock for seconds.
+	slow := cl.StartAutoRecovery("127.0.0.1:1", "--workers", "1", "--rate-limit", "4000")
+	waitFor(t, "daemon 1 elected", func() bool { return auditor() == "127.0.0.1:1" })
+	waitFor(t, "daemon 1's worker holding a lock", func() bool { return len(children(root+"/underreplication/locks")) == 1 })
+	cl.StartAutoRecovery("127.0.0.1:2", "--workers", "2")
+	waitFor(t, "daemon 2 campaigning", func() bool { return len(children(root+"/underreplication/auditorelection")) == 2 })
+
+	slow.Pause()
+	waitFor(t, "daemon 2 elected after daemon 1's session expired", func() bool { return auditor() == "127.0.0.1:2" })
+	onVictim := func() int {
+		n := 0
+		for _, id := range ids {
+			md, _, err := cl.MD.ReadLedger(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range md.Ensembles {
+				if slices.Contains(s.Ensemble, victim.ID) {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	waitFor(t, "re-replication by daemon 2", func() bool {
+		recs, err := ar.ListUnderReplicatedLedgers(ctx, 0, 100)
+		return err == nil && len(recs) == 0 && onVictim() == 0
+	})
+
+	slow.Resume()
+	waitFor(t, "daemon 1 campaigning again under a new session", func() bool {
+		return len(children(root+"/underreplication/auditorelection")) == 2
+	})
+	if a := auditor(); a != "127.0.0.1:2" {
+		t.Fatalf("auditor %q after daemon 1 came back, want 127.0.0.1:2", a)
+	}
+	for _, id := range ids {
+		testcluster.CheckStored(ctx, t, cl.MD, id, []byte("pw"), func(e int64) []byte { return payload(id, e) })
+	}
+	if locks := children(root + "/underreplication/locks"); len(locks) != 0 {
+		t.Fatalf("locks left: %v", locks)
+	}
+}
