@@ -7,6 +7,7 @@ package zookeeper_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -414,6 +415,9 @@ func TestAutoRecoverySessionExpiry(t *testing.T) {
 	}
 	children := func(p string) []string {
 		kids, _, err := raw.Children(p)
+		if errors.Is(err, gozk.ErrNoNode) {
+			return nil // not created yet
+		}
 		if err != nil {
 			t.Fatalf("children of %s: %v", p, err)
 		}
