@@ -116,7 +116,6 @@ type watched struct {
 	b  []byte
 	st *gozk.Stat
 	ch <-chan gozk.Event
-	ok bool
 	cs []string
 }
 
