@@ -15,6 +15,7 @@ import (
 	"github.com/foliodb/folio/internal/ledger/placement"
 	"github.com/foliodb/folio/internal/metadata"
 	_ "github.com/foliodb/folio/internal/metadata/etcd" // links the etcd driver: metadata.Open("etcd://…")
+	_ "github.com/foliodb/folio/internal/metadata/zk"   // links the ZooKeeper driver: metadata.Open("zk://…")
 	"github.com/foliodb/folio/internal/transport"
 	"github.com/foliodb/folio/internal/wire"
 )

@@ -16,6 +16,7 @@ import (
 	// The metadata drivers a URI can name register themselves.
 	_ "github.com/foliodb/folio/internal/metadata/etcd"
 	_ "github.com/foliodb/folio/internal/metadata/memory"
+	_ "github.com/foliodb/folio/internal/metadata/zk"
 )
 
 func init() {

@@ -1,5 +1,5 @@
 // Package metadata defines Folio's metadata store: the driver interfaces every
-// backend implements (etcd now, ZooKeeper later, an in-memory driver for
+// backend implements (etcd, ZooKeeper, an in-memory driver for
 // tests and the simulator), the ledger metadata value with Apache BookKeeper's
 // serialization, and the URI that selects a driver.
 //
@@ -142,8 +142,15 @@ type SessionOptions struct {
 	// TTL is the lease time-to-live: how long after the process stops
 	// keeping it alive (crash, partition) its registrations vanish.
 	// Java uses zkTimeout, 10 s by default; 0 means DefaultSessionTTL. The
-	// store may round it (etcd: whole seconds, at least 1 s).
+	// store may round it (etcd: whole seconds, at least 1 s; ZooKeeper:
+	// into the server's [minSessionTimeout, maxSessionTimeout]).
 	TTL time.Duration
+
+	// ServiceInfo is what the bookie registered under this session
+	// publishes about itself (ZooKeeper stores it as the registration's
+	// value, as Java does; etcd stores nothing, as Java's etcd driver).
+	// Nil means DefaultBookieServiceInfo of the registered id.
+	ServiceInfo *BookieServiceInfo
 }
 
 // DefaultSessionTTL is Java's default (zkTimeout = 10 s).
@@ -216,6 +223,22 @@ type Cookies interface {
 	// set of all bookies ever added and not decommissioned (ZooKeeper's
 	// getAllBookies).
 	ListCookies(ctx context.Context) ([]BookieID, error)
+}
+
+// CookieLocator is implemented by drivers that can name where a bookie's
+// cookie is stored (etcd: the key; ZooKeeper: the znode), for error
+// messages.
+type CookieLocator interface {
+	CookieKey(id BookieID) string
+}
+
+// CookieKeyOf names where md stores id's cookie: the store's key if the
+// driver says, else "cookies/<id>".
+func CookieKeyOf(md Cookies, id BookieID) string {
+	if l, ok := md.(CookieLocator); ok {
+		return l.CookieKey(id)
+	}
+	return "cookies/" + string(id)
 }
 
 // Cluster manages the cluster's layout and instance id.

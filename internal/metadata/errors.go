@@ -86,9 +86,10 @@ var (
 	// scheme.
 	ErrBadURI = errors.New("bad metadata service URI")
 
-	// ErrNotBuilt: the URI names the ZooKeeper driver, which Folio does not
-	// have yet (DESIGN.md §3).
-	ErrNotBuilt = errors.New("ZooKeeper metadata driver not built yet")
+	// ErrNotBuilt: the URI names the ZooKeeper driver, which is not linked
+	// into this program (every `folio` command and the client link it; a
+	// program that imports only internal/metadata does not).
+	ErrNotBuilt = errors.New("ZooKeeper metadata driver not linked into this program")
 )
 
 // CorruptError is the error of a stored value that cannot be used. It wraps

@@ -24,6 +24,10 @@ type URI struct {
 	// key. It is non-empty and has no trailing slash (Java would build
 	// `/ledgers//layout` from `/ledgers/`, a different cluster).
 	Scope string
+	// UserInfo is the authority's user information (`user:password@`), as
+	// written; Java parses and ignores it. A driver that cannot
+	// authenticate refuses a URI that has it rather than ignore it.
+	UserInfo string
 }
 
 // String renders the URI back (hosts joined by ';').
@@ -47,7 +51,7 @@ func ParseURI(s string) (*URI, error) {
 	u.Scheme, u.SchemeType, _ = strings.Cut(strings.ToLower(scheme), "+")
 	authority, path, _ := strings.Cut(rest, "/")
 	if i := strings.LastIndex(authority, "@"); i >= 0 {
-		authority = authority[i+1:] // user info: parsed and unused, as in Java
+		u.UserInfo, authority = authority[:i], authority[i+1:] // the drivers decide (etcd ignores it, as Java does)
 	}
 	for _, h := range strings.FieldsFunc(authority, func(r rune) bool { return r == ';' || r == ',' }) {
 		if h = strings.TrimSpace(h); h != "" {
@@ -102,9 +106,14 @@ func RegisterDriver(scheme string, f Factory) {
 }
 
 // Open parses uri and opens the driver registered for its scheme. `zk` and
-// `zk+<type>` give ErrNotBuilt; an unknown or unregistered scheme gives
-// ErrBadURI listing the registered ones.
+// `zk+<type>` give ErrNotBuilt when the ZooKeeper driver is not linked into
+// the program; an unknown or unregistered scheme gives ErrBadURI listing the
+// registered ones. Pulsar's `metadata-store:…` URIs are refused, naming the
+// scheme.
 func Open(ctx context.Context, uri string, opts Options) (Driver, error) {
+	if strings.HasPrefix(strings.ToLower(uri), "metadata-store:") {
+		return nil, fmt.Errorf("%w %q: scheme \"metadata-store\" (Pulsar's metadata-store driver) is not supported: point Folio at the ZooKeeper or etcd cluster itself (zk://host:2181/ledgers, etcd://host:2379/ledgers)", ErrBadURI, uri)
+	}
 	u, err := ParseURI(uri)
 	if err != nil {
 		return nil, err
@@ -118,7 +127,7 @@ func Open(ctx context.Context, uri string, opts Options) (Driver, error) {
 	registry.Unlock()
 	if f == nil {
 		if u.Scheme == "zk" {
-			return nil, fmt.Errorf("%w (use etcd://host:2379/ledgers)", ErrNotBuilt)
+			return nil, fmt.Errorf("%w (import github.com/foliodb/folio/internal/metadata/zk)", ErrNotBuilt)
 		}
 		sort.Strings(known)
 		return nil, fmt.Errorf("%w %q: unknown scheme %q (known: %s)", ErrBadURI, uri, u.Scheme, strings.Join(known, ", "))

@@ -44,12 +44,20 @@ func TestOpenDispatch(t *testing.T) {
 	ctx := context.Background()
 	for _, zk := range []string{"zk://127.0.0.1:2181/ledgers", "zk+hierarchical://a:2181;b:2181/ledgers"} {
 		_, err := Open(ctx, zk, Options{})
-		if !errors.Is(err, ErrNotBuilt) || !strings.Contains(err.Error(), "ZooKeeper metadata driver not built yet") {
+		if !errors.Is(err, ErrNotBuilt) || !strings.Contains(err.Error(), "ZooKeeper metadata driver not linked") {
 			t.Errorf("%s: %v", zk, err)
 		}
 	}
 	if _, err := Open(ctx, "nope://h/ledgers", Options{}); !errors.Is(err, ErrBadURI) {
 		t.Errorf("unknown scheme: %v", err)
+	}
+	for _, pulsar := range []string{"metadata-store:zk:127.0.0.1:2181/ledgers", "metadata-store:etcd:http://h:2379"} {
+		if _, err := Open(ctx, pulsar, Options{}); !errors.Is(err, ErrBadURI) || !strings.Contains(err.Error(), `"metadata-store"`) {
+			t.Errorf("%s: %v, want ErrBadURI naming the scheme", pulsar, err)
+		}
+	}
+	if u, err := ParseURI("zk://user:pw@h:2181/ledgers"); err != nil || u.UserInfo != "user:pw" || len(u.Hosts) != 1 || u.Hosts[0] != "h:2181" {
+		t.Errorf("user info: %+v %v", u, err)
 	}
 	var gotURI *URI
 	RegisterDriver("test-dispatch", func(_ context.Context, u *URI, _ Options) (Driver, error) {

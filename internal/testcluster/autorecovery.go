@@ -4,6 +4,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -46,3 +47,9 @@ func (d *AutoRecovery) Kill() {
 		}
 	})
 }
+
+// Pause stops the process (SIGSTOP), as a hung machine or a long GC pause
+// would: its metadata sessions expire if it stays paused past their TTL.
+// Resume continues it.
+func (d *AutoRecovery) Pause()  { _ = d.cmd.Process.Signal(syscall.SIGSTOP) }
+func (d *AutoRecovery) Resume() { _ = d.cmd.Process.Signal(syscall.SIGCONT) }

@@ -34,6 +34,7 @@ import (
 	_ "github.com/foliodb/folio/internal/metadata/etcd"
 	"github.com/foliodb/folio/internal/metadata/etcd/embedetcd"
 	"github.com/foliodb/folio/internal/metadata/etcd/etcdtest"
+	_ "github.com/foliodb/folio/internal/metadata/zk"
 )
 
 // Timeouts of the harness.
@@ -84,8 +85,9 @@ func FreePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// Cluster is an embedded etcd (in the test process) with an initialised
-// cluster scope, and the bookie processes started on it.
+// Cluster is an embedded etcd (in the test process; or another store, see
+// WithMetadataURI) with an initialised cluster scope, and the bookie
+// processes started on it.
 type Cluster struct {
 	t       testing.TB
 	Etcd    *embedetcd.Server
@@ -99,6 +101,14 @@ type Cluster struct {
 // Option adjusts a Cluster before its bookies start.
 type Option func(*Cluster)
 
+// WithMetadataURI runs the cluster on the metadata store at uri (e.g. a
+// ZooKeeper from internal/metadata/zk/zktest: zk://127.0.0.1:port/root)
+// instead of an embedded etcd; Cluster.Etcd is then nil. The scope must be
+// empty: Start initialises it.
+func WithMetadataURI(uri string) Option {
+	return func(c *Cluster) { c.URI = uri }
+}
+
 // WithSettings adds bookie configuration pairs (key=value).
 func WithSettings(kv ...string) Option {
 	return func(c *Cluster) { c.Settings = append(c.Settings, kv...) }
@@ -110,12 +120,15 @@ func WithSettings(kv ...string) Option {
 func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	t.Helper()
 	Binary(t) // build before starting anything
-	srv := etcdtest.Start(t)
-	c := &Cluster{t: t, Etcd: srv, URI: etcdtest.URI(srv, etcdtest.Scope(t))}
+	c := &Cluster{t: t}
 	// Short timings so that restarts and stops take seconds.
 	c.Settings = []string{"zkTimeout=2000", "registrationRetryInterval=200", "shutdownTimeout=3000", "diskCheckInterval=1000"}
 	for _, o := range opts {
 		o(c)
+	}
+	if c.URI == "" {
+		c.Etcd = etcdtest.Start(t)
+		c.URI = etcdtest.URI(c.Etcd, etcdtest.Scope(t))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 	defer cancel()

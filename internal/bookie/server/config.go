@@ -75,7 +75,21 @@ type Config struct {
 	IndexDirs   []string
 
 	// MetadataServiceURI names the metadata store (metadataServiceUri).
+	// When the configuration does not set it but sets zkServers,
+	// LoadConfig builds it from the legacy ZooKeeper keys as BookKeeper's
+	// getMetadataServiceUri does:
+	// zk+<type>://<zkServers, ',' → ';'><zkLedgersRootPath>, <type> from
+	// ledgerManagerFactoryClass ("null": the cluster's LAYOUT decides).
 	MetadataServiceURI string
+	// ZKServers and ZKLedgersRootPath are BookKeeper's legacy ZooKeeper
+	// keys (zkServers, zkLedgersRootPath, default /ledgers), as Pulsar's
+	// bookkeeper.conf sets them.
+	ZKServers         string
+	ZKLedgersRootPath string
+	// ZKEnableSecurity asks for ZooKeeper ACLs (zkEnableSecurity): Folio
+	// does not support them, and refuses to start rather than create open
+	// znodes where protected ones were asked for.
+	ZKEnableSecurity bool
 	// SessionTTL is the registration lease TTL (zkTimeout, in ms in the
 	// file; default 10 s).
 	SessionTTL time.Duration
@@ -309,6 +323,9 @@ var configKeys = []configKey{
 	{"indexDirectories", listKey(func(c *Config) *[]string { return &c.IndexDirs })},
 	{"metadataServiceUri", stringKey(func(c *Config) *string { return &c.MetadataServiceURI })},
 	{"zkTimeout", msKey(func(c *Config) *time.Duration { return &c.SessionTTL })},
+	{"zkServers", stringKey(func(c *Config) *string { return &c.ZKServers })},
+	{"zkLedgersRootPath", stringKey(func(c *Config) *string { return &c.ZKLedgersRootPath })},
+	{"zkEnableSecurity", boolKey(func(c *Config) *bool { return &c.ZKEnableSecurity })},
 	{"registrationRetryInterval", msKey(func(c *Config) *time.Duration { return &c.RegistrationRetry })},
 	{"httpServerEnabled", boolKey(func(c *Config) *bool { return &c.HTTPServerEnabled })},
 	{"httpServerHost", stringKey(func(c *Config) *string { return &c.HTTPServerHost })},
@@ -341,7 +358,7 @@ var ignoredKeys = []string{
 	"journalWriteBufferSizeKB", "journalRemoveFromPageCache", "journalAdaptiveGroupWrites",
 	"journalMaxGroupWaitMSec", "journalBufferedWritesThreshold", "numAddWorkerThreads",
 	"numReadWorkerThreads", "numHighPriorityWorkerThreads", "maxPendingReadRequestsPerThread",
-	"maxPendingAddRequestsPerThread", "zkServers", "zkLedgersRootPath", "zkEnableSecurity",
+	"maxPendingAddRequestsPerThread",
 	"httpServerClass", "extraServerComponents", "flushInterval", "minorCompactionThreshold",
 	"minorCompactionInterval", "majorCompactionThreshold", "majorCompactionInterval",
 	"compactionMaxOutstandingRequests", "compactionRate", "isThrottleByBytes", "compactionRateByEntries",
@@ -450,7 +467,49 @@ func LoadConfig(path string, ov Overrides, log *slog.Logger) (Config, error) {
 			return c, err
 		}
 	}
+	if err := c.resolveLegacyZooKeeper(); err != nil {
+		return c, err
+	}
 	return c, c.Validate()
+}
+
+// Java's ledger manager factory classes and their URI types
+// (AbstractConfiguration.getLedgerManagerLayoutStringFromFactoryClass).
+var ledgerManagerTypes = map[string]string{
+	"org.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory":     "hierarchical",
+	"org.apache.bookkeeper.meta.LongHierarchicalLedgerManagerFactory": "longhierarchical",
+	"org.apache.bookkeeper.meta.FlatLedgerManagerFactory":             "flat",
+	"org.apache.bookkeeper.meta.MSLedgerManagerFactory":               "ms",
+}
+
+// resolveLegacyZooKeeper applies BookKeeper's fallback from
+// metadataServiceUri to zkServers + zkLedgersRootPath (+
+// ledgerManagerFactoryClass), and refuses zkEnableSecurity.
+func (c *Config) resolveLegacyZooKeeper() error {
+	if c.ZKEnableSecurity {
+		return errors.New("zkEnableSecurity=true asks for ZooKeeper ACLs, which Folio does not support: its znodes would be open to anyone; remove the key (and run ZooKeeper without required authentication)")
+	}
+	if _, set := c.Props["metadataServiceUri"]; set && strings.TrimSpace(c.MetadataServiceURI) != "" {
+		return nil
+	}
+	servers := strings.TrimSpace(c.ZKServers)
+	if servers == "" {
+		return nil
+	}
+	root := strings.TrimSpace(c.ZKLedgersRootPath)
+	if root == "" {
+		root = "/ledgers"
+	}
+	typ := "null"
+	if class := strings.TrimSpace(c.Props["ledgerManagerFactoryClass"]); class != "" {
+		t, ok := ledgerManagerTypes[class]
+		if !ok {
+			return fmt.Errorf("ledgerManagerFactoryClass %s is not a ZooKeeper ledger manager Folio knows", class)
+		}
+		typ = t
+	}
+	c.MetadataServiceURI = fmt.Sprintf("zk+%s://%s%s", typ, strings.ReplaceAll(servers, ",", ";"), root)
+	return nil
 }
 
 // Load applies a .properties stream to c.

@@ -197,3 +197,36 @@ func TestAutoRecoveryKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestLegacyZooKeeperKeys: without metadataServiceUri, zkServers and
+// zkLedgersRootPath (as Pulsar's bookkeeper.conf sets them) name a
+// ZooKeeper cluster the way BookKeeper's getMetadataServiceUri builds the
+// URI; an explicit metadataServiceUri wins; zkEnableSecurity is refused.
+func TestLegacyZooKeeperKeys(t *testing.T) {
+	base := []string{"journalDirectories=/j", "ledgerDirectories=/l"}
+	load := func(set ...string) (Config, error) {
+		return LoadConfig("", Overrides{Set: append(append([]string{}, base...), set...)}, nil)
+	}
+	cases := []struct {
+		set  []string
+		want string
+	}{
+		{[]string{"zkServers=zk1:2181,zk2:2181,zk3:2181", "zkLedgersRootPath=/pulsar/ledgers"}, "zk+null://zk1:2181;zk2:2181;zk3:2181/pulsar/ledgers"},
+		{[]string{"zkServers=zk1:2181"}, "zk+null://zk1:2181/ledgers"},
+		{[]string{"zkServers=zk1:2181", "ledgerManagerFactoryClass=org.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory"}, "zk+hierarchical://zk1:2181/ledgers"},
+		{[]string{"zkServers=zk1:2181", "metadataServiceUri=zk://other:2181/ledgers"}, "zk://other:2181/ledgers"},
+		{nil, DefaultMetadataURI},
+	}
+	for _, c := range cases {
+		cfg, err := load(c.set...)
+		if err != nil || cfg.MetadataServiceURI != c.want {
+			t.Errorf("%v: MetadataServiceURI %q, %v; want %q", c.set, cfg.MetadataServiceURI, err, c.want)
+		}
+	}
+	if _, err := load("zkServers=zk1:2181", "zkEnableSecurity=true"); err == nil || !strings.Contains(err.Error(), "zkEnableSecurity") {
+		t.Errorf("zkEnableSecurity=true: %v, want a refusal naming it", err)
+	}
+	if _, err := load("zkServers=zk1:2181", "ledgerManagerFactoryClass=com.example.Custom"); err == nil {
+		t.Error("an unknown ledgerManagerFactoryClass was accepted")
+	}
+}

@@ -180,14 +180,14 @@ func CheckCookies(ctx context.Context, md metadata.Driver, cfg *Config, id metad
 	default:
 		if storeCookie, err = metadata.ParseCookie(stored); err != nil {
 			return false, &CookieError{
-				Why:  fmt.Sprintf("the metadata store's cookie of %s is unreadable: %v", id, err),
+				Why:  fmt.Sprintf("the metadata store's cookie of %s (%s) is unreadable: %v", id, metadata.CookieKeyOf(md, id), err),
 				Hint: fmt.Sprintf("inspect it with `folio shell cookie get %s`; fix or delete it deliberately with `folio shell cookie update|delete %s`", id, id),
 			}
 		}
 		if err := cookiesMatch(storeCookie, master); err != nil {
 			return false, &CookieError{
-				Why: fmt.Sprintf("the metadata store's cookie of %s does not match this bookie's configuration (%v): "+
-					"the directories, the address or the cluster changed since the bookie was first started", id, err),
+				Why: fmt.Sprintf("the metadata store's cookie of %s (%s) does not match this bookie's configuration (%v): "+
+					"the directories, the address or the cluster changed since the bookie was first started", id, metadata.CookieKeyOf(md, id), err),
 				Hint: "restore the previous configuration (directories, advertisedAddress, bookiePort, metadataServiceUri); " +
 					"if the change is deliberate, update the cookie with `folio shell cookie update " + string(id) + "`, " +
 					"or decommission the bookie and reset it with `folio shell bookieformat --force`",

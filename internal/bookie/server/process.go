@@ -18,6 +18,7 @@ import (
 	"github.com/foliodb/folio/internal/metadata"
 	// The metadata drivers a metadataServiceUri can name.
 	_ "github.com/foliodb/folio/internal/metadata/etcd"
+	_ "github.com/foliodb/folio/internal/metadata/zk"
 	"github.com/foliodb/folio/internal/storage"
 )
 
@@ -173,9 +174,13 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 	cleanups = append(cleanups, func() { p.metrics.Unregister(p.registry) })
 
 	// Registration follows the bookie's effective read-only state.
+	info, err := serviceInfo(&cfg, p.id, opts.NoHTTP)
+	if err != nil {
+		return nil, err
+	}
 	p.reg = NewRegistrar(p.md, p.id, cfg.ForceReadOnly, RegistrarOptions{
 		SessionTTL: cfg.SessionTTL, Retry: cfg.RegistrationRetry, RemoveStale: opts.RemoveStaleRegistration,
-		Clock: clock, Logger: p.log,
+		Clock: clock, Logger: p.log, ServiceInfo: &info,
 	})
 	p.bk = bookie.New(p.store, bookie.Config{
 		Clock:            systemClock{},
@@ -241,6 +246,23 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 	}
 	p.log.Info("bookie started", "addr", p.ln.Addr().String(), "http", p.HTTPAddr())
 	return p, nil
+}
+
+// serviceInfo is what the bookie publishes with its registration, as a
+// Java bookie does (BookieService, HttpService): endpoint "bookie"
+// (bookie-rpc) at the bookie id's address, and "httpserver" (http) when the
+// admin HTTP server runs on a fixed port.
+func serviceInfo(cfg *Config, id metadata.BookieID, noHTTP bool) (metadata.BookieServiceInfo, error) {
+	info, err := metadata.DefaultBookieServiceInfo(id)
+	if err != nil {
+		return info, err
+	}
+	if cfg.HTTPServerEnabled && !noHTTP && cfg.HTTPServerPort != 0 {
+		info.Endpoints = append(info.Endpoints, metadata.BookieEndpoint{
+			ID: metadata.HTTPServerEndpointID, Host: info.Endpoints[0].Host, Port: cfg.HTTPServerPort, Protocol: metadata.HTTPProtocol,
+		})
+	}
+	return info, nil
 }
 
 // freePort asks the kernel for a free port (tests' bookiePort=0).

@@ -46,6 +46,7 @@ type Registrar struct {
 	clock       LoopClock
 	log         *slog.Logger
 	removeStale bool
+	info        *metadata.BookieServiceInfo
 
 	wake  chan struct{} // capacity 1: "desired state changed"
 	ready chan struct{} // closed at the first successful registration
@@ -78,6 +79,9 @@ type RegistrarOptions struct {
 	RemoveStale bool
 	Clock       LoopClock
 	Logger      *slog.Logger
+	// ServiceInfo is what the registration publishes (ZooKeeper stores
+	// it; see metadata.SessionOptions). Nil: derived from the bookie id.
+	ServiceInfo *metadata.BookieServiceInfo
 }
 
 // NewRegistrar returns a registrar for id; Run starts it.
@@ -93,7 +97,7 @@ func NewRegistrar(md metadata.Driver, id metadata.BookieID, readOnly bool, o Reg
 	}
 	r := &Registrar{
 		md: md, id: id, ttl: o.SessionTTL, retry: o.Retry, clock: o.Clock,
-		log: o.Logger, removeStale: o.RemoveStale,
+		log: o.Logger, removeStale: o.RemoveStale, info: o.ServiceInfo,
 		wake: make(chan struct{}, 1), ready: make(chan struct{}), done: make(chan struct{}),
 	}
 	r.mu.wantReadOnly = readOnly
@@ -170,7 +174,7 @@ func (r *Registrar) step(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	if sess == nil {
-		s, err := r.md.OpenSession(ctx, metadata.SessionOptions{TTL: r.ttl})
+		s, err := r.md.OpenSession(ctx, metadata.SessionOptions{TTL: r.ttl, ServiceInfo: r.info})
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,9 @@ import (
 	"github.com/foliodb/folio/internal/metadata"
 )
 
+// CookieKey is the key of id's cookie (metadata.CookieLocator).
+func (d *Driver) CookieKey(id metadata.BookieID) string { return d.k.cookie(id) }
+
 // ReadCookie reads `cookies/<id>`; the version is its mod_revision.
 func (d *Driver) ReadCookie(ctx context.Context, id metadata.BookieID) ([]byte, metadata.Version, error) {
 	if err := checkBookieID(id); err != nil {

@@ -202,7 +202,14 @@ func testLostBookieDelay(t *testing.T, h *Harness) {
 	if ev := recv(t, ch, "first delay event"); ev.Set || ev.Err != nil {
 		t.Fatalf("first event %+v, want not set", ev)
 	}
-	for _, d := range []time.Duration{0, 60 * time.Second, 250 * time.Millisecond, 250 * time.Millisecond} {
+	delays := []time.Duration{0, 60 * time.Second, 250 * time.Millisecond, 250 * time.Millisecond}
+	if g := h.DelayGranularity; g > 0 {
+		delays = []time.Duration{0, 60 * time.Second, 2 * g, 2 * g}
+		if err := ar.SetLostBookieRecoveryDelay(ctx, g+g/4); err == nil {
+			t.Fatalf("delay %v accepted by a store that keeps multiples of %v", g+g/4, g)
+		}
+	}
+	for _, d := range delays {
 		must(t, "set", ar.SetLostBookieRecoveryDelay(ctx, d))
 		got, err := ar.LostBookieRecoveryDelay(ctx)
 		if err != nil || got != d {

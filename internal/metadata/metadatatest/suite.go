@@ -1,5 +1,5 @@
 // Package metadatatest is the contract suite every metadata driver passes
-// (STYLE.md rule 6): memory and etcd now, ZooKeeper later. A driver is
+// (STYLE.md rule 6): memory, etcd and ZooKeeper. A driver is
 // finished when Run passes against it.
 //
 //	func TestContract(t *testing.T) {
@@ -55,6 +55,11 @@ type Harness struct {
 	// It may return before the store has acted: the suite waits for
 	// s.Done() and for the registration to disappear.
 	ExpireSession func(t *testing.T, s metadata.Session)
+	// DelayGranularity is the step in which the store keeps lost-bookie
+	// recovery delays: 0 means to the millisecond (etcd, memory);
+	// ZooKeeper keeps whole seconds, as Java reads them, and refuses a
+	// delay that is not a multiple.
+	DelayGranularity time.Duration
 }
 
 // Timeout bounds every wait in the suite; reaching it is a failure, never a
