@@ -305,8 +305,8 @@ func newRetrySignal(t *testing.T) *retrySignal {
 }
 
 func (h *retrySignal) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
-func (h *retrySignal) WithAttrs([]slog.Attr) slog.Handler          { return h }
-func (h *retrySignal) WithGroup(string) slog.Handler               { return h }
+func (h *retrySignal) WithAttrs([]slog.Attr) slog.Handler           { return h }
+func (h *retrySignal) WithGroup(string) slog.Handler                { return h }
 func (h *retrySignal) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
 	b.WriteString(r.Message)

@@ -132,8 +132,9 @@ func transient(err error) bool {
 // appliedAfter reports whether cur, the value a compare-and-set on
 // `mod_revision == expected` found instead, is the write we attempted
 // earlier: it holds exactly value, and exactly one put happened to the key
-// since the expected version (its version, the count of puts since its
-// creation, is one more than at expected). If etcd compacted the revision
+// since the expected version (the same incarnation of the key, whose
+// version, the count of puts since its creation, is one more than at
+// expected). If etcd compacted the revision
 // expected, it cannot tell and reports false: the caller reports a version
 // conflict and its caller re-reads.
 func (d *Driver) appliedAfter(ctx context.Context, key string, value []byte, expected metadata.Version, cur *mvccpb.KeyValue) (bool, error) {
@@ -150,7 +151,10 @@ func (d *Driver) appliedAfter(ctx context.Context, key string, value []byte, exp
 	if len(resp.Kvs) != 1 || resp.Kvs[0].ModRevision != int64(expected) {
 		return false, nil
 	}
-	return cur.Version == resp.Kvs[0].Version+1, nil
+	at := resp.Kvs[0]
+	// Same incarnation of the key (not deleted and created again since),
+	// one put later.
+	return cur.CreateRevision == at.CreateRevision && cur.Version == at.Version+1, nil
 }
 
 // createdByUs reports whether cur, the value a create found in place, is
