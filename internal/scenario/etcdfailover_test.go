@@ -85,13 +85,19 @@ func restoreQuorum(t *testing.T, ec *testcluster.EtcdCluster, m *testcluster.Etc
 	t.Logf("etcd: %s restarted, %s leads", m.Name, ec.Leader().Name)
 }
 
-// waitAllRegistered waits until every running bookie is registered
-// writable: they kept their registrations or registered again.
+// waitAllRegistered waits until every bookie is registered writable: they
+// kept their registrations or registered again. It logs which bookies lost
+// their session in an outage and registered again.
 func waitAllRegistered(t *testing.T, cl *testcluster.Cluster) {
 	t.Helper()
+	var again []string
 	for _, b := range cl.Bookies {
 		b.WaitRegistered(false)
+		if log, _ := os.ReadFile(b.LogPath()); strings.Contains(string(log), "metadata session lost; registering again") {
+			again = append(again, string(b.ID))
+		}
 	}
+	t.Logf("all %d bookies registered; %d of them after losing their session in an outage %v", len(cl.Bookies), len(again), again)
 }
 
 // logSize is the current length of a log file (0 if absent): waitLogLine
