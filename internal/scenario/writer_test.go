@@ -24,7 +24,7 @@ const (
 	envWriterDir = "FOLIO_SCENARIO_WRITER" // output directory; its presence selects writer mode
 	envURI       = "FOLIO_SCENARIO_URI"
 	envQuorum    = "FOLIO_SCENARIO_QUORUM" // "E,Qw,Qa"
-	envMode      = "FOLIO_SCENARIO_MODE"   // "sync:N", "pipe:N" or "async:N"
+	envMode      = "FOLIO_SCENARIO_MODE"   // "sync:N", "pipe:N", "async:N" or "stream:N"
 	envProbe     = "FOLIO_SCENARIO_PROBE"  // "1": after the mode, wait for the probe file and try appends
 )
 
@@ -36,6 +36,8 @@ const (
 	fileProbe  = "probe"  // created by the test: try appendsAfterError appends now
 	fileCut    = "cut"    // created by the test: bookie addresses the writer can no longer reach
 	fileDone   = "done"   // the writer finished normally
+	fileStop   = "stop"   // created by the test: "stream" mode stops appending and closes the ledger
+	fileClosed = "closed" // "stream" mode's close: "ok <lastEntryId>" or "err <class> <msg>"
 )
 
 // appendsAfterError is how many more appends the writer tries after its
@@ -144,7 +146,12 @@ func runWriter(dir string) error {
 		MetadataServiceURI: os.Getenv(envURI),
 		Dialer:             cut.dial,
 		AddEntryTimeout:    2 * time.Second,
-		Logger:             slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// Long enough to ride through a metadata store fail-over: the
+		// driver retries until then (the etcd fail-over scenarios).
+		MetadataTimeout: 30 * time.Second,
+		// Warnings include the metadata driver's "etcd unavailable;
+		// retrying", which the fail-over scenarios wait for.
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return err
@@ -211,6 +218,33 @@ func runWriter(dir string) error {
 		for _, f := range fs {
 			record(f, base)
 			base++
+		}
+	case "stream": // as pipe, until the stop file exists; then close the ledger
+		stop := filepath.Join(dir, fileStop)
+		var fs []*client.AppendFuture
+		base := int64(0)
+		for next < n && !failed {
+			if next%16 == 0 {
+				if _, err := os.Stat(stop); err == nil {
+					break
+				}
+			}
+			fs = append(fs, appendNext())
+			if len(fs) >= pipeWindow {
+				record(fs[0], base)
+				fs, base = fs[1:], base+1
+			}
+		}
+		for _, f := range fs {
+			record(f, base)
+			base++
+		}
+		result := "ok " + strconv.FormatInt(w.LastAddConfirmed(), 10)
+		if err := w.Close(ctx); err != nil {
+			result = "err " + errClass(err) + " " + strings.ReplaceAll(err.Error(), "\n", " ")
+		}
+		if err := writeFileAtomic(filepath.Join(dir, fileClosed), result); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("unknown mode %q", mode)
