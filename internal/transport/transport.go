@@ -36,7 +36,11 @@
 //
 // Contract: on one v2 connection, all outstanding requests that share a
 // key are the same request on the wire, but for the HIGH_PRIORITY flag
-// (which only schedules them at the bookie). The transport keeps it by
+// (which only schedules them at the bookie) and for what the caller puts
+// in them: a fencing READ's master key (one ledger, one password: the
+// client checks it against the metadata where the metadata has one) and
+// an ADD's body (one entry; copies differ at most in the piggybacked LAC,
+// and OK means "stored" either way). The transport keeps it by
 // routing, with no waiting: every v2 request with recovery semantics (a
 // READ or BATCH_READ with DO_FENCING, an ADD with RECOVERY_ADD) goes on a
 // connection of its own to the bookie (the recovery lane, one per pool
