@@ -20,6 +20,7 @@ package testcluster
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -303,9 +304,53 @@ func (b *Bookie) Kill() {
 	<-wait
 }
 
-// Pause SIGSTOPs the process; Resume SIGCONTs it.
-func (b *Bookie) Pause()  { b.signal(syscall.SIGSTOP) }
-func (b *Bookie) Resume() { b.signal(syscall.SIGCONT) }
+// Pause SIGSTOPs the process and returns once it is stopped; Resume
+// SIGCONTs it and returns once it runs again. Signals are delivered
+// asynchronously: a test that goes on right after kill(2) may still be
+// served by a bookie it thinks is stopped. Where /proc is missing (not
+// Linux) they return after sending the signal.
+func (b *Bookie) Pause() {
+	b.signal(syscall.SIGSTOP)
+	b.waitStopped(true)
+}
+
+func (b *Bookie) Resume() {
+	b.signal(syscall.SIGCONT)
+	b.waitStopped(false)
+}
+
+// waitStopped polls the process's state in /proc/<pid>/stat until it is
+// (or is not) stopped by a signal; it returns at once if the process is
+// gone or /proc cannot be read.
+func (b *Bookie) waitStopped(stopped bool) {
+	b.mu.Lock()
+	cmd := b.cmd
+	b.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	for {
+		st, err := procState(cmd.Process.Pid)
+		if err != nil || (st == 'T') == stopped {
+			return
+		}
+		time.Sleep(time.Millisecond) // polling interval
+	}
+}
+
+// procState returns the state letter of process pid (proc(5): the field
+// after the parenthesised command name; 'T' is stopped by a signal).
+func procState(pid int) (byte, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, fmt.Errorf("/proc/%d/stat: no state field in %q", pid, b)
+	}
+	return b[i+2], nil
+}
 
 // Terminate sends SIGTERM and waits for a clean exit (status 0) within
 // StopTimeout; it fails the test otherwise. It returns how long the stop
