@@ -26,7 +26,15 @@ const (
 	DefaultOpenLedgerRereplicationGracePeriod = 30 * time.Second
 	DefaultPollInterval                       = time.Second
 	DefaultFailureBackoff                     = 5 * time.Second // rwRereplicateBackoffMs
+	DefaultReleaseTimeout                     = 5 * time.Second
 )
+
+// ErrLockNotReleased: Step could not release a ledger's lock (the store did
+// not answer within ReleaseTimeout). The lock stays held by the session
+// until the session ends: no worker, this one included (a session's locks
+// are not re-entrant), can repair the ledger meanwhile. The caller must end
+// the session and go on under a new one, as Run does.
+var ErrLockNotReleased = errors.New("lock not released")
 
 // WorkerConfig configures a ReplicationWorker. Zero values take defaults.
 type WorkerConfig struct {
@@ -52,6 +60,10 @@ type WorkerConfig struct {
 	// FailureBackoff is how long a ledger whose repair failed is left
 	// alone by this worker.
 	FailureBackoff time.Duration
+	// ReleaseTimeout bounds each of the calls that end work on a ledger
+	// or a session, also after Run's context ended: clearing a record,
+	// releasing a lock, closing the session.
+	ReleaseTimeout time.Duration
 	// RateLimitBytesPerSecond bounds the bytes this worker copies per
 	// second (all ledgers together); 0 means unlimited.
 	RateLimitBytesPerSecond int
@@ -91,6 +103,9 @@ func (c *WorkerConfig) setDefaults() {
 	}
 	if c.FailureBackoff <= 0 {
 		c.FailureBackoff = DefaultFailureBackoff
+	}
+	if c.ReleaseTimeout <= 0 {
+		c.ReleaseTimeout = DefaultReleaseTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -139,7 +154,10 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 }
 
 // Run repairs under-replicated ledgers until ctx ends (then it returns
-// ctx's error). Locks are tied to one session; a lost session is replaced.
+// ctx's error). Locks are tied to one session; a lost session is replaced,
+// and so is one holding a lock Step could not release (ErrLockNotReleased):
+// closing it releases the lock (or, if the store does not answer, it
+// expires a TTL later, its keepalives stopped).
 func (w *Worker) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		s, err := w.cfg.Driver.OpenSession(ctx, metadata.SessionOptions{TTL: w.cfg.SessionTTL})
@@ -147,29 +165,40 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.pause(ctx)
 			continue
 		}
-		for ctx.Err() == nil {
-			did, err := w.Step(ctx, s)
-			if errors.Is(err, metadata.ErrSessionExpired) {
-				break
-			}
-			if err != nil && ctx.Err() == nil {
-				w.log.Warn("replication step failed", "err", err)
-			}
-			if !did {
-				w.pause(ctx)
-			}
-			select {
-			case <-s.Done():
-			default:
-				continue
-			}
-			break
+		w.runSession(ctx, s)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.ReleaseTimeout)
+		if err := s.Close(cctx); err != nil && ctx.Err() == nil {
+			w.log.Warn("cannot close the session; its locks expire with its lease", "err", err)
 		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		_ = s.Close(cctx)
 		cancel()
 	}
 	return ctx.Err()
+}
+
+// runSession runs steps under s until ctx ends, s ends, or s holds a lock
+// that could not be released.
+func (w *Worker) runSession(ctx context.Context, s metadata.Session) {
+	for ctx.Err() == nil {
+		did, err := w.Step(ctx, s)
+		if errors.Is(err, metadata.ErrSessionExpired) {
+			return
+		}
+		if errors.Is(err, ErrLockNotReleased) {
+			w.log.Warn("a lock could not be released; ending the session that holds it", "err", err)
+			return
+		}
+		if err != nil && ctx.Err() == nil {
+			w.log.Warn("replication step failed", "err", err)
+		}
+		if !did {
+			w.pause(ctx)
+		}
+		select {
+		case <-s.Done():
+			return
+		default:
+		}
+	}
 }
 
 func (w *Worker) pause(ctx context.Context) {
@@ -181,7 +210,8 @@ func (w *Worker) pause(ctx context.Context) {
 
 // Step takes the lock on one under-replicated ledger (not in this worker's
 // backoff), repairs it and clears or releases it. It reports whether it
-// found a ledger to work on.
+// found a ledger to work on. If the lock cannot be released the error wraps
+// ErrLockNotReleased, and the caller must end s.
 func (w *Worker) Step(ctx context.Context, s metadata.Session) (bool, error) {
 	if on, err := w.ar.ReplicationEnabled(ctx); err != nil || !on {
 		return false, err
@@ -225,9 +255,12 @@ func (w *Worker) Step(ctx context.Context, s metadata.Session) (bool, error) {
 			w.backoff(r.LedgerID, w.cfg.FailureBackoff)
 			w.log.Warn("re-replication failed; will retry", "ledger", r.LedgerID, "err", err)
 		}
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		_ = lock.Unlock(uctx)
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.ReleaseTimeout)
+		uerr := lock.Unlock(uctx)
 		cancel()
+		if uerr != nil {
+			err = errors.Join(err, fmt.Errorf("ledger %d: %w: %w", r.LedgerID, ErrLockNotReleased, uerr))
+		}
 		return true, err
 	}
 	return false, nil
@@ -514,7 +547,7 @@ func (w *Worker) clear(ctx context.Context, id int64, v metadata.Version) error 
 	// record releases the lock, so the driver's last steps (removing empty
 	// parents) would see their own context cancelled. The version check
 	// keeps a late clear safe.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.ReleaseTimeout)
 	defer cancel()
 	err := w.ar.MarkLedgerReplicated(cctx, id, v)
 	if err == nil {

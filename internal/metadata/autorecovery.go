@@ -56,9 +56,11 @@ type UnderReplication interface {
 	MarkLedgerReplicated(ctx context.Context, ledgerID int64, expected Version) error
 
 	// LockUnderReplicatedLedger takes the ledger's lock under session s,
-	// holding owner's id as the lock's value. ErrLocked if another
-	// session holds it, ErrNotFound if there is no record. The lock ends
-	// with Unlock or with the session.
+	// holding owner's id as the lock's value. ErrLocked if it is held: by
+	// another session, or by s itself (locks are not re-entrant);
+	// ErrNotFound if there is no record. The lock ends with Unlock or
+	// with the session: a lock whose Unlock failed stays held until s
+	// ends, so its holder should then end s.
 	LockUnderReplicatedLedger(ctx context.Context, s Session, ledgerID int64, owner BookieID) (Lock, error)
 
 	// SetReplicationEnabled and ReplicationEnabled switch re-replication

@@ -68,9 +68,10 @@ var (
 	// new session and register again.
 	ErrSessionExpired = errors.New("metadata session expired")
 
-	// ErrLocked: a lock (an under-replicated ledger's lock) is held by
-	// another session.
-	ErrLocked = errors.New("lock held by another session")
+	// ErrLocked: a lock (an under-replicated ledger's lock) is already
+	// held, by another session or by the same one (locks are not
+	// re-entrant).
+	ErrLocked = errors.New("lock already held")
 
 	// ErrNotFound: an AutoRecovery record (under-replicated ledger, auditor)
 	// is absent.

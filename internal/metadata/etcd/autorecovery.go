@@ -24,6 +24,7 @@ const (
 	urLocksNode    = "locks"
 	urElectionNode = "auditorelection"
 	urDisableNode  = "disable"
+	urSwitchNode   = "replicationswitch"
 	urDelayNode    = "lostBookieRecoveryDelay"
 )
 
@@ -33,6 +34,7 @@ func (k keys) urRecords() string        { return k.underReplication + "/" + urLe
 func (k keys) urLocks() string          { return k.underReplication + "/" + urLocksNode }
 func (k keys) urElection() string       { return k.underReplication + "/" + urElectionNode }
 func (k keys) urDisable() string        { return k.underReplication + "/" + urDisableNode }
+func (k keys) urSwitch() string         { return k.underReplication + "/" + urSwitchNode }
 func (k keys) urDelay() string          { return k.underReplication + "/" + urDelayNode }
 func (k keys) urRecord(id int64) string { return k.urRecords() + "/" + LedgerUUID(id) }
 func (k keys) urLock(id int64) string   { return k.urLocks() + "/" + LedgerUUID(id) }
@@ -172,8 +174,13 @@ func (d *Driver) ListUnderReplicatedLedgers(ctx context.Context, startID int64, 
 }
 
 // MarkLedgerReplicated implements metadata.UnderReplication: `if
-// mod_revision(record) == expected then delete record, lock else get
-// record, delete lock`.
+// mod_revision(record) == expected then delete record, release lock else
+// get record, release lock`, where releasing the lock deletes it only if it
+// is the lock read before the first attempt (`create_revision(lock) ==
+// read`, a nested txn). Releasing "whatever lock is there" could, applied
+// late (retry.go), delete a lock another worker took after this call: two
+// workers would then repair the ledger at once. A lock taken after the read
+// is not the one the caller meant to release.
 func (d *Driver) MarkLedgerReplicated(ctx context.Context, ledgerID int64, expected metadata.Version) error {
 	if err := checkLedgerID(ledgerID); err != nil {
 		return err
@@ -182,26 +189,47 @@ func (d *Driver) MarkLedgerReplicated(ctx context.Context, ledgerID int64, expec
 		return err
 	}
 	key, lock := d.k.urRecord(ledgerID), d.k.urLock(ledgerID)
+	resp, err := d.get(ctx, "read "+lock, lock, clientv3.WithKeysOnly())
+	if err != nil {
+		return err
+	}
+	var held int64 // the lock's create revision; 0: none
+	if len(resp.Kvs) == 1 {
+		held = resp.Kvs[0].CreateRevision
+	}
 	return d.do(ctx, "clear "+key, func(ctx context.Context, retried bool) error {
-		resp, err := d.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(key), "=", int64(expected))).
-			Then(clientv3.OpDelete(key), clientv3.OpDelete(lock)).
-			Else(clientv3.OpGet(key, clientv3.WithCountOnly()), clientv3.OpDelete(lock)).
-			Commit()
-		if err != nil {
-			return d.storeErr("clear "+key, err)
-		}
-		if resp.Succeeded {
-			return nil
-		}
-		if resp.Responses[0].GetResponseRange().GetCount() == 0 {
-			if retried {
-				return nil // cleared: by our earlier attempt, or by someone else
-			}
-			return fmt.Errorf("under-replicated ledger %d: %w", ledgerID, metadata.ErrNotFound)
-		}
-		return fmt.Errorf("clear under-replicated ledger %d at version %d: %w", ledgerID, expected, metadata.ErrBadVersion)
+		return d.clearOnce(ctx, ledgerID, expected, held, retried)
 	})
+}
+
+// clearOnce is one attempt of MarkLedgerReplicated; held is the create
+// revision of the lock to release (0: none).
+func (d *Driver) clearOnce(ctx context.Context, ledgerID int64, expected metadata.Version, held int64, retried bool) error {
+	key, lock := d.k.urRecord(ledgerID), d.k.urLock(ledgerID)
+	var release []clientv3.Op
+	if held != 0 {
+		release = append(release, clientv3.OpTxn(
+			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lock), "=", held)},
+			[]clientv3.Op{clientv3.OpDelete(lock)}, nil))
+	}
+	resp, err := d.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", int64(expected))).
+		Then(append([]clientv3.Op{clientv3.OpDelete(key)}, release...)...).
+		Else(append([]clientv3.Op{clientv3.OpGet(key, clientv3.WithCountOnly())}, release...)...).
+		Commit()
+	if err != nil {
+		return d.storeErr("clear "+key, err)
+	}
+	if resp.Succeeded {
+		return nil
+	}
+	if resp.Responses[0].GetResponseRange().GetCount() == 0 {
+		if retried {
+			return nil // cleared: by our earlier attempt, or by someone else
+		}
+		return fmt.Errorf("under-replicated ledger %d: %w", ledgerID, metadata.ErrNotFound)
+	}
+	return fmt.Errorf("clear under-replicated ledger %d at version %d: %w", ledgerID, expected, metadata.ErrBadVersion)
 }
 
 func (d *Driver) etcdSession(s metadata.Session) (*session, error) {
@@ -246,11 +274,24 @@ func (d *Driver) LockUnderReplicatedLedger(ctx context.Context, s metadata.Sessi
 	if err != nil {
 		return nil, d.storeErr("lock "+lock, err)
 	}
-	return d.newKeyLock(ss, lock, rev, nil, nil)
+	ss.noteLock(lock, rev)
+	l, err := d.newKeyLock(ss, lock, rev, nil, nil, func() { ss.forgetLock(lock, rev) })
+	if err != nil {
+		ss.forgetLock(lock, rev)
+		return nil, err
+	}
+	return l, nil
 }
 
 // lockOnce is one attempt of LockUnderReplicatedLedger; it returns the
 // lock key's create revision. Etcd errors are returned unwrapped.
+//
+// A lock held by this session's lease is this call's own (an earlier
+// attempt applied although it failed) only on a retried attempt, with our
+// owner, and if the session has not handed that lock out before: a lock
+// this session took and has not released (its Unlock failed) is refused
+// like any held lock (metadata's contract: a session's locks are not
+// re-entrant). Its holder should end the session, which releases it.
 func (d *Driver) lockOnce(ctx context.Context, ss *session, ledgerID int64, owner metadata.BookieID, retried bool) (int64, error) {
 	key, lock := d.k.urRecord(ledgerID), d.k.urLock(ledgerID)
 	resp, err := d.cli.Txn(ctx).
@@ -264,11 +305,21 @@ func (d *Driver) lockOnce(ctx context.Context, ss *session, ledgerID int64, owne
 	if resp.Succeeded {
 		return resp.Header.Revision, nil
 	}
-	if cur := firstKV(resp, 1); retried && cur != nil && cur.Lease == int64(ss.lease) && string(cur.Value) == string(owner) {
+	cur := firstKV(resp, 1)
+	ours := cur != nil && cur.Lease == int64(ss.lease)
+	if ours && retried && string(cur.Value) == string(owner) && !ss.handedOut(lock, cur.CreateRevision) {
 		return cur.CreateRevision, nil // our earlier attempt took it
 	}
 	if resp.Responses[0].GetResponseRange().GetCount() == 0 {
 		return 0, fmt.Errorf("lock under-replicated ledger %d: %w", ledgerID, metadata.ErrNotFound)
+	}
+	switch {
+	case ours:
+		return 0, fmt.Errorf("lock under-replicated ledger %d: %w: by this session (lease %x) for %q since revision %d, not released",
+			ledgerID, metadata.ErrLocked, int64(ss.lease), cur.Value, cur.CreateRevision)
+	case cur != nil:
+		return 0, fmt.Errorf("lock under-replicated ledger %d: %w: by %q under another session (lease %x)",
+			ledgerID, metadata.ErrLocked, cur.Value, cur.Lease)
 	}
 	return 0, fmt.Errorf("lock under-replicated ledger %d: %w", ledgerID, metadata.ErrLocked)
 }
@@ -284,10 +335,14 @@ type keyLock struct {
 	stop     context.CancelFunc
 	onUnlock func(ctx context.Context) error
 	release  func() // once, when the lock ends (nil: nothing)
+	gone     func() // when the key is known deleted (nil: nothing)
 }
 
-func (d *Driver) newKeyLock(ss *session, key string, rev int64, onUnlock func(ctx context.Context) error, release func()) (*keyLock, error) {
-	l := &keyLock{d: d, key: key, rev: rev, done: make(chan struct{}), onUnlock: onUnlock, release: release}
+func (d *Driver) newKeyLock(ss *session, key string, rev int64, onUnlock func(ctx context.Context) error, release, gone func()) (*keyLock, error) {
+	if gone == nil {
+		gone = func() {}
+	}
+	l := &keyLock{d: d, key: key, rev: rev, done: make(chan struct{}), onUnlock: onUnlock, release: release, gone: gone}
 	wctx, cancel := context.WithCancel(context.Background())
 	l.stop = cancel
 	err := d.goWatch(wctx, func(ctx context.Context) {
@@ -316,7 +371,11 @@ func (d *Driver) newKeyLock(ss *session, key string, rev int64, onUnlock func(ct
 					// vanish while there is none (only a leader expires a
 					// lease), so the lock holds meanwhile.
 					g, err := d.get(ctx, "check lock "+key, key)
-					if err != nil || len(g.Kvs) == 0 || g.Kvs[0].CreateRevision != rev {
+					if err != nil {
+						return
+					}
+					if len(g.Kvs) == 0 || g.Kvs[0].CreateRevision != rev {
+						l.gone()
 						return
 					}
 					wch = d.cli.Watch(clientv3.WithRequireLeader(ctx), key, clientv3.WithRev(g.Header.Revision+1), clientv3.WithFilterPut())
@@ -324,6 +383,7 @@ func (d *Driver) newKeyLock(ss *session, key string, rev int64, onUnlock func(ct
 				}
 				for _, ev := range wr.Events {
 					if ev.Type == mvccpb.DELETE {
+						l.gone()
 						return
 					}
 				}
@@ -355,29 +415,95 @@ func (l *keyLock) Unlock(ctx context.Context) error {
 	if l.onUnlock != nil {
 		return l.onUnlock(ctx)
 	}
-	return l.d.do(ctx, "unlock "+l.key, func(ctx context.Context, _ bool) error {
-		_, err := l.d.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", l.rev)).
-			Then(clientv3.OpDelete(l.key)).
-			Commit()
-		if err != nil {
-			return l.d.storeErr("unlock "+l.key, err)
-		}
-		return nil
-	})
+	if err := l.d.deleteIfCreated(ctx, "unlock "+l.key, l.key, l.rev); err != nil {
+		return err
+	}
+	l.gone()
+	return nil
 }
 
 // SetReplicationEnabled implements metadata.UnderReplication: disabled is
 // the presence of `underreplication/disable`, as in Java's ZooKeeper layout.
+//
+// A switch is a compare-and-set, re-read and retried on a conflict: it
+// reads the state first and, unless it already holds, deletes or puts
+// `disable` only if the companion key `underreplication/replicationswitch`
+// (empty, Folio's) still has the mod revision read, and bumps it in the
+// same txn. A plain put or delete applied late (retry.go) would undo a
+// later switch; a comparison on `disable` alone cannot prevent that, since
+// its "absent" comes back with every enable. Every switch moves the
+// companion, so a late attempt fails its comparison.
 func (d *Driver) SetReplicationEnabled(ctx context.Context, enabled bool) error {
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
 	key := d.k.urDisable()
-	if enabled {
-		return d.deleteKey(ctx, "write "+key, key)
+	what := "write " + key
+	for {
+		disabled, sw, err := d.readSwitch(ctx)
+		if err != nil {
+			return err
+		}
+		if disabled != enabled {
+			return nil // already so (our earlier attempt's, or someone's)
+		}
+		var done bool
+		err = d.do(ctx, what, func(ctx context.Context, _ bool) error {
+			ok, err := d.switchOnce(ctx, enabled, sw)
+			if err != nil {
+				return d.storeErr(what, err)
+			}
+			done = ok
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
 	}
-	return d.put(ctx, "write "+key, key, "")
+}
+
+// readSwitch reads, at one revision, whether `disable` is present and the
+// mod revision of the replication switch's companion key (0: absent).
+func (d *Driver) readSwitch(ctx context.Context) (disabled bool, sw int64, err error) {
+	key, swKey := d.k.urDisable(), d.k.urSwitch()
+	var resp *clientv3.TxnResponse
+	err = d.do(ctx, "read "+key, func(ctx context.Context, _ bool) error {
+		r, err := d.cli.Txn(ctx).Then(clientv3.OpGet(key, clientv3.WithCountOnly()), clientv3.OpGet(swKey, clientv3.WithKeysOnly())).Commit()
+		if err != nil {
+			return d.storeErr("read "+key, err)
+		}
+		resp = r
+		return nil
+	})
+	if err != nil {
+		return false, 0, err
+	}
+	if kv := firstKV(resp, 1); kv != nil {
+		sw = kv.ModRevision
+	}
+	return resp.Responses[0].GetResponseRange().GetCount() > 0, sw, nil
+}
+
+// switchOnce is one attempt of SetReplicationEnabled: `if
+// mod_revision(replicationswitch) == sw then delete or put disable, put
+// replicationswitch`. It reports whether it switched.
+func (d *Driver) switchOnce(ctx context.Context, enabled bool, sw int64) (bool, error) {
+	key, swKey := d.k.urDisable(), d.k.urSwitch()
+	op := clientv3.OpPut(key, "")
+	if enabled {
+		op = clientv3.OpDelete(key)
+	}
+	resp, err := d.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(swKey), "=", sw)).
+		Then(op, clientv3.OpPut(swKey, "")).
+		Commit()
+	if err != nil {
+		return false, err
+	}
+	return resp.Succeeded, nil
 }
 
 // ReplicationEnabled implements metadata.UnderReplication.
@@ -417,8 +543,9 @@ func (d *Driver) SetLostBookieRecoveryDelay(ctx context.Context, delay time.Dura
 		return err
 	}
 	key := d.k.urDelay()
-	// A repeated put of the value is one more request to audit now: harmless.
-	return d.put(ctx, "write "+key, key, EncodeDelay(delay))
+	// A repeated put of the value is one more request to audit now:
+	// harmless. A late one must not undo a later value (replace).
+	return d.replace(ctx, "write "+key, key, EncodeDelay(delay))
 }
 
 // LostBookieRecoveryDelay implements metadata.UnderReplication.
@@ -521,8 +648,9 @@ func (d *Driver) WatchLostBookieRecoveryDelay(ctx context.Context) (<-chan metad
 	return out, nil
 }
 
-// SetLastCheckTime implements metadata.UnderReplication: a plain put of
-// metadata.EncodeCheckTime's bytes at `underreplication/<check.Node()>`.
+// SetLastCheckTime implements metadata.UnderReplication: a put of
+// metadata.EncodeCheckTime's bytes at `underreplication/<check.Node()>`
+// (replace: a late attempt cannot put an older time back).
 func (d *Driver) SetLastCheckTime(ctx context.Context, check metadata.PeriodicCheck, completed time.Time) error {
 	value, err := metadata.EncodeCheckTime(check, completed)
 	if err != nil {
@@ -532,7 +660,7 @@ func (d *Driver) SetLastCheckTime(ctx context.Context, check metadata.PeriodicCh
 		return err
 	}
 	key := d.k.urCheckTime(check)
-	return d.put(ctx, "write "+key, key, string(value))
+	return d.replace(ctx, "write "+key, key, string(value))
 }
 
 // LastCheckTime implements metadata.UnderReplication.
@@ -606,7 +734,7 @@ func (d *Driver) CampaignAuditor(ctx context.Context, s metadata.Session, candid
 			return d.storeErr("resign auditor", err)
 		}
 		return nil
-	}, cs.Orphan)
+	}, cs.Orphan, nil)
 	if err != nil {
 		cs.Orphan()
 		return nil, err

@@ -43,6 +43,8 @@
 //	                                                (one per candidate lease; lowest create_revision leads;
 //	                                                value = candidate id)
 //	<scope>/underreplication/disable                ""  present while replication is disabled
+//	<scope>/underreplication/replicationswitch      ""  put by every switch of the above: its
+//	                                                mod_revision guards the switch (retry.go)
 //	<scope>/underreplication/lostBookieRecoveryDelay  decimal seconds ("60", "0.5")
 //	<scope>/underreplication/checkallledgersctime       last ledger check's completion: binary CheckAllLedgersFormat
 //	<scope>/underreplication/placementpolicycheckctime  last placement check's: binary PlacementPolicyCheckFormat
@@ -64,10 +66,15 @@
 // if `create_revision == 0`, else merge the missing bookies with `if
 // mod_revision == read`; a record that already lists them is not
 // rewritten). Clearing is `if mod_revision == expected then delete record
-// and lock else delete lock`. Locking is `if create_revision(record) > 0 and
-// create_revision(lock) == 0 then put(lock, owner, lease)`; the lock ends
-// with Unlock (a delete guarded by its create_revision), with the lease, or
-// when the key is deleted (a watch closes Lock.Done). The auditor election
+// and release lock else release lock`, where releasing deletes the lock
+// read before the first attempt (`if create_revision(lock) == read`, a
+// nested txn), not a lock taken since. Locking is `if
+// create_revision(record) > 0 and create_revision(lock) == 0 then put(lock,
+// owner, lease)`; a lock is not re-entrant: one held by the same session is
+// refused too (ErrLocked, naming the session), so a lock whose Unlock failed
+// stays until its session ends (the replication worker then ends it). The
+// lock ends with Unlock (a delete guarded by its create_revision), with the
+// lease, or when the key is deleted (a watch closes Lock.Done). The auditor election
 // shares the session's lease through a concurrency.Session that is
 // orphaned, never closed (closing would revoke the lease).
 //
@@ -77,10 +84,19 @@
 // is the txn header revision (the new mod_revision). Create is `if
 // create_revision == 0 then put`, write `if mod_revision == expected then put
 // else get` (the else branch tells BadVersion from NoSuchLedger), delete `if
-// mod_revision == expected` or, with VersionAny, `if create_revision > 0`.
+// mod_revision == expected` or, with VersionAny, `if create_revision ==
+// c`, c read just before (a key created again since is not deleted).
 // Revisions are store-wide, so a re-created key never reuses an old
 // version. A value that does not parse is reported as ErrCorruptMetadata
 // naming the key, never as "no such ledger".
+//
+// # Retries
+//
+// Every request is retried while etcd is unavailable (retry.go). A retried
+// write recognises its own earlier attempt's effect, and no write is left
+// that an abandoned attempt, applied late, could turn against a later
+// change: writes that would compare nothing are guarded on state read
+// before their first attempt (retry.go lists them).
 //
 // # Listing
 //
@@ -95,13 +111,24 @@
 // start, round-robin; one txn puts "" at `buckets/NNN` and gets it back; id =
 // bucket<<56 | key version. Java and Folio clients share the counters.
 //
+// Ledger metadata carries no creator token on etcd (ctoken 0, as Java's
+// etcd driver writes it; ZooKeeper's drivers use it to recognise their own
+// create). A retried create recognises its own by the bytes instead: the
+// key holds exactly our value and was never rewritten (createdByUs). That
+// cannot tell two creators of one id with identical bytes apart, which is
+// sound because ids come from GenerateLedgerID, never handed out twice:
+// every production path creates ledgers through CreateLedger. Only tests
+// call CreateLedgerMetadata with an id of their choosing.
+//
 // # Registration and sessions
 //
 // A Session is one lease (TTL in whole seconds) kept alive by the client.
-// RegisterBookie is `if create_revision(key) == 0 then put(key, "", lease)
-// and delete the other mode's key`; a key held by another lease is waited
-// for up to 2×TTL (Config.RegistrationWait) and then fails with
-// ErrBookieRegistered ("previous bookie registration still exists"). When
+// RegisterBookie is `if create_revision(key) == 0 and create_revision(other)
+// == read then put(key, "", lease) and delete the other mode's key`, both
+// keys read first; a key held by another lease is waited for up to 2×TTL
+// (Config.RegistrationWait) and then fails with ErrBookieRegistered
+// ("previous bookie registration still exists"). UnregisterBookie deletes
+// the key read first (`if create_revision == read`), whoever holds it. When
 // the lease is lost, Session.Done closes; the owner opens a new session and
 // registers again. Values are empty: Java's etcd driver stores no
 // BookieServiceInfo, so bookie ids must be resolvable host:port.

@@ -133,13 +133,15 @@ func TestRetriedWritesRecogniseTheirEffect(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close(ctx)
-	lock, err := ar.LockUnderReplicatedLedger(ctx, s1, 9, "10.0.0.7:3181")
-	if err != nil {
+	// The first attempt, applied, its answer lost.
+	if _, err := etcd.LockAttempt(ctx, d, s1, 9, "10.0.0.7:3181", false); err != nil {
 		t.Fatal(err)
 	}
-	defer lock.Unlock(ctx)
 	if _, err := etcd.LockAttempt(ctx, d, s1, 9, "10.0.0.7:3181", true); err != nil {
 		t.Fatalf("retried lock after an applied one: %v", err)
+	}
+	if _, err := etcd.LockAttempt(ctx, d, s1, 9, "10.0.0.8:3181", true); !errors.Is(err, metadata.ErrLocked) {
+		t.Fatalf("retried lock by the same session for another owner: %v, want ErrLocked", err)
 	}
 	if _, err := etcd.LockAttempt(ctx, d, s1, 9, "10.0.0.7:3181", false); !errors.Is(err, metadata.ErrLocked) {
 		t.Fatalf("first lock attempt on a held lock: %v, want ErrLocked", err)

@@ -206,7 +206,8 @@ func (d *Driver) casFailure(what string, resp *clientv3.TxnResponse, expected me
 }
 
 // DeleteLedger: with a version, `if mod_revision == v then delete else get`;
-// with VersionAny, `if create_revision > 0 then delete` (§2.5).
+// with VersionAny, the incarnation of the key read first, `if
+// create_revision == read then delete` (§2.5; casDelete).
 func (d *Driver) DeleteLedger(ctx context.Context, id int64, expected metadata.Version) error {
 	if err := checkLedgerID(id); err != nil {
 		return err
@@ -223,16 +224,34 @@ func (d *Driver) DeleteLedger(ctx context.Context, id int64, expected metadata.V
 	return d.casDelete(ctx, fmt.Sprintf("ledger %d (%s)", id, key), key, expected, metadata.ErrNoSuchLedger)
 }
 
+// casDelete deletes key: with a version, `if mod_revision == expected then
+// delete else get`; with VersionAny, the key as read before the first
+// attempt, `if create_revision == read then delete` (deleteIfCreated's
+// reason: a delete of whatever is there, applied late, would delete a key
+// created again after this call).
 func (d *Driver) casDelete(ctx context.Context, what, key string, expected metadata.Version, absent error) error {
+	var created int64
+	if expected == metadata.VersionAny {
+		resp, err := d.get(ctx, "read "+what, key, clientv3.WithKeysOnly())
+		if err != nil {
+			return err
+		}
+		if len(resp.Kvs) == 0 {
+			return fmt.Errorf("%s: %w", what, absent)
+		}
+		created = resp.Kvs[0].CreateRevision
+	}
 	return d.do(ctx, "delete "+what, func(ctx context.Context, retried bool) error {
-		return d.casDeleteOnce(ctx, what, key, expected, absent, retried)
+		return d.casDeleteOnce(ctx, what, key, expected, created, absent, retried)
 	})
 }
 
-func (d *Driver) casDeleteOnce(ctx context.Context, what, key string, expected metadata.Version, absent error, retried bool) error {
+// casDeleteOnce is one attempt of casDelete; created is the create revision
+// read first (VersionAny only).
+func (d *Driver) casDeleteOnce(ctx context.Context, what, key string, expected metadata.Version, created int64, absent error, retried bool) error {
 	cmp := clientv3.Compare(clientv3.ModRevision(key), "=", int64(expected))
 	if expected == metadata.VersionAny {
-		cmp = clientv3.Compare(clientv3.CreateRevision(key), ">", 0)
+		cmp = clientv3.Compare(clientv3.CreateRevision(key), "=", created)
 	}
 	resp, err := d.cli.Txn(ctx).
 		If(cmp).
@@ -245,8 +264,13 @@ func (d *Driver) casDeleteOnce(ctx context.Context, what, key string, expected m
 	if resp.Succeeded {
 		return nil
 	}
-	if retried && resp.Responses[0].GetResponseRange().GetCount() == 0 {
-		return nil // gone: by our earlier attempt, or by someone else
+	// With VersionAny a key that is there now was created after the read:
+	// the one read was deleted meanwhile, as if absent.
+	if gone := resp.Responses[0].GetResponseRange().GetCount() == 0; gone || expected == metadata.VersionAny {
+		if retried {
+			return nil // deleted: by our earlier attempt, or by someone else
+		}
+		return fmt.Errorf("%s: %w", what, absent)
 	}
 	return d.casFailure(what, resp, expected, absent)
 }

@@ -33,6 +33,42 @@ type session struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	mu struct {
+		sync.Mutex
+		// locks are the create revisions, by key, of the
+		// under-replication locks this session handed out and has not
+		// seen deleted (lockOnce).
+		locks map[string]int64
+	}
+}
+
+// noteLock records a lock handed out under this session.
+func (s *session) noteLock(key string, rev int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.locks == nil {
+		s.mu.locks = map[string]int64{}
+	}
+	s.mu.locks[key] = rev
+}
+
+// forgetLock forgets a lock handed out, once its key is deleted.
+func (s *session) forgetLock(key string, rev int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.locks[key] == rev {
+		delete(s.mu.locks, key)
+	}
+}
+
+// handedOut reports whether the lock key at create revision rev was handed
+// out by this session (and not seen deleted).
+func (s *session) handedOut(key string, rev int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held, ok := s.mu.locks[key]
+	return ok && held == rev
 }
 
 // OpenSession grants a lease of opts.TTL (whole seconds, rounded up, at
@@ -145,10 +181,12 @@ func (s *session) expiredErr(id metadata.BookieID) error {
 
 // RegisterBookie puts `bookies/writable/<id>` (or `bookies/readonly/<id>`)
 // with an empty value under the session's lease and deletes the other mode's
-// key, in one txn guarded by `create_revision(key) == 0` (§2.6). A key
-// already held by this lease is a no-op (the other mode's key is still
-// removed). A key held by another lease is waited for (its DELETE) up to
-// Config.RegistrationWait (default 2×TTL), then ErrBookieRegistered.
+// key, in one txn guarded by `create_revision(key) == 0` (§2.6) and by the
+// other mode's key being the one read just before (same create revision,
+// or still absent). A key already held by this lease is a no-op (the other
+// mode's key is still removed). A key held by another lease is waited for
+// (its DELETE) up to Config.RegistrationWait (default 2×TTL), then
+// ErrBookieRegistered.
 func (s *session) RegisterBookie(ctx context.Context, id metadata.BookieID, readOnly bool) error {
 	if err := checkBookieID(id); err != nil {
 		return err
@@ -167,55 +205,108 @@ func (s *session) RegisterBookie(ctx context.Context, id metadata.BookieID, read
 	var deadline time.Time
 	what := "register bookie at " + key
 	for {
-		// A retried txn after one that was applied finds the key under our
-		// own lease: the branch below.
-		var resp *clientv3.TxnResponse
-		err := s.d.do(ctx, what, func(ctx context.Context, _ bool) error {
-			r, err := s.d.cli.Txn(ctx).
-				If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-				Then(clientv3.OpPut(key, "", clientv3.WithLease(s.lease)), clientv3.OpDelete(other)).
-				Else(clientv3.OpGet(key)).
-				Commit()
-			if err != nil {
-				return err // unwrapped: ErrLeaseNotFound is told apart below
-			}
-			resp = r
-			return nil
-		})
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			s.stopKA()
-			s.markDone()
-			return s.expiredErr(id)
-		}
+		cur, otherCreated, rev, err := s.readRegistration(ctx, what, key, other)
 		if err != nil {
-			return s.d.storeErr(what, err)
+			return err
 		}
-		if resp.Succeeded {
-			return nil
+		if cur != nil && cur.Lease == int64(s.lease) {
+			// Registered: by an earlier call, or by an attempt of this one
+			// that was applied although it failed. Remove the other mode's
+			// key if it is still the one read.
+			if otherCreated == 0 {
+				return nil
+			}
+			return s.d.deleteIfCreated(ctx, "unregister bookie at "+other, other, otherCreated)
 		}
-		kvs := resp.Responses[0].GetResponseRange().GetKvs()
-		if len(kvs) == 1 && kvs[0].Lease == int64(s.lease) {
-			if err := s.d.deleteKey(ctx, "unregister "+other, other); err != nil {
+		if cur == nil {
+			done, err := s.registerOnce(ctx, id, key, other, otherCreated)
+			if err != nil {
 				return err
 			}
-			return nil
-		}
-		holder := int64(0)
-		if len(kvs) == 1 {
-			holder = kvs[0].Lease
+			if done {
+				return nil
+			}
+			// The keys changed since the read (or an attempt of ours was
+			// applied after all): read them again.
+			continue
 		}
 		if deadline.IsZero() {
 			deadline = time.Now().Add(wait)
 		}
-		gone, err := s.waitDeleted(ctx, key, resp.Header.Revision, time.Until(deadline))
+		gone, err := s.waitDeleted(ctx, key, rev, time.Until(deadline))
 		if err != nil {
 			return err
 		}
 		if !gone {
 			return fmt.Errorf("register bookie %s: %w: %s is held by lease %x, not ours (%x), and was not released within %v (another process with this bookie id, or a crashed one whose lease has not expired)",
-				id, metadata.ErrBookieRegistered, key, holder, int64(s.lease), wait)
+				id, metadata.ErrBookieRegistered, key, cur.Lease, int64(s.lease), wait)
 		}
 	}
+}
+
+// readRegistration reads key and the other mode's key at one revision: key
+// (nil if absent), the other key's create revision (0 if absent) and the
+// revision read at.
+func (s *session) readRegistration(ctx context.Context, what, key, other string) (*mvccpb.KeyValue, int64, int64, error) {
+	var resp *clientv3.TxnResponse
+	err := s.d.do(ctx, what, func(ctx context.Context, _ bool) error {
+		// Not keys-only for key: etcd 3.7 answers a keys-only read from
+		// its index, without the lease.
+		r, err := s.d.cli.Txn(ctx).Then(clientv3.OpGet(key), clientv3.OpGet(other, clientv3.WithKeysOnly())).Commit()
+		if err != nil {
+			return s.d.storeErr(what, err)
+		}
+		resp = r
+		return nil
+	})
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	var otherCreated int64
+	if kv := firstKV(resp, 1); kv != nil {
+		otherCreated = kv.CreateRevision
+	}
+	return firstKV(resp, 0), otherCreated, resp.Header.Revision, nil
+}
+
+// registerOnce puts key under the lease and deletes the other mode's key,
+// if key is absent and the other key is the one read (otherCreated, 0 for
+// absent); it reports whether it did.
+//
+// The second condition is what makes a late attempt harmless. An attempt
+// the driver gave up on may still be applied after a later one (an etcd
+// follower forwards a proposal after writing it to its own disk, and the
+// retry may go through another member that applies first), possibly after
+// this call has returned and the bookie has moved to the other mode: then
+// the other key is a newer one, the comparison fails, and the bookie's
+// current registration stands.
+func (s *session) registerOnce(ctx context.Context, id metadata.BookieID, key, other string, otherCreated int64) (bool, error) {
+	what := "register bookie at " + key
+	then := []clientv3.Op{clientv3.OpPut(key, "", clientv3.WithLease(s.lease))}
+	if otherCreated != 0 {
+		then = append(then, clientv3.OpDelete(other))
+	}
+	var done bool
+	err := s.d.do(ctx, what, func(ctx context.Context, _ bool) error {
+		r, err := s.d.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0), clientv3.Compare(clientv3.CreateRevision(other), "=", otherCreated)).
+			Then(then...).
+			Commit()
+		if err != nil {
+			return err // unwrapped: ErrLeaseNotFound is told apart below
+		}
+		done = r.Succeeded
+		return nil
+	})
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		s.stopKA()
+		s.markDone()
+		return false, s.expiredErr(id)
+	}
+	if err != nil {
+		return false, s.d.storeErr(what, err)
+	}
+	return done, nil
 }
 
 // waitDeleted waits up to d for a DELETE of key after revision rev. It
@@ -254,7 +345,15 @@ func (s *session) waitDeleted(ctx context.Context, key string, rev int64, d time
 }
 
 // UnregisterBookie deletes the registration key, whoever holds it (as Java
-// does: a restarted bookie may remove its crashed predecessor's key).
+// does: a restarted bookie may remove its crashed predecessor's key), but
+// only the registration that exists when it is called: it reads the key's
+// create revision first and deletes the key only while it has that create
+// revision. An attempt applied late (see registerOnce) then cannot remove a
+// registration made after this call: `folio standalone` removes its
+// bookies' stale keys and registers them at once, and a late delete of the
+// fresh key would hide the bookie, whose ledgers AutoRecovery would then
+// re-replicate. A key created after the read was preceded by the deletion
+// of the one read, so this call is done either way.
 func (s *session) UnregisterBookie(ctx context.Context, id metadata.BookieID, readOnly bool) error {
 	if err := checkBookieID(id); err != nil {
 		return err
@@ -263,7 +362,15 @@ func (s *session) UnregisterBookie(ctx context.Context, id metadata.BookieID, re
 		return err
 	}
 	key := s.d.k.registration(id, readOnly)
-	return s.d.deleteKey(ctx, "unregister bookie at "+key, key)
+	what := "unregister bookie at " + key
+	resp, err := s.d.get(ctx, what, key, clientv3.WithKeysOnly())
+	if err != nil {
+		return err
+	}
+	if len(resp.Kvs) == 0 {
+		return nil
+	}
+	return s.d.deleteIfCreated(ctx, what, key, resp.Kvs[0].CreateRevision)
 }
 
 // WritableBookies lists `bookies/writable/` (keys only).

@@ -42,16 +42,40 @@ const (
 // own earlier success from someone else's change (the retried flag of
 // attempt):
 //   - a compare-and-set on a version that finds the key changed is ours when
-//     the key holds exactly the value we wrote and exactly one put happened
-//     since the expected version (appliedAfter); otherwise it is reported as
-//     ErrBadVersion, which every caller resolves by re-reading;
+//     the key holds exactly the value we wrote and the put that wrote it was
+//     made on the expected version (appliedAfter); otherwise it is reported
+//     as ErrBadVersion, which every caller resolves by re-reading;
 //   - a create that finds the key is ours when it holds our value and was
 //     never changed since its creation (createdByUs);
 //   - a delete that finds the key gone succeeded;
-//   - a registration or lock held by our own lease is ours;
-//   - plain puts, deletes and id generation are idempotent or harmless to
-//     repeat (a repeated id generation skips an id, as Java's does on
-//     failure).
+//   - a registration held by our own lease is ours; so is a lock held by
+//     our own lease and owner that this session has not handed out before;
+//   - id generation is harmless to repeat (a repeated generation skips an
+//     id, as Java's does on failure).
+//
+// An attempt the driver gave up on may also be applied *after* a later one.
+// An etcd follower forwards a client's proposal to the leader only after
+// writing it to its own disk; when the attempt times out (RequestTimeout)
+// the retry may go through another member, be applied first and answered,
+// and the stale proposal lands later, possibly after the request has
+// returned and its caller has moved on. A compare-and-set on a version is
+// immune: its late copy fails its comparison. A write that compares
+// nothing, or only "absent", is not, so none is left: each is guarded on
+// state read before its first attempt, which a later change moves on:
+//   - a delete of whatever is there deletes only the incarnation read first
+//     (`create_revision == read`, deleteIfCreated): UnregisterBookie,
+//     DeleteLedger and DeleteCookie with VersionAny, MarkLedgerReplicated's
+//     release of the lock;
+//   - a put of a key that is never deleted is a compare-and-set on the mod
+//     revision read first, re-read and retried on a conflict (replace):
+//     the lost-bookie recovery delay and the periodic check times;
+//   - the replication switch compares and bumps a companion key
+//     (`underreplication/replicationswitch`), since "absent" recurs;
+//   - a registration also compares the other mode's key with the one read
+//     first, so that a late one cannot undo a later change of mode.
+// Creates guarded by `create_revision == 0` alone (a ledger, a cookie, an
+// under-replication record, a lock) remain exposed when the key is deleted
+// within the window of a late proposal (seconds) after its creation.
 
 // attempt is one try of a request. retried is true when an earlier try
 // failed with a transient error, so that a write may have been applied
@@ -131,30 +155,42 @@ func transient(err error) bool {
 
 // appliedAfter reports whether cur, the value a compare-and-set on
 // `mod_revision == expected` found instead, is the write we attempted
-// earlier: it holds exactly value, and exactly one put happened to the key
-// since the expected version (the same incarnation of the key, whose
-// version, the count of puts since its creation, is one more than at
-// expected). If etcd compacted the revision
-// expected, it cannot tell and reports false: the caller reports a version
-// conflict and its caller re-reads.
+// earlier: it holds exactly value, and the put that produced it (at
+// cur.ModRevision) was made on top of the expected version: just before it
+// the key was the same incarnation (same create revision, one put fewer)
+// at mod revision expected.
+//
+// It reads the key at cur.ModRevision-1, not at expected: only history
+// since our own write is needed. A ledger's version is the revision of its
+// last write, often hours old, and etcd answers "compacted" for revisions
+// below its compaction point (Folio's standalone etcd compacts hourly), so
+// a read at expected would fail exactly for the long-lived keys. Our own
+// write was made during this request, whose attempts are bounded by the
+// caller's context; only a compaction past that write itself hides it.
+// Then the answer is false, never a guess: the caller reports ErrBadVersion
+// and its caller re-reads (and finds its change made, or not).
 func (d *Driver) appliedAfter(ctx context.Context, key string, value []byte, expected metadata.Version, cur *mvccpb.KeyValue) (bool, error) {
-	if cur == nil || !bytes.Equal(cur.Value, value) {
+	if cur == nil || !bytes.Equal(cur.Value, value) || cur.ModRevision <= int64(expected) {
 		return false, nil
 	}
-	resp, err := d.cli.Get(ctx, key, clientv3.WithRev(int64(expected)))
+	// A key changes at most once per revision (a txn may not name a key
+	// twice), so the key at cur.ModRevision-1 is its value just before
+	// the put that produced cur.
+	before := cur.ModRevision - 1
+	resp, err := d.cli.Get(ctx, key, clientv3.WithRev(before))
 	if errors.Is(err, rpctypes.ErrCompacted) {
 		return false, nil
 	}
 	if err != nil {
-		return false, d.storeErr(fmt.Sprintf("read %s at revision %d", key, expected), err)
+		return false, d.storeErr(fmt.Sprintf("read %s at revision %d", key, before), err)
 	}
-	if len(resp.Kvs) != 1 || resp.Kvs[0].ModRevision != int64(expected) {
-		return false, nil
+	if len(resp.Kvs) != 1 {
+		return false, nil // the put created the key: not a write on expected
 	}
 	at := resp.Kvs[0]
-	// Same incarnation of the key (not deleted and created again since),
-	// one put later.
-	return cur.CreateRevision == at.CreateRevision && cur.Version == at.Version+1, nil
+	// The expected version, of the same incarnation of the key (not
+	// deleted and created again since), one put earlier.
+	return at.ModRevision == int64(expected) && at.CreateRevision == cur.CreateRevision && cur.Version == at.Version+1, nil
 }
 
 // createdByUs reports whether cur, the value a create found in place, is
@@ -192,22 +228,71 @@ func (d *Driver) get(ctx context.Context, what, key string, opts ...clientv3.OpO
 	return resp, err
 }
 
-// deleteKey is a retried plain delete (idempotent).
-func (d *Driver) deleteKey(ctx context.Context, what, key string) error {
+// deleteIfCreated deletes key if it is still the incarnation read before
+// (create revision created): `if create_revision(key) == created then
+// delete`. A key gone, or created again since, was deleted meanwhile (by an
+// attempt of ours or by someone else): the delete is done either way, and
+// a newer key, created after the read, is not this call's to delete.
+// Guarding on what was read before the first attempt is what keeps an
+// attempt applied late from deleting a newer key.
+func (d *Driver) deleteIfCreated(ctx context.Context, what, key string, created int64) error {
 	return d.do(ctx, what, func(ctx context.Context, _ bool) error {
-		if _, err := d.cli.Delete(ctx, key); err != nil {
+		_, err := d.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(key), "=", created)).
+			Then(clientv3.OpDelete(key)).
+			Commit()
+		if err != nil {
 			return d.storeErr(what, err)
 		}
 		return nil
 	})
 }
 
-// put is a retried plain put (repeating it writes the same value again).
-func (d *Driver) put(ctx context.Context, what, key, value string) error {
-	return d.do(ctx, what, func(ctx context.Context, _ bool) error {
-		if _, err := d.cli.Put(ctx, key, value); err != nil {
-			return d.storeErr(what, err)
+// replace puts value at key as a compare-and-set on the key's mod revision
+// read just before, reading again and retrying on a conflict, for values
+// that a later put replaces (the last one wins). A plain put's late attempt
+// would land on top of a later put and undo it; this one's fails its
+// comparison. key must never be deleted (only Format deletes it): "absent"
+// (mod revision 0) is then a state that cannot come back.
+func (d *Driver) replace(ctx context.Context, what, key, value string) error {
+	for {
+		resp, err := d.get(ctx, "read "+key, key, clientv3.WithKeysOnly())
+		if err != nil {
+			return err
 		}
-		return nil
-	})
+		var mod int64
+		if len(resp.Kvs) == 1 {
+			mod = resp.Kvs[0].ModRevision
+		}
+		var done bool
+		err = d.do(ctx, what, func(ctx context.Context, _ bool) error {
+			ok, err := d.replaceOnce(ctx, key, value, mod)
+			if err != nil {
+				return d.storeErr(what, err)
+			}
+			done = ok
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+		// Written since the read, by someone else or by an attempt of
+		// ours that was applied: write again on top (repeating our own
+		// value is harmless for these keys).
+	}
+}
+
+// replaceOnce is one attempt of replace; it reports whether it wrote.
+func (d *Driver) replaceOnce(ctx context.Context, key, value string, mod int64) (bool, error) {
+	resp, err := d.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", mod)).
+		Then(clientv3.OpPut(key, value)).
+		Commit()
+	if err != nil {
+		return false, err
+	}
+	return resp.Succeeded, nil
 }
