@@ -59,9 +59,10 @@ const (
 // the retry may go through another member, be applied first and answered,
 // and the stale proposal lands later, possibly after the request has
 // returned and its caller has moved on. A compare-and-set on a version is
-// immune: its late copy fails its comparison. A write that compares
-// nothing, or only "absent", is not, so none is left: each is guarded on
-// state read before its first attempt, which a later change moves on:
+// immune: its late copy fails its comparison. A write that compares nothing
+// is not, and neither is one that compares only "absent" where the key can
+// be absent again. None of these is left unguarded: each compares state
+// read before its first attempt, which any later change moves on:
 //   - a delete of whatever is there deletes only the incarnation read first
 //     (`create_revision == read`, deleteIfCreated): UnregisterBookie,
 //     DeleteLedger and DeleteCookie with VersionAny, MarkLedgerReplicated's
@@ -73,9 +74,12 @@ const (
 //     (`underreplication/replicationswitch`), since "absent" recurs;
 //   - a registration also compares the other mode's key with the one read
 //     first, so that a late one cannot undo a later change of mode.
-// Creates guarded by `create_revision == 0` alone (a ledger, a cookie, an
-// under-replication record, a lock) remain exposed when the key is deleted
-// within the window of a late proposal (seconds) after its creation.
+// Creates guarded by `create_revision == 0` alone stay exposed to a key
+// deleted within a late proposal's window (seconds) after its creation: a
+// ledger or a cookie would be created again, an under-replication record
+// marked again (then repaired and cleared again), a lock taken again under
+// its session (refused, even to that session, until the session ends).
+// Guarding those would take a key that survives the deletion.
 
 // attempt is one try of a request. retried is true when an earlier try
 // failed with a transient error, so that a write may have been applied
