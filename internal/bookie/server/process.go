@@ -105,6 +105,11 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 	if clock == nil {
 		clock = systemClock{}
 	}
+	// TLS and authorisation first: nothing starts if they cannot.
+	serverTLS, authorizer, err := cfg.Security.ServerTLS(clock, p.log)
+	if err != nil {
+		return nil, err
+	}
 	var cleanups []func()
 	defer func() {
 		if err != nil {
@@ -209,7 +214,7 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 		return nil, fmt.Errorf("listen on port %d for bookie %s: %w", port, p.id, err)
 	}
 	cleanups = append(cleanups, func() { p.ln.Close() })
-	p.srv = New(p.bk, Options{Logger: p.log, Metrics: p.metrics})
+	p.srv = New(p.bk, Options{Logger: p.log, Metrics: p.metrics, TLS: serverTLS, Authorizer: authorizer})
 	go func() {
 		if err := p.srv.Serve(p.ln); err != nil && !errors.Is(err, ErrServerClosed) {
 			p.fail(fmt.Errorf("bookie listener: %w", err))
@@ -244,7 +249,7 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 			}
 		}()
 	}
-	p.log.Info("bookie started", "addr", p.ln.Addr().String(), "http", p.HTTPAddr())
+	p.log.Info("bookie started", "addr", p.ln.Addr().String(), "http", p.HTTPAddr(), "tls", serverTLS != nil, "authorizer", authorizer != nil)
 	return p, nil
 }
 
