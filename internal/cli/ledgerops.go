@@ -35,7 +35,11 @@ func parseLedgerID(cmd *cobra.Command, raw string) (int64, error) {
 // hints as openMetadata.
 func newClient(ctx context.Context, o *ShellOptions) (*client.Client, error) {
 	uri := o.MetadataURI()
-	c, err := client.New(ctx, client.Config{MetadataServiceURI: uri, Logger: warnLogger(o)})
+	cfg, err := o.clientConfig(client.Config{MetadataServiceURI: uri, Logger: warnLogger(o)})
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(ctx, cfg)
 	switch {
 	case err == nil:
 		return c, nil
@@ -300,7 +304,10 @@ func newInspectLedgerCommand(o *ShellOptions) *cobra.Command {
 				return err
 			}
 			defer d.Close()
-			bk := admin.NewBookies(0, warnLogger(o))
+			bk, err := o.newBookies(warnLogger(o))
+			if err != nil {
+				return err
+			}
 			defer bk.Close()
 			ins, err := admin.InspectLedger(ctx, d, bk, id)
 			if err != nil {
