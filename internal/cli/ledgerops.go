@@ -15,6 +15,7 @@ import (
 	"github.com/foliodb/folio/client"
 	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/wire"
 )
 
 func init() {
@@ -55,6 +56,11 @@ func ledgerError(id int64, err error) error {
 	switch {
 	case errors.Is(err, client.ErrNoSuchLedger), errors.Is(err, metadata.ErrNoSuchLedger):
 		return WithHint(fmt.Errorf("ledger %d does not exist", id), "`folio shell listledgers` lists the ledgers")
+	case errors.Is(err, client.ErrUnauthorized) && errors.Is(err, wire.ErrUnauthorized):
+		// A bookie's EUA: a wrong master key, or a bookie that authorises
+		// clients by TLS certificate.
+		return WithHint(fmt.Errorf("ledger %d: a bookie refused this client (unauthorized): %w", id, err),
+			"check the password (--password); bookies with TLS and BookieAuthZFactory need --tls-ca, --tls-cert and --tls-key ($"+TLSCAEnv+", $"+TLSCertEnv+", $"+TLSKeyEnv+") with an authorised role")
 	case errors.Is(err, client.ErrUnauthorized):
 		return WithHint(fmt.Errorf("ledger %d: wrong password", id), "give the ledger's password with --password")
 	}
