@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,7 +31,8 @@ import (
 // the server, and one raw client connection keeping 1 or 256 adds of 1 KiB
 // outstanding, in v2 and v3. It reports entries/s, latency percentiles
 // (send to answer, HdrHistogram) and allocations per entry (the whole
-// process: client, server, bookie and storage). The "baseline" run reports,
+// process: client, server, bookie and storage), and the process's CPU time
+// per entry (getrusage). The "baseline" run reports,
 // on the same machine and directory, the loopback round trip and the raw
 // fdatasync rate, so the add figures can be read against them. The "-tls"
 // runs are the same over TLS (START_TLS, then TLS 1.3 with a client
@@ -172,6 +174,7 @@ func benchAdds(b *testing.B, dir string, proto wire.Protocol, outstanding int, w
 	runtime.GC()
 	runtime.ReadMemStats(&ms0)
 	b.ResetTimer()
+	cpu0 := processCPU()
 	start := time.Now()
 	go func() {
 		fr := wire.NewFrameReader(bufio.NewReaderSize(nc, 64<<10))
@@ -229,6 +232,7 @@ func benchAdds(b *testing.B, dir string, proto wire.Protocol, outstanding int, w
 		b.Fatal(err)
 	}
 	elapsed := time.Since(start)
+	cpu := processCPU() - cpu0
 	b.StopTimer()
 	runtime.ReadMemStats(&ms1)
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "entries/s")
@@ -236,6 +240,17 @@ func benchAdds(b *testing.B, dir string, proto wire.Protocol, outstanding int, w
 	b.ReportMetric(float64(hist.ValueAtQuantile(99)), "p99-µs")
 	b.ReportMetric(float64(hist.ValueAtQuantile(99.9)), "p99.9-µs")
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(n), "allocs/entry")
+	b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(n), "cpu-µs/entry")
+}
+
+// processCPU is the CPU time (user + system) the process has used: client,
+// server, bookie and storage together.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // loopbackRTT is the median round trip of a 64-byte message over loopback
