@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +15,8 @@ import (
 	"github.com/foliodb/folio/client"
 	"github.com/foliodb/folio/internal/testcluster"
 	"github.com/foliodb/folio/internal/tlsconf/tlstest"
+	"github.com/foliodb/folio/internal/wire"
+	"github.com/foliodb/folio/internal/wire/codec"
 )
 
 // tlsCluster is three `folio bookie` processes serving TLS with mutual
@@ -151,6 +155,11 @@ func TestTLSWithBookieProcesses(t *testing.T) {
 		t.Logf("%s: %v (code %d)", r.name, err, client.Code(err))
 	}
 
+	// Bad input at a bookie process: a TLS ClientHello without START_TLS,
+	// and garbage where the handshake should be, each on its own
+	// connection, which the bookie closes; it serves everyone else on.
+	badInput(t, tc.cl.Bookies[0].Addr())
+
 	// Rotation: the bookies' certificate is replaced by one of a new CA
 	// (their trust store now holds both CAs). A client that trusts only
 	// the new CA gets through once the bookies re-read their files;
@@ -202,5 +211,54 @@ func TestTLSWithBookieProcesses(t *testing.T) {
 	checkLedger(t, ctx, old, w.ID(), 20)
 	for _, id := range written {
 		checkLedger(t, ctx, old, id, 20)
+	}
+}
+
+// badInput sends a bookie a TLS ClientHello without START_TLS, then, on
+// another connection, a START_TLS followed by bytes that are no TLS
+// record, and checks that the bookie closes both connections.
+func badInput(t *testing.T, addr string) {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := tls.Client(nc, &tls.Config{InsecureSkipVerify: true})
+	tc.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := tc.Handshake(); err == nil {
+		t.Fatal("a TLS handshake without START_TLS succeeded")
+	}
+	nc.Close()
+
+	nc, err = net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	enc, _ := codec.NewClientCodec(wire.ProtocolV3, false)
+	out, err := enc.EncodeRequest(nil, &wire.Request{Header: wire.Header{Version: wire.VersionThree, Op: wire.OpStartTLS, TxnID: 7}, Has: wire.BodyStartTLS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nc.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	payload, err := wire.NewFrameReader(nc).Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp wire.Response
+	if err := enc.DecodeResponse(payload, &resp); err != nil || resp.Status != wire.StatusOK {
+		t.Fatalf("START_TLS answer: %v %+v", err, resp)
+	}
+	if _, err := nc.Write([]byte("GET / HTTP/1.1\r\nHost: bookie\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(nc); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatal("the bookie did not close a connection with garbage for a handshake")
+		}
 	}
 }

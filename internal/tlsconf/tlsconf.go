@@ -154,7 +154,8 @@ func NewClient(o Options) (*tls.Config, error) {
 }
 
 // clients maps the configurations NewClient returned to their sources, for
-// ForHost.
+// ForHost. Entries stay for the life of the process: make one configuration
+// per set of files (a client, a shell command), not one per connection.
 var clients sync.Map // *tls.Config → *clientSource
 
 type clientSource struct {
@@ -191,6 +192,7 @@ func (c *clientSource) config(host string) *tls.Config {
 			}
 			return &tls.Certificate{}, nil // none: the server decides
 		},
+		DynamicRecordSizingDisabled: true, // as the server's
 	}
 	c.restrict.apply(cfg)
 	return cfg
@@ -342,6 +344,9 @@ func (s *source) build(raw [3][]byte) (*material, error) {
 			// No resumption: a rotated CA or revoked client applies to
 			// every new connection.
 			SessionTicketsDisabled: true,
+			// Bookie connections are long-lived streams of batched
+			// frames: full-size records from the start cost fewer seals.
+			DynamicRecordSizingDisabled: true,
 		}
 		if s.o.ClientAuth {
 			cfg.ClientAuth = tls.RequireAndVerifyClientCert

@@ -802,7 +802,7 @@ func (s *session) readLoop(conn net.Conn) {
 			s.fail(fmt.Errorf("decode response: %w", err), false)
 			return
 		}
-		if resp.Header.Op == wire.OpStartTLS {
+		if resp.Header.Op == wire.OpStartTLS && p.t.cfg.TLS != nil {
 			s.fail(fmt.Errorf("%w: %w: the bookie refused this client after the TLS handshake (START_TLS answered %v): its certificate is not authorized there (BookieAuthZFactory roles)",
 				ErrTLS, wire.ErrUnauthorized, resp.Status), true)
 			return
