@@ -262,7 +262,9 @@ func TLSJavaClientOnFolioBookies(t *testing.T) {
 	}()
 	waitRegistered(t, cluster.uri, ids)
 	for mi, mode := range []string{"v3", "v2"} {
-		t.Run(mode, func(t *testing.T) { tlsRoundTrip(t, classpath, cluster.uri, mode, p, int64(mi+1)*1000, "Folio bookies") })
+		t.Run(mode, func(t *testing.T) {
+			tlsRoundTrip(t, classpath, cluster.uri, mode, p, int64(mi+1)*1000, "Folio bookies")
+		})
 	}
 
 	// Refused Java clients. UnauthorizedAccessException is -102.
@@ -323,7 +325,9 @@ func TLSMixedEnsemble(t *testing.T) {
 	}()
 	waitRegistered(t, cluster.uri, []string{jbs[0].addr, jbs[1].addr, fb.addr})
 	for mi, mode := range []string{"v3", "v2"} {
-		t.Run(mode, func(t *testing.T) { tlsRoundTrip(t, classpath, cluster.uri, mode, p, int64(mi+1)*1000+500, "the mixed ensemble") })
+		t.Run(mode, func(t *testing.T) {
+			tlsRoundTrip(t, classpath, cluster.uri, mode, p, int64(mi+1)*1000+500, "the mixed ensemble")
+		})
 	}
 
 	for _, c := range []struct {
