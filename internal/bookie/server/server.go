@@ -38,6 +38,16 @@
 // truncated frame, an unknown v2 opcode) closes that connection only, as
 // the Java bookie does; it is logged with the peer's address.
 //
+// # TLS and authorisation
+//
+// With Options.TLS a connection may open with a v3 START_TLS and continue
+// inside TLS (either protocol); with Options.Authorizer (BookKeeper's
+// BookieAuthZFactory: RoleAuthorizer) only connections whose TLS client
+// certificate it accepts are served, every other request is refused with
+// BookKeeper's codes. Both run on the connection's reader before its writer
+// starts (tls.go); Config.Security builds them from the tls* keys
+// (tlsconfig.go).
+//
 // # Shutdown
 //
 // Server.Shutdown stops accepting, stops reading on every connection,
