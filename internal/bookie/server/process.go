@@ -262,6 +262,10 @@ func serviceInfo(cfg *Config, id metadata.BookieID, noHTTP bool) (metadata.Booki
 	if err != nil {
 		return info, err
 	}
+	if cfg.Security.TLSEnabled() {
+		// Java's BookieService marks the bookie endpoint so.
+		info.Endpoints[0].Extensions = []string{"tls"}
+	}
 	if cfg.HTTPServerEnabled && !noHTTP && cfg.HTTPServerPort != 0 {
 		info.Endpoints = append(info.Endpoints, metadata.BookieEndpoint{
 			ID: metadata.HTTPServerEndpointID, Host: info.Endpoints[0].Host, Port: cfg.HTTPServerPort, Protocol: metadata.HTTPProtocol,

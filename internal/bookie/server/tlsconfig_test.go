@@ -64,6 +64,11 @@ func TestSecurityConfigAccepted(t *testing.T) {
 	if err != nil || cli == nil {
 		t.Fatalf("ClientTLS: %v", err)
 	}
+	// The registration marks the endpoint "tls", as Java's BookieService.
+	info, err := serviceInfo(&cfg, "127.0.0.1:3181", true)
+	if err != nil || len(info.Endpoints) != 1 || strings.Join(info.Endpoints[0].Extensions, ",") != "tls" {
+		t.Fatalf("service info %+v: %v", info, err)
+	}
 
 	// Without TLS keys: no TLS, nothing to build; Pulsar's default
 	// tlsCertFilesRefreshDurationSeconds=300 alone is fine.
