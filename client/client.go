@@ -86,6 +86,8 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			ConnectionsPerBookie: cfg.ConnectionsPerBookie,
 			TimeoutTick:          min(cfg.AddEntryTimeout, cfg.ReadEntryTimeout) / 10,
 			Logger:               cfg.Logger,
+			TLS:                  cfg.TLS,
+			StartTLSTimeout:      cfg.StartTLSTimeout,
 		}),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -57,6 +58,19 @@ type Config struct {
 	// of a ledger (ensemble change, close) when no context is given (10 s,
 	// Java's zkTimeout).
 	MetadataTimeout time.Duration
+
+	// TLS, if set, secures every bookie connection as Java's client does
+	// with tlsProviderFactoryClass: a START_TLS before any request (also
+	// with UseV2WireProtocol), then TLS; a bookie without TLS, a failed
+	// handshake or a refused certificate fails the connection (ErrTLS),
+	// never plaintext. TLSConfigFromPEM builds it from Java's PEM files;
+	// any other *tls.Config is used as given, with ServerName set to the
+	// bookie's host when empty (Go then checks the bookie's certificate
+	// against that host name, which Java does not by default).
+	TLS *tls.Config
+	// StartTLSTimeout bounds a connection's START_TLS exchange and TLS
+	// handshake (Java's startTLSTimeoutSecs, 10 s).
+	StartTLSTimeout time.Duration
 
 	// UseV2WireProtocol speaks the binary v2 protocol to bookies instead of
 	// v3 (protobuf), as Java's useV2WireProtocol. LAC reads then use

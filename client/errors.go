@@ -25,8 +25,14 @@ var (
 	// ErrNoSuchEntry: the entry does not exist; enough bookies of its write
 	// set said so explicitly (never inferred from errors or timeouts).
 	ErrNoSuchEntry = errors.New("no such entry")
-	// ErrUnauthorized: wrong password (ledger master key).
+	// ErrUnauthorized: wrong password (ledger master key), or a bookie
+	// refused the client's certificate (BookieAuthZFactory; then ErrTLS
+	// matches too).
 	ErrUnauthorized = errors.New("unauthorized: wrong ledger password")
+	// ErrTLS: a bookie connection could not be secured as Config.TLS asks:
+	// the bookie has no TLS, the handshake failed (certificate missing,
+	// expired, of another CA), or the bookie refused the certificate.
+	ErrTLS = errors.New("bookie connection security failed")
 	// ErrNotEnoughBookies: too few writable bookies to create the ensemble
 	// or to replace a failed bookie.
 	ErrNotEnoughBookies = errors.New("not enough writable bookies")
@@ -62,6 +68,7 @@ var errorTable = []struct {
 	{ErrNotEnoughBookies, -6, []error{ledger.ErrNotEnoughBookies}},                        // NotEnoughBookiesException
 	{ErrLedgerFenced, -101, []error{ledger.ErrLedgerFenced}},                              // LedgerFencedException
 	{ErrUnauthorized, -102, []error{ledger.ErrUnauthorized}},                              // UnauthorizedAccessException
+	{ErrTLS, -24, []error{transport.ErrTLS}},                                              // SecurityException
 	{ErrMetadataVersion, -17, []error{ledger.ErrMetadataVersion, metadata.ErrBadVersion}}, // MetadataVersionException
 	{ErrLedgerRecovery, -10, []error{ledger.ErrLedgerRecovery}},                           // LedgerRecoveryException
 	{ErrLedgerClosed, -11, []error{ledger.ErrLedgerClosed}},                               // LedgerClosedException

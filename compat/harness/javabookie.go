@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -45,6 +46,13 @@ func freePort(t *testing.T) int {
 // (on etcd it throws and aborts every GC pass, spec/metadata.md §2.9).
 func startJavaBookie(t *testing.T, classpath, uri string) func() javaBookie {
 	t.Helper()
+	return startJavaBookieConf(t, classpath, uri, nil)
+}
+
+// startJavaBookieConf is startJavaBookie with extra configuration keys
+// (added to, or replacing, startJavaBookie's).
+func startJavaBookieConf(t *testing.T, classpath, uri string, extra map[string]string) func() javaBookie {
+	t.Helper()
 	dir := t.TempDir()
 	port := freePort(t)
 	conf := map[string]string{
@@ -66,6 +74,7 @@ func startJavaBookie(t *testing.T, classpath, uri string) func() javaBookie {
 		"bookkeeper.metadata.bookie.drivers": "org.apache.bookkeeper.metadata.etcd.EtcdMetadataBookieDriver",
 		"bookkeeper.metadata.client.drivers": "org.apache.bookkeeper.metadata.etcd.EtcdMetadataClientDriver",
 	}
+	maps.Copy(conf, extra)
 	var b strings.Builder
 	for k, v := range conf {
 		fmt.Fprintf(&b, "%s=%s\n", k, v)

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -64,12 +65,19 @@ const DefaultRequestTimeout = 5 * time.Second
 // DefaultRequestTimeout). It speaks protocol v3, which every BookKeeper
 // 4.17 bookie understands.
 func NewBookies(timeout time.Duration, log *slog.Logger) *Bookies {
+	return NewBookiesTLS(timeout, log, nil)
+}
+
+// NewBookiesTLS is NewBookies whose connections are secured with tlsConfig
+// (nil: plaintext), as client.Config.TLS secures a client's: START_TLS,
+// then TLS, never plaintext.
+func NewBookiesTLS(timeout time.Duration, log *slog.Logger, tlsConfig *tls.Config) *Bookies {
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
 	return &Bookies{tr: transport.New(transport.Config{
 		ConnectTimeout: timeout, AddTimeout: timeout, ReadTimeout: timeout,
-		TimeoutTick: timeout / 10, Logger: log,
+		TimeoutTick: timeout / 10, Logger: log, TLS: tlsConfig,
 	})}
 }
 

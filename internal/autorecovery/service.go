@@ -2,10 +2,12 @@ package autorecovery
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/foliodb/folio/client"
 	"github.com/foliodb/folio/internal/admin"
@@ -35,13 +37,20 @@ type ServiceConfig struct {
 	Logger *slog.Logger
 	// Metrics, if not nil, records the auditor's and the workers' work.
 	Metrics *Metrics
+	// BookieTLS, if set, secures every bookie connection of the auditor
+	// and the workers (client.Config.TLS): a bookie's AutoRecovery uses the
+	// bookie's TLS client settings, as Java's does.
+	BookieTLS *tls.Config
+	// StartTLSTimeout bounds the START_TLS exchange of the workers' client
+	// (client.Config.StartTLSTimeout; 0: its default).
+	StartTLSTimeout time.Duration
 
 	// Auditor and Worker are the knobs of the auditor candidate and of
 	// every worker (SessionTTL, LostBookieRecoveryDelay, the check
 	// intervals, OpenLedgerRereplicationGracePeriod, PollInterval,
 	// FailureBackoff, RateLimitBytesPerSecond, ...). Their Driver, ID,
-	// Logger and Metrics, and the workers' Client and Bookies, are the
-	// Service's: whatever is set there is replaced.
+	// Logger and Metrics, the auditor's Bookies, and the workers' Client
+	// and Bookies, are the Service's: whatever is set there is replaced.
 	Auditor AuditorConfig
 	Worker  WorkerConfig
 }
@@ -80,17 +89,20 @@ func StartService(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	bookies := admin.NewBookiesTLS(0, cfg.Logger, cfg.BookieTLS)
 	ac := cfg.Auditor
-	ac.Driver, ac.ID, ac.Logger, ac.Metrics = cfg.Driver, cfg.ID, cfg.Logger, cfg.Metrics
+	ac.Driver, ac.ID, ac.Logger, ac.Metrics, ac.Bookies = cfg.Driver, cfg.ID, cfg.Logger, cfg.Metrics, bookies
 	a, err := NewAuditor(ac)
 	if err != nil {
+		bookies.Close()
 		return nil, err
 	}
-	cl, err := client.New(ctx, client.Config{MetadataServiceURI: cfg.MetadataServiceURI})
+	cl, err := client.New(ctx, client.Config{MetadataServiceURI: cfg.MetadataServiceURI, TLS: cfg.BookieTLS, StartTLSTimeout: cfg.StartTLSTimeout})
 	if err != nil {
+		bookies.Close()
 		return nil, fmt.Errorf("autorecovery: client: %w", err)
 	}
-	s := &Service{id: cfg.ID, workers: cfg.Workers, log: cfg.Logger, client: cl, bookies: admin.NewBookies(0, cfg.Logger),
+	s := &Service{id: cfg.ID, workers: cfg.Workers, log: cfg.Logger, client: cl, bookies: bookies,
 		done: make(chan struct{}), failed: make(chan error, 1)}
 	ws := make([]*Worker, 0, cfg.Workers)
 	for range cfg.Workers {

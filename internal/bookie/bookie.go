@@ -296,7 +296,10 @@ func (b *Bookie) handleV3(req *wire.Request, respond Responder, start time.Time)
 		b.answerAuth(req, respond, start)
 		return
 	case wire.OpStartTLS:
-		// No TLS yet (DESIGN.md §3): EBADREQ, the request header echoed.
+		// The upgrade is the listener's (bookie/server, tls.go): a
+		// START_TLS that reaches the bookie comes from a listener without
+		// TLS, or is not its connection's first frame. EBADREQ, the
+		// request header echoed, as Java's bookie without TLS.
 		b.answerEcho(req, respond, KindOther, wire.StatusBadRequest, start)
 		return
 	}

@@ -326,6 +326,10 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 			if verifyPct < 0 || verifyPct > 100 {
 				return Usagef(cmd, "--ledger-verification-percentage %d: want 0..100", verifyPct)
 			}
+			bookieTLS, err := o.bookieTLS()
+			if err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			log := slog.New(slog.NewTextHandler(env.Stderr, nil))
 			d, err := openMetadataLogged(ctx, o, log)
@@ -353,7 +357,7 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 				n = -1 // --workers 0: the auditor candidate only
 			}
 			svc, err := autorecovery.StartService(ctx, autorecovery.ServiceConfig{
-				Driver: d, MetadataServiceURI: o.MetadataURI(), ID: bid, Workers: n, Logger: log, Metrics: metrics,
+				Driver: d, MetadataServiceURI: o.MetadataURI(), ID: bid, Workers: n, Logger: log, Metrics: metrics, BookieTLS: bookieTLS,
 				Auditor: autorecovery.AuditorConfig{SessionTTL: ttl, LostBookieRecoveryDelay: delay, BookieCheckInterval: checkInterval,
 					LedgerCheckInterval: ledgerCheck, LedgerVerificationPercentage: verifyPct,
 					PlacementPolicyCheckInterval: placementCheck, PlacementPolicy: policy, RepairPlacement: repairPlacement},
@@ -382,6 +386,7 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.MetadataServiceURI, "metadata-service-uri", "", "metadata store URI (default $"+MetadataURIEnv+", then "+DefaultMetadataURI+")")
 	f.StringVar(&id, "id", "", "this process's id in the election and in locks, host:port (required)")
+	o.BookieTLS.register(f)
 	f.IntVar(&workers, "workers", 1, "replication workers")
 	f.StringVar(&metricsAddr, "metrics-address", "", "serve Prometheus metrics at http://ADDRESS/metrics, e.g. :8000 (default: none)")
 	f.IntVar(&rateLimit, "rate-limit", 0, "bytes per second each worker copies (0: unlimited)")

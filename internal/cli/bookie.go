@@ -163,6 +163,12 @@ func startBookieAutoRecovery(ctx context.Context, cfg server.Config, p *server.P
 	case <-ctx.Done():
 		return nil, nil
 	}
+	// The bookie's TLS client settings, as Java's AutoRecovery builds its
+	// client from the bookie's configuration (checked at start-up).
+	bookieTLS, err := cfg.Security.ClientTLS(nil, log)
+	if err != nil {
+		return nil, fmt.Errorf("AutoRecovery: %w", err)
+	}
 	md, err := metadata.Open(ctx, cfg.MetadataServiceURI, metadata.Options{Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("AutoRecovery: open the metadata store %s: %w", cfg.MetadataServiceURI, err)
@@ -172,7 +178,7 @@ func startBookieAutoRecovery(ctx context.Context, cfg server.Config, p *server.P
 	auditor, worker := autoRecoveryKnobs(cfg)
 	svc, err := autorecovery.StartService(ctx, autorecovery.ServiceConfig{
 		Driver: md, MetadataServiceURI: cfg.MetadataServiceURI, ID: p.ID(),
-		Logger: log, Metrics: metrics,
+		Logger: log, Metrics: metrics, BookieTLS: bookieTLS, StartTLSTimeout: cfg.Security.StartTLSTimeoutOrDefault(),
 		Auditor: auditor, Worker: worker,
 	})
 	if err != nil {

@@ -90,7 +90,10 @@ func newBookieInfoCommand(o *ShellOptions) *cobra.Command {
 			for i, b := range bookies {
 				ids[i] = b.ID
 			}
-			bk := admin.NewBookies(0, warnLogger(o))
+			bk, err := o.newBookies(warnLogger(o))
+			if err != nil {
+				return err
+			}
 			defer bk.Close()
 			rows := bk.Info(ctx, ids)
 			failed := 0
@@ -173,7 +176,10 @@ func newBookieSanityCommand(o *ShellOptions) *cobra.Command {
 					targets = append(targets, b.ID)
 				}
 			}
-			bk := admin.NewBookies(0, warnLogger(o))
+			bk, err := o.newBookies(warnLogger(o))
+			if err != nil {
+				return err
+			}
 			defer bk.Close()
 			rows := []admin.SanityResult{}
 			failed := 0

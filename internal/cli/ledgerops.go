@@ -15,6 +15,7 @@ import (
 	"github.com/foliodb/folio/client"
 	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/wire"
 )
 
 func init() {
@@ -35,7 +36,11 @@ func parseLedgerID(cmd *cobra.Command, raw string) (int64, error) {
 // hints as openMetadata.
 func newClient(ctx context.Context, o *ShellOptions) (*client.Client, error) {
 	uri := o.MetadataURI()
-	c, err := client.New(ctx, client.Config{MetadataServiceURI: uri, Logger: warnLogger(o)})
+	cfg, err := o.clientConfig(client.Config{MetadataServiceURI: uri, Logger: warnLogger(o)})
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(ctx, cfg)
 	switch {
 	case err == nil:
 		return c, nil
@@ -51,6 +56,11 @@ func ledgerError(id int64, err error) error {
 	switch {
 	case errors.Is(err, client.ErrNoSuchLedger), errors.Is(err, metadata.ErrNoSuchLedger):
 		return WithHint(fmt.Errorf("ledger %d does not exist", id), "`folio shell listledgers` lists the ledgers")
+	case errors.Is(err, client.ErrUnauthorized) && errors.Is(err, wire.ErrUnauthorized):
+		// A bookie's EUA: a wrong master key, or a bookie that authorises
+		// clients by TLS certificate.
+		return WithHint(fmt.Errorf("ledger %d: a bookie refused this client (unauthorized): %w", id, err),
+			"check the password (--password); bookies with TLS and BookieAuthZFactory need --tls-ca, --tls-cert and --tls-key ($"+TLSCAEnv+", $"+TLSCertEnv+", $"+TLSKeyEnv+") with an authorised role")
 	case errors.Is(err, client.ErrUnauthorized):
 		return WithHint(fmt.Errorf("ledger %d: wrong password", id), "give the ledger's password with --password")
 	}
@@ -300,7 +310,10 @@ func newInspectLedgerCommand(o *ShellOptions) *cobra.Command {
 				return err
 			}
 			defer d.Close()
-			bk := admin.NewBookies(0, warnLogger(o))
+			bk, err := o.newBookies(warnLogger(o))
+			if err != nil {
+				return err
+			}
 			defer bk.Close()
 			ins, err := admin.InspectLedger(ctx, d, bk, id)
 			if err != nil {

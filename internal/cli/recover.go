@@ -101,10 +101,14 @@ func newRecoverLedgerCommand(o *ShellOptions) *cobra.Command {
 				return err
 			}
 			defer d.Close()
-			c, err := client.New(ctx, client.Config{
+			ccfg, err := o.clientConfig(client.Config{
 				MetadataServiceURI: o.MetadataURI(),
 				Logger:             slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn})),
 			})
+			if err != nil {
+				return err
+			}
+			c, err := client.New(ctx, ccfg)
 			if err != nil {
 				return WithHint(err, "check that the metadata store is running and reachable")
 			}

@@ -84,12 +84,19 @@ func newRecoverBookieCommand(o *ShellOptions) *cobra.Command {
 			}
 			defer d.Close()
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			c, err := client.New(ctx, client.Config{MetadataServiceURI: o.MetadataURI(), Logger: log})
+			ccfg, err := o.clientConfig(client.Config{MetadataServiceURI: o.MetadataURI(), Logger: log})
+			if err != nil {
+				return err
+			}
+			c, err := client.New(ctx, ccfg)
 			if err != nil {
 				return WithHint(err, "check that the metadata store is running and reachable")
 			}
 			defer c.Close()
-			bks := admin.NewBookies(0, log)
+			bks, err := o.newBookies(log)
+			if err != nil {
+				return err
+			}
 			defer bks.Close()
 			show, finish := statusLine(o)
 			opts := admin.RecoverBookieOptions{SkipOpenLedgers: skipOpen, RateLimitBytesPerSecond: rateLimit}

@@ -15,7 +15,9 @@ type ShellOptions struct {
 	// MetadataServiceURI selects the metadata store; see MetadataURI.
 	MetadataServiceURI string
 	Output             OutputFormat
-	env                Env
+	// BookieTLS secures the bookie connections (shelltls.go).
+	BookieTLS bookieTLSFlags
+	env       Env
 }
 
 // MetadataURI is the URI the command should use: the flag when given, else
@@ -54,6 +56,7 @@ func newShellCommand(env Env) *cobra.Command {
 	pf.StringVar(&opts.MetadataServiceURI, "metadata-service-uri", "",
 		"metadata store URI, e.g. etcd://host1:2379;host2:2379/ledgers (default $"+MetadataURIEnv+", then "+DefaultMetadataURI+")")
 	pf.VarP(&opts.Output, "output", "o", "output format: text or json")
+	opts.BookieTLS.register(pf)
 	for _, newCmd := range shellSubcommands {
 		cmd.AddCommand(newCmd(opts))
 	}

@@ -72,6 +72,9 @@ type Writer struct {
 	// errors for entries already acknowledged (handled at the next Append,
 	// as Java's "delayed write failure").
 	failed map[int]metadata.BookieID
+	// lastFailure is the error of the latest bookie failure, told with a
+	// failed ensemble change (a refused TLS certificate, say).
+	lastFailure error
 	// changing is true while an ensemble change runs. No add may be
 	// acknowledged while it is true.
 	changing bool
@@ -233,7 +236,7 @@ func (w *Writer) handleAddResponse(ev AddResponse) {
 		// suspect: replace it at the next Append.
 		if ev.Err != nil && w.appendErr == nil && !isUnrecoverableAddError(ev.Err) && ev.EntryID <= w.p.lac {
 			if idx := w.p.indexOf(ev.Bookie); idx >= 0 {
-				w.failed[idx] = ev.Bookie
+				w.failed[idx], w.lastFailure = ev.Bookie, ev.Err
 			}
 		}
 		return
@@ -252,7 +255,7 @@ func (w *Writer) handleAddResponse(ev AddResponse) {
 		}
 		w.handleUnrecoverable(ev.Err)
 	default:
-		w.failed[w.q.WriteSetIndex(op.entryID, pos)] = ev.Bookie
+		w.failed[w.q.WriteSetIndex(op.entryID, pos)], w.lastFailure = ev.Bookie, ev.Err
 		if !w.changing {
 			w.startEnsembleChange()
 		}
@@ -353,7 +356,7 @@ func (w *Writer) runEnsembleChange() {
 		if err != nil {
 			// Folio replaces all failed bookies or none: a partial change
 			// would leave pending adds waiting on a dead bookie.
-			w.failEnsembleChange(fmt.Errorf("ledger %d: ensemble change: %w", w.ledgerID, err))
+			w.failEnsembleChange(fmt.Errorf("ledger %d: ensemble change: %w; last bookie failure: %v", w.ledgerID, err, w.lastFailure))
 			return
 		}
 		ensemble[idx] = b

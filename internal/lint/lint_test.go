@@ -46,13 +46,16 @@ var layers = map[string][]string{
 	"internal/metadata/metadatatest": {"internal/metadata"},
 	"internal/clock":                 {},
 	"internal/benchbase":             {}, // imported by benchmarks only
+	"internal/tlsconf":               {}, // TLS from PEM files; tlstest: test certificates
 	"internal/scenario":              {}, // test-only: its tests import what they need
 }
 
 // universal lists packages every package may import: leaf utilities with
 // no Folio imports of their own (internal/clock holds the wall clock the
-// process injects into pure packages, so it is not pure itself).
-var universal = []string{"internal/clock"}
+// process injects into pure packages, so it is not pure itself;
+// internal/tlsconf builds TLS configurations from PEM files for every end
+// of a connection).
+var universal = []string{"internal/clock", "internal/tlsconf"}
 
 // pure lists the packages (and everything below them) that must not touch
 // the network, the OS or the wall clock: they run inside the simulator.

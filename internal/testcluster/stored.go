@@ -3,6 +3,7 @@ package testcluster
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"testing"
 	"time"
 
@@ -19,6 +20,13 @@ import (
 // missing, not merely that a quorum read succeeds.
 func CheckStored(ctx context.Context, t testing.TB, md metadata.LedgerManager, id int64, password []byte, want func(e int64) []byte) {
 	t.Helper()
+	CheckStoredTLS(ctx, t, md, id, password, want, nil)
+}
+
+// CheckStoredTLS is CheckStored over bookie connections secured with
+// tlsConfig (nil: plaintext).
+func CheckStoredTLS(ctx context.Context, t testing.TB, md metadata.LedgerManager, id int64, password []byte, want func(e int64) []byte, tlsConfig *tls.Config) {
+	t.Helper()
 	m, _, err := md.ReadLedger(ctx, id)
 	if err != nil {
 		t.Fatalf("testcluster: ledger %d: %v", id, err)
@@ -27,7 +35,7 @@ func CheckStored(ctx context.Context, t testing.TB, md metadata.LedgerManager, i
 	if err != nil {
 		t.Fatalf("testcluster: ledger %d: %v", id, err)
 	}
-	bks := admin.NewBookies(5*time.Second, nil)
+	bks := admin.NewBookiesTLS(5*time.Second, nil, tlsConfig)
 	defer bks.Close()
 	p := quorum.Params{EnsembleSize: m.EnsembleSize, WriteQuorum: m.WriteQuorum, AckQuorum: m.AckQuorum}
 	for e := int64(0); e <= m.LastEntryID; e++ {

@@ -74,6 +74,20 @@
 // reports ErrNoSuchEntry where a fresh answer would have found the entry,
 // never wrong data, and recovery never counts plain answers.
 //
+// # TLS
+//
+// With Config.TLS a connection is upgraded before any request goes out, as
+// Java's PerChannelBookieClient does (spec/security.md §1): a v3 START_TLS
+// (also when the connection then speaks v2), an EOK answer, then the TLS
+// handshake with the bookie as server, all within Config.StartTLSTimeout.
+// Requests sent meanwhile wait in the queue. A bookie that answers EBADREQ
+// (no TLS configured), any other status, or a failed handshake fails the
+// connection with ErrTLS: the client never falls back to plaintext. A
+// bookie that refuses the client's certificate after the handshake
+// (BookieAuthZFactory: a START_TLS answer with EIO) fails the connection
+// with ErrTLS and wire.ErrUnauthorized, the error Java's client reports
+// for such a bookie's EUA answers.
+//
 // # Timeouts
 //
 // Every request has a deadline: Config.AddTimeout for ADD_ENTRY,
@@ -92,8 +106,10 @@ package transport
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -101,9 +117,11 @@ import (
 	"time"
 
 	"github.com/foliodb/folio/internal/clock"
+	"github.com/foliodb/folio/internal/tlsconf"
 	"github.com/foliodb/folio/internal/wire"
 	"github.com/foliodb/folio/internal/wire/codec"
 	v2 "github.com/foliodb/folio/internal/wire/v2"
+	v3 "github.com/foliodb/folio/internal/wire/v3"
 )
 
 // Errors given to callbacks. Each is wrapped with the bookie and the cause.
@@ -117,6 +135,9 @@ var (
 	ErrTimeout = errors.New("bookie request timed out")
 	// ErrClosed: the transport was closed.
 	ErrClosed = errors.New("transport closed")
+	// ErrTLS: the connection could not be secured as configured (see TLS
+	// in the package doc); it comes wrapped with ErrBookieUnavailable.
+	ErrTLS = errors.New("bookie connection security failed")
 )
 
 // Defaults of Config (Java's ClientConfiguration defaults where it has one).
@@ -127,6 +148,8 @@ const (
 	DefaultReconnectBackoff    = 100 * time.Millisecond
 	DefaultMaxReconnectBackoff = 5 * time.Second
 	DefaultTimeoutTick         = 100 * time.Millisecond
+	// DefaultStartTLSTimeout is Java's startTLSTimeoutSecs.
+	DefaultStartTLSTimeout = 10 * time.Second
 )
 
 // Config configures a Transport. Zero values take the defaults above.
@@ -154,6 +177,12 @@ type Config struct {
 	TimeoutTick time.Duration
 	// Logger receives connection events; nil discards them.
 	Logger *slog.Logger
+	// TLS, if set, secures every connection (see TLS in the package doc).
+	// Each connection uses tlsconf.ForHost(TLS, host of the bookie id).
+	TLS *tls.Config
+	// StartTLSTimeout bounds the START_TLS exchange and the handshake
+	// (Java's startTLSTimeoutSecs).
+	StartTLSTimeout time.Duration
 	// Clock reads the time for request deadlines and the reconnect
 	// backoff; nil means the wall clock. The sweeper still wakes every
 	// TimeoutTick of real time and then compares deadlines with Clock.Now,
@@ -176,6 +205,7 @@ func (c *Config) setDefaults() {
 	setDuration(&c.ReconnectBackoff, DefaultReconnectBackoff)
 	setDuration(&c.MaxReconnectBackoff, DefaultMaxReconnectBackoff)
 	setDuration(&c.TimeoutTick, DefaultTimeoutTick)
+	setDuration(&c.StartTLSTimeout, DefaultStartTLSTimeout)
 	if c.ConnectionsPerBookie <= 0 {
 		c.ConnectionsPerBookie = 1
 	}
@@ -632,14 +662,81 @@ func (s *session) run() {
 		conn.Close()
 		return
 	}
+	// s.conn stays the socket: fail closes it, which also ends a TLS
+	// exchange in progress (and sends no close_notify that could block).
 	s.conn = conn
+	p.mu.Unlock()
+	stream := conn
+	if t.cfg.TLS != nil {
+		tc, err := s.startTLS(conn)
+		if err != nil {
+			s.fail(err, true)
+			return
+		}
+		stream = tc
+	}
+	p.mu.Lock()
 	p.failures = 0
 	p.mu.Unlock()
-	t.log.Debug("connected to bookie", "bookie", p.addr, "protocol", t.cfg.Protocol)
+	t.log.Debug("connected to bookie", "bookie", p.addr, "protocol", t.cfg.Protocol, "tls", t.cfg.TLS != nil)
 	t.wg.Add(1)
-	go s.readLoop(conn)
-	s.writeLoop(conn)
+	go s.readLoop(stream)
+	s.writeLoop(stream)
 }
+
+// startTLS upgrades a new connection (see TLS in the package doc) and
+// returns the TLS session. Errors wrap ErrTLS.
+func (s *session) startTLS(conn net.Conn) (net.Conn, error) {
+	t := s.p.t
+	_ = conn.SetDeadline(time.Now().Add(t.cfg.StartTLSTimeout))
+	txn := txnIDs.Add(1)
+	req := wire.Request{Protocol: wire.ProtocolV3, Has: wire.BodyStartTLS,
+		Header: wire.Header{Version: wire.VersionThree, Op: wire.OpStartTLS, TxnID: txn}}
+	enc, _ := codec.NewClientCodec(wire.ProtocolV3, false)
+	out, err := enc.EncodeRequest(nil, &req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: encode START_TLS: %w", ErrTLS, err)
+	}
+	if _, err := conn.Write(out); err != nil {
+		return nil, fmt.Errorf("%w: send START_TLS: %w", ErrTLS, err)
+	}
+	br := bufio.NewReaderSize(conn, 4096)
+	payload, err := wire.NewFrameReader(br).Next()
+	if err != nil {
+		return nil, fmt.Errorf("%w: no answer to START_TLS: %w", ErrTLS, err)
+	}
+	var resp wire.Response
+	if err := v3.DecodeResponse(payload, &resp); err != nil {
+		return nil, fmt.Errorf("%w: the answer to START_TLS is not a v3 response: %w", ErrTLS, err)
+	}
+	if resp.Header.Op != wire.OpStartTLS || resp.Header.TxnID != txn {
+		return nil, fmt.Errorf("%w: expected the answer to START_TLS (txn %d), got %v txn %d", ErrTLS, txn, resp.Header.Op, resp.Header.TxnID)
+	}
+	switch resp.Status {
+	case wire.StatusOK:
+	case wire.StatusBadRequest:
+		return nil, fmt.Errorf("%w: the bookie does not have TLS configured (it answered START_TLS with EBADREQ); refusing to continue in plaintext", ErrTLS)
+	default:
+		return nil, fmt.Errorf("%w: the bookie refused START_TLS with %v", ErrTLS, resp.Status)
+	}
+	host, _, _ := net.SplitHostPort(s.p.addr)
+	// Bytes after the answer, if the bookie sent any, belong to TLS.
+	tc := tls.Client(&bufferedConn{Conn: conn, r: br}, tlsconf.ForHost(t.cfg.TLS, host))
+	if err := tc.Handshake(); err != nil {
+		return nil, fmt.Errorf("%w: TLS handshake: %w", ErrTLS, err)
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return tc, nil
+}
+
+// bufferedConn is a net.Conn whose reads come through a bufio.Reader that
+// may hold bytes already read from it.
+type bufferedConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (b *bufferedConn) Read(p []byte) (int, error) { return b.r.Read(p) }
 
 func (s *session) writeLoop(conn net.Conn) {
 	p := s.p
@@ -677,7 +774,9 @@ func (s *session) readLoop(conn net.Conn) {
 	p := s.p
 	defer p.t.wg.Done()
 	fr := wire.NewFrameReader(bufio.NewReaderSize(conn, 64<<10))
-	dec, err := codec.NewClientCodec(p.t.cfg.Protocol, false)
+	// With TLS, a START_TLS answer (v3, also on a v2 connection) can
+	// still come: the bookie's refusal of this client after the handshake.
+	dec, err := codec.NewClientCodec(p.t.cfg.Protocol, p.t.cfg.TLS != nil)
 	if err != nil {
 		panic(fmt.Sprintf("transport: %v", err))
 	}
@@ -685,6 +784,14 @@ func (s *session) readLoop(conn net.Conn) {
 	for {
 		payload, err := fr.Next()
 		if err != nil {
+			var oe *net.OpError
+			if errors.As(err, &oe) && oe.Op == "remote error" {
+				// A TLS alert: the bookie refused the session (a
+				// TLS 1.3 server checks the client's certificate
+				// after the client has finished its handshake).
+				s.fail(fmt.Errorf("%w: the bookie refused the TLS session: %w", ErrTLS, err), true)
+				return
+			}
 			s.fail(fmt.Errorf("read: %w", err), false)
 			return
 		}
@@ -693,6 +800,11 @@ func (s *session) readLoop(conn net.Conn) {
 			// A frame we cannot decode puts the stream out of step: Java
 			// closes the channel, and so do we.
 			s.fail(fmt.Errorf("decode response: %w", err), false)
+			return
+		}
+		if resp.Header.Op == wire.OpStartTLS && p.t.cfg.TLS != nil {
+			s.fail(fmt.Errorf("%w: %w: the bookie refused this client after the TLS handshake (START_TLS answered %v): its certificate is not authorized there (BookieAuthZFactory roles)",
+				ErrTLS, wire.ErrUnauthorized, resp.Status), true)
 			return
 		}
 		k := responseKey(&resp)
@@ -741,8 +853,13 @@ func (s *session) fail(cause error, connectFailed bool) {
 		p.t.log.Info("bookie connection failed", "bookie", p.addr, "err", cause, "failed_requests", len(failed), "reconnect_backoff", backoff)
 	}
 	err := fmt.Errorf("%w: %s: %v", ErrBookieUnavailable, p.addr, cause)
-	if errors.Is(cause, ErrClosed) {
+	switch {
+	case errors.Is(cause, ErrClosed):
 		err = ErrClosed
+	case errors.Is(cause, ErrTLS):
+		// Keep the security cause matchable (ErrTLS, and
+		// wire.ErrUnauthorized for a refused certificate).
+		err = fmt.Errorf("%w: %s: %w", ErrBookieUnavailable, p.addr, cause)
 	}
 	for _, r := range failed {
 		r.cb(nil, err)

@@ -3,11 +3,13 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"io"
 	"net"
 	"path/filepath"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +20,8 @@ import (
 	"github.com/foliodb/folio/internal/bookie"
 	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/storage/ledgerstore"
+	"github.com/foliodb/folio/internal/tlsconf"
+	"github.com/foliodb/folio/internal/tlsconf/tlstest"
 	"github.com/foliodb/folio/internal/wire"
 	"github.com/foliodb/folio/internal/wire/codec"
 )
@@ -27,9 +31,13 @@ import (
 // the server, and one raw client connection keeping 1 or 256 adds of 1 KiB
 // outstanding, in v2 and v3. It reports entries/s, latency percentiles
 // (send to answer, HdrHistogram) and allocations per entry (the whole
-// process: client, server, bookie and storage). The "baseline" run reports,
+// process: client, server, bookie and storage), and the process's CPU time
+// per entry (getrusage). The "baseline" run reports,
 // on the same machine and directory, the loopback round trip and the raw
-// fdatasync rate, so the add figures can be read against them.
+// fdatasync rate, so the add figures can be read against them. The "-tls"
+// runs are the same over TLS (START_TLS, then TLS 1.3 with a client
+// certificate, ECDSA P-256, as BookKeeper's tlsClientAuthentication):
+// TLS's cost is the difference to the plaintext run of the same protocol.
 //
 //	go test -run '^$' -bench BenchmarkBookieServer -benchtime 20000x ./internal/bookie/server/
 func BenchmarkBookieServer(b *testing.B) {
@@ -46,12 +54,61 @@ func BenchmarkBookieServer(b *testing.B) {
 	})
 	for _, proto := range []wire.Protocol{wire.ProtocolV2, wire.ProtocolV3} {
 		for _, outstanding := range []int{1, 256} {
-			name := proto.String() + "/outstanding=" + itoa(outstanding)
-			b.Run(name, func(b *testing.B) {
-				benchAdds(b, filepath.Join(dir, name), proto, outstanding)
-			})
+			for _, withTLS := range []bool{false, true} {
+				name := proto.String()
+				if withTLS {
+					name += "-tls"
+				}
+				name += "/outstanding=" + itoa(outstanding)
+				b.Run(name, func(b *testing.B) {
+					benchAdds(b, filepath.Join(dir, name), proto, outstanding, withTLS)
+				})
+			}
 		}
 	}
+}
+
+// benchTLS returns the bookie's and the client's TLS configurations for a
+// benchmark: a fresh CA, mutual authentication.
+func benchTLS(b *testing.B) (srv, cli *tls.Config) {
+	ca := tlstest.NewCA(b, "bench-ca")
+	bf := ca.Write(b, b.TempDir(), "bookie", ca.Issue(b, tlstest.Leaf{}))
+	cf := ca.Write(b, b.TempDir(), "client", ca.Issue(b, tlstest.Leaf{OU: "0:writer"}))
+	srv, err := tlsconf.NewServer(tlsconf.Options{Files: tlsconf.Files{Cert: bf.Cert, Key: bf.Key, CA: bf.CA}, ClientAuth: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cli, err = tlsconf.NewClient(tlsconf.Options{Files: tlsconf.Files{Cert: cf.Cert, Key: cf.Key, CA: cf.CA}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return srv, tlsconf.ForHost(cli, "127.0.0.1")
+}
+
+// benchStartTLS upgrades a benchmark client connection as the Java client
+// does: a v3 START_TLS, its answer, the handshake.
+func benchStartTLS(b *testing.B, nc net.Conn, cfg *tls.Config) net.Conn {
+	enc, _ := codec.NewClientCodec(wire.ProtocolV3, false)
+	out, err := enc.EncodeRequest(nil, &wire.Request{Header: wire.Header{Version: wire.VersionThree, Op: wire.OpStartTLS, TxnID: 1 << 40}, Has: wire.BodyStartTLS})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := nc.Write(out); err != nil {
+		b.Fatal(err)
+	}
+	payload, err := wire.NewFrameReader(nc).Next()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var resp wire.Response
+	if err := enc.DecodeResponse(payload, &resp); err != nil || resp.Status != wire.StatusOK {
+		b.Fatalf("START_TLS: %v %v", err, resp.Status)
+	}
+	tc := tls.Client(nc, cfg)
+	if err := tc.Handshake(); err != nil {
+		b.Fatal(err)
+	}
+	return tc
 }
 
 func itoa(n int) string {
@@ -65,7 +122,7 @@ func itoa(n int) string {
 	return string(s)
 }
 
-func benchAdds(b *testing.B, dir string, proto wire.Protocol, outstanding int) {
+func benchAdds(b *testing.B, dir string, proto wire.Protocol, outstanding int, withTLS bool) {
 	store, err := ledgerstore.Open(vfs.Default, ledgerstore.Config{
 		JournalDirs: []string{filepath.Join(dir, "journal")},
 		LedgerDirs:  []string{filepath.Join(dir, "ledgers")},
@@ -77,7 +134,12 @@ func benchAdds(b *testing.B, dir string, proto wire.Protocol, outstanding int) {
 	defer store.Close()
 	bk := bookie.New(store, bookie.Config{Clock: clock.Real{}, Logger: srvQuietLogger()})
 	defer bk.Close()
-	srv := New(bk, Options{Logger: srvQuietLogger()})
+	opts := Options{Logger: srvQuietLogger()}
+	var cliTLS *tls.Config
+	if withTLS {
+		opts.TLS, cliTLS = benchTLS(b)
+	}
+	srv := New(bk, opts)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -90,6 +152,9 @@ func benchAdds(b *testing.B, dir string, proto wire.Protocol, outstanding int) {
 		b.Fatal(err)
 	}
 	defer nc.Close()
+	if withTLS {
+		nc = benchStartTLS(b, nc, cliTLS)
+	}
 	cc, _ := codec.NewClientCodec(proto, false)
 	const ledger = 1
 	payload := make([]byte, 1024)
@@ -109,6 +174,7 @@ func benchAdds(b *testing.B, dir string, proto wire.Protocol, outstanding int) {
 	runtime.GC()
 	runtime.ReadMemStats(&ms0)
 	b.ResetTimer()
+	cpu0 := processCPU()
 	start := time.Now()
 	go func() {
 		fr := wire.NewFrameReader(bufio.NewReaderSize(nc, 64<<10))
@@ -166,6 +232,7 @@ func benchAdds(b *testing.B, dir string, proto wire.Protocol, outstanding int) {
 		b.Fatal(err)
 	}
 	elapsed := time.Since(start)
+	cpu := processCPU() - cpu0
 	b.StopTimer()
 	runtime.ReadMemStats(&ms1)
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "entries/s")
@@ -173,6 +240,17 @@ func benchAdds(b *testing.B, dir string, proto wire.Protocol, outstanding int) {
 	b.ReportMetric(float64(hist.ValueAtQuantile(99)), "p99-µs")
 	b.ReportMetric(float64(hist.ValueAtQuantile(99.9)), "p99.9-µs")
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(n), "allocs/entry")
+	b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(n), "cpu-µs/entry")
+}
+
+// processCPU is the CPU time (user + system) the process has used: client,
+// server, bookie and storage together.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // loopbackRTT is the median round trip of a 64-byte message over loopback

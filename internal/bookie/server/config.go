@@ -132,6 +132,10 @@ type Config struct {
 	// (autoRecoveryDaemonEnabled and the auditor and replication keys).
 	AutoRecovery AutoRecoveryConfig
 
+	// Security is TLS and authorisation of the bookie's connections
+	// (tlsconfig.go).
+	Security SecurityConfig
+
 	// Props holds every property as read (file, environment, flags), for
 	// the storage engine's own keys.
 	Props map[string]string
@@ -554,6 +558,16 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("zkTimeout must be positive"))
 	}
 	if _, err := metadata.ParseURI(c.MetadataServiceURI); err != nil {
+		errs = append(errs, err)
+	}
+	// Security settings: checked, then every file they name read, so that
+	// the bookie never starts less protected than configured.
+	if err := c.Security.validate(c.AutoRecovery.Enabled); err != nil {
+		errs = append(errs, err)
+	} else if err := c.Security.loadFiles(c.AutoRecovery.Enabled); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Security.CheckStartupUser(); err != nil {
 		errs = append(errs, err)
 	}
 	seen := map[string]bool{}

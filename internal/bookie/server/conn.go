@@ -23,15 +23,21 @@ const maxPooledFrame = 64 << 10
 // the next batch.
 const maxSpareOut = 1 << 20
 
-// conn is one client connection. The reader goroutine (serve) owns br, dec
-// and the read side; the writer goroutine owns spare and the write side;
-// responders (any goroutine) append to mu.out.
+// conn is one client connection. The reader goroutine (serve) owns br, dec,
+// authenticated and the read side; the writer goroutine owns spare and the
+// write side; responders (any goroutine) append to mu.out. stream is set
+// (to the TLS session after START_TLS) before the writer starts.
 type conn struct {
 	s   *Server
-	nc  net.Conn
+	nc  net.Conn // the socket: deadlines and Close
 	log *slog.Logger
 	br  *bufio.Reader
 	dec codec.ServerDecoder
+	// stream carries the protocol: nc, or the TLS session over it.
+	stream io.ReadWriter
+	// authenticated: requests are served (no Authorizer, or it accepted
+	// the connection's TLS session); otherwise they are refused.
+	authenticated bool
 
 	// slots holds one token per request read and not yet written back (or
 	// dropped): the reader takes one before reading a frame, so a full
@@ -62,17 +68,21 @@ type conn struct {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	return &conn{
-		s:        s,
-		nc:       nc,
-		log:      s.log.With("remote", nc.RemoteAddr().String()),
-		br:       bufio.NewReaderSize(nc, s.opts.ReadBufferSize),
-		slots:    make(chan struct{}, s.opts.MaxInFlightPerConn),
-		wake:     make(chan struct{}, 1),
-		budget:   make(chan struct{}, 1),
-		stop:     make(chan struct{}),
-		aborted:  make(chan struct{}),
-		dead:     make(chan struct{}),
-		writerOK: make(chan struct{}),
+		s:      s,
+		nc:     nc,
+		log:    s.log.With("remote", nc.RemoteAddr().String()),
+		br:     bufio.NewReaderSize(nc, s.opts.ReadBufferSize),
+		stream: nc,
+		// Without an Authorizer every connection is served (Java's
+		// AuthDisabledPlugin); with one, only after it accepted.
+		authenticated: s.opts.Authorizer == nil,
+		slots:         make(chan struct{}, s.opts.MaxInFlightPerConn),
+		wake:          make(chan struct{}, 1),
+		budget:        make(chan struct{}, 1),
+		stop:          make(chan struct{}),
+		aborted:       make(chan struct{}),
+		dead:          make(chan struct{}),
+		writerOK:      make(chan struct{}),
 	}
 }
 
@@ -82,14 +92,26 @@ var errStopped = errors.New("connection stopped for shutdown")
 func (c *conn) serve() {
 	c.s.opts.Metrics.ConnectionOpened()
 	c.log.Debug("connection opened")
-	go c.writeLoop()
-	err := c.readLoop()
+	var err error
+	if c.s.opts.TLS != nil {
+		err = c.startTLS()
+	}
+	if err == nil {
+		go c.writeLoop()
+		err = c.readLoop()
+	} else {
+		close(c.writerOK) // no writer was started
+	}
 	switch {
 	case c.stopping():
 		c.drain()
 		c.log.Debug("connection closed for shutdown")
 	case errors.Is(err, io.EOF):
 		c.log.Debug("connection closed by the client")
+	case errors.Is(err, errTLSHandshake):
+		c.log.Warn("closing connection: TLS handshake failed", "err", err)
+	case errors.Is(err, errRefused):
+		c.log.Warn("closing connection: not authenticated", "err", err)
 	case errors.Is(err, wire.ErrMalformed):
 		c.s.opts.Metrics.MalformedFrame()
 		c.log.Warn("closing connection: bad input", "protocol", c.dec.Protocol().String(), "err", err)
@@ -136,6 +158,15 @@ func (c *conn) readLoop() error {
 			r.recycle()
 			<-c.slots
 			return err
+		}
+		if !c.authenticated {
+			if err := c.refuse(r); err != nil {
+				c.heldBytes.Add(-r.bytes)
+				r.recycle()
+				<-c.slots
+				return err
+			}
+			continue
 		}
 		c.s.b.Handle(&r.req, r)
 	}
@@ -228,7 +259,7 @@ func (c *conn) writeLoop() {
 			continue
 		}
 		c.nc.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
-		_, err := c.nc.Write(buf)
+		_, err := c.stream.Write(buf)
 		c.heldBytes.Add(-int64(len(buf)))
 		for range n {
 			<-c.slots

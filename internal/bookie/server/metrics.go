@@ -225,6 +225,7 @@ type connMetrics struct {
 	malformed prometheus.Counter
 	batches   prometheus.Summary
 	paused    prometheus.Counter
+	security  [numSecurityEvents]prometheus.Counter
 }
 
 func (m *PrometheusMetrics) initConnMetrics(constLabels prometheus.Labels) {
@@ -242,6 +243,21 @@ func (m *PrometheusMetrics) initConnMetrics(constLabels prometheus.Labels) {
 		Name: "bookkeeper_server_READS_PAUSED", Help: "Times a connection stopped reading because its in-flight request limit was reached (back-pressure).", ConstLabels: constLabels,
 	})
 	m.collectors = append(m.collectors, m.conn.open, m.conn.malformed, m.conn.batches, m.conn.paused)
+	security := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bookkeeper_server_CONNECTION_SECURITY_EVENTS", ConstLabels: constLabels,
+		Help: "TLS and authorisation events of client connections: tls (handshake done), tls_handshake_failed, authz_failed (certificate role refused), unauthenticated_request (answered EUA or closed).",
+	}, []string{"event"})
+	for e := range m.conn.security {
+		m.conn.security[e] = security.WithLabelValues(SecurityEvent(e).String())
+	}
+	m.collectors = append(m.collectors, security)
+}
+
+// ConnectionSecurity implements Metrics.
+func (m *PrometheusMetrics) ConnectionSecurity(e SecurityEvent) {
+	if e < numSecurityEvents {
+		m.conn.security[e].Inc()
+	}
 }
 
 // ConnectionOpened implements Metrics (the listener's).

@@ -105,6 +105,11 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 	if clock == nil {
 		clock = systemClock{}
 	}
+	// TLS and authorisation first: nothing starts if they cannot.
+	serverTLS, authorizer, err := cfg.Security.ServerTLS(clock, p.log)
+	if err != nil {
+		return nil, err
+	}
 	var cleanups []func()
 	defer func() {
 		if err != nil {
@@ -209,7 +214,7 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 		return nil, fmt.Errorf("listen on port %d for bookie %s: %w", port, p.id, err)
 	}
 	cleanups = append(cleanups, func() { p.ln.Close() })
-	p.srv = New(p.bk, Options{Logger: p.log, Metrics: p.metrics})
+	p.srv = New(p.bk, Options{Logger: p.log, Metrics: p.metrics, TLS: serverTLS, Authorizer: authorizer})
 	go func() {
 		if err := p.srv.Serve(p.ln); err != nil && !errors.Is(err, ErrServerClosed) {
 			p.fail(fmt.Errorf("bookie listener: %w", err))
@@ -244,7 +249,7 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 			}
 		}()
 	}
-	p.log.Info("bookie started", "addr", p.ln.Addr().String(), "http", p.HTTPAddr())
+	p.log.Info("bookie started", "addr", p.ln.Addr().String(), "http", p.HTTPAddr(), "tls", serverTLS != nil, "authorizer", authorizer != nil)
 	return p, nil
 }
 
@@ -256,6 +261,10 @@ func serviceInfo(cfg *Config, id metadata.BookieID, noHTTP bool) (metadata.Booki
 	info, err := metadata.DefaultBookieServiceInfo(id)
 	if err != nil {
 		return info, err
+	}
+	if cfg.Security.TLSEnabled() {
+		// Java's BookieService marks the bookie endpoint so.
+		info.Endpoints[0].Extensions = []string{"tls"}
 	}
 	if cfg.HTTPServerEnabled && !noHTTP && cfg.HTTPServerPort != 0 {
 		info.Endpoints = append(info.Endpoints, metadata.BookieEndpoint{

@@ -38,6 +38,16 @@
 // truncated frame, an unknown v2 opcode) closes that connection only, as
 // the Java bookie does; it is logged with the peer's address.
 //
+// # TLS and authorisation
+//
+// With Options.TLS a connection may open with a v3 START_TLS and continue
+// inside TLS (either protocol); with Options.Authorizer (BookKeeper's
+// BookieAuthZFactory: RoleAuthorizer) only connections whose TLS client
+// certificate it accepts are served, every other request is refused with
+// BookKeeper's codes. Both run on the connection's reader before its writer
+// starts (tls.go); Config.Security builds them from the tls* keys
+// (tlsconfig.go).
+//
 // # Shutdown
 //
 // Server.Shutdown stops accepting, stops reading on every connection,
@@ -48,6 +58,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -79,16 +90,19 @@ type Metrics interface {
 	// Options.MaxInFlightPerConn of its requests are not answered yet
 	// (back-pressure); it reads again once one is.
 	ReadPaused()
+	// ConnectionSecurity counts TLS and authorisation events (tls.go).
+	ConnectionSecurity(SecurityEvent)
 }
 
 // NopMetrics is the Metrics that records nothing.
 type NopMetrics struct{}
 
-func (NopMetrics) ConnectionOpened()         {}
-func (NopMetrics) ConnectionClosed()         {}
-func (NopMetrics) MalformedFrame()           {}
-func (NopMetrics) ResponsesWritten(int, int) {}
-func (NopMetrics) ReadPaused()               {}
+func (NopMetrics) ConnectionOpened()                {}
+func (NopMetrics) ConnectionClosed()                {}
+func (NopMetrics) MalformedFrame()                  {}
+func (NopMetrics) ResponsesWritten(int, int)        {}
+func (NopMetrics) ReadPaused()                      {}
+func (NopMetrics) ConnectionSecurity(SecurityEvent) {}
 
 // Options configures a Server. Every field has a default.
 type Options struct {
@@ -109,6 +123,16 @@ type Options struct {
 	WriteTimeout time.Duration
 	// ReadBufferSize is the bufio.Reader size per connection. Default 64 KiB.
 	ReadBufferSize int
+
+	// TLS, if set, lets a connection upgrade with a START_TLS as its first
+	// frame, the bookie being the TLS server (tls.go); nil answers START_TLS
+	// EBADREQ. Authorizer, if set, serves only connections whose TLS session
+	// it accepts and refuses the requests of every other (EUA).
+	// TLSHandshakeTimeout bounds the handshake after START_TLS (default
+	// 10 s, Java's SslHandler default).
+	TLS                 *tls.Config
+	Authorizer          Authorizer
+	TLSHandshakeTimeout time.Duration
 }
 
 func (o *Options) setDefaults() {
@@ -129,6 +153,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.ReadBufferSize <= 0 {
 		o.ReadBufferSize = 64 << 10
+	}
+	if o.TLSHandshakeTimeout <= 0 {
+		o.TLSHandshakeTimeout = 10 * time.Second
 	}
 }
 

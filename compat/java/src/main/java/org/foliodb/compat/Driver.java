@@ -25,7 +25,9 @@ import org.apache.bookkeeper.net.BookieId;
  * metadata driver) driven from the command line by the Go interop tests. Every result is one JSON
  * object per line on stdout; logs go to stderr.
  *
- * <p>Usage: {@code Driver <command> --uri etcd://HOST:PORT/SCOPE [--protocol v3|v2] [options]}
+ * <p>Usage: {@code Driver <command> --uri etcd://HOST:PORT/SCOPE [--protocol v3|v2] [--client-conf FILE]
+ * [options]}: {@code --client-conf} loads client configuration keys from a properties file (the
+ * TLS keys, say) on top of the Driver's own settings.
  *
  * <ul>
  *   <li>{@code write [--digest CRC32C|CRC32|MAC|DUMMY[,...]] [--password P] [--ensemble 3] [--write-quorum 2]
@@ -123,6 +125,10 @@ public final class Driver {
         conf.setReadEntryTimeout(10);
         // Every ledger in these tests has 3 bookies: keep rack awareness out of the way.
         conf.setEnforceMinNumRacksPerWriteQuorum(false);
+        String clientConf = opts.get("client-conf");
+        if (clientConf != null) {
+            conf.loadConf(new java.io.File(clientConf).toURI().toURL());
+        }
         byte[] password = opt("password", "").getBytes(StandardCharsets.UTF_8);
         // Not closed: closing a BookKeeper client takes seconds (worker pool shutdown), and the
         // process exits right after the command anyway.
