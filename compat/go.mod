@@ -7,7 +7,10 @@ go 1.26.0
 // public client package, resolved here.
 replace github.com/foliodb/folio => ../
 
-require github.com/foliodb/folio v0.0.0-00010101000000-000000000000
+require (
+	github.com/foliodb/folio v0.0.0-00010101000000-000000000000
+	github.com/go-zookeeper/zk v1.0.4
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
@@ -18,7 +21,6 @@ require (
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
-	github.com/go-zookeeper/zk v1.0.4 // indirect
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
