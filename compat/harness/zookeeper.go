@@ -148,7 +148,7 @@ type javaAutoRecovery struct {
 // worker failed on is retried within a second; the periodic checks keep
 // BookKeeper's defaults (the ledger check runs once when an auditor is
 // first elected on a cluster).
-func startJavaAutoRecovery(t *testing.T, classpath, uri string) javaAutoRecovery {
+func startJavaAutoRecovery(t *testing.T, classpath, uri string, jvmArgs ...string) javaAutoRecovery {
 	t.Helper()
 	dir := t.TempDir()
 	port := freePort(t)
@@ -170,7 +170,7 @@ func startJavaAutoRecovery(t *testing.T, classpath, uri string) javaAutoRecovery
 	confPath := filepath.Join(dir, "autorecovery.conf")
 	writeConf(t, confPath, conf)
 	a := javaAutoRecovery{id: fmt.Sprintf("127.0.0.1:%d", port), logPath: filepath.Join(dir, "autorecovery.log")}
-	a.proc = startJavaServer(t, classpath, "org.apache.bookkeeper.replication.AutoRecoveryMain", confPath, a.logPath, "-Xmx192m")
+	a.proc = startJavaServer(t, classpath, "org.apache.bookkeeper.replication.AutoRecoveryMain", confPath, a.logPath, append(jvmArgs, "-Xmx192m")...)
 	t.Logf("compat: Java AutoRecoveryMain %s started (log %s)", a.id, a.logPath)
 	return a
 }
