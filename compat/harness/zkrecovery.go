@@ -205,21 +205,14 @@ func (c *zkRecoveryCluster) waitLeader(leader string, want ...string) {
 }
 
 // waitRereplicated waits until no ledger of ls has victim in an ensemble
-// and no under-replication record or lock is left, then checks every
-// entry on every bookie of each write set (digest-verified, byte-exact)
-// and reads every ledger through both clients.
+// and no under-replication record or lock is left, then checks the
+// ledgers (checkLedgers).
 func (c *zkRecoveryCluster) waitRereplicated(victim string, ls ledgerSet, n int64) {
 	t := c.t
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), recoveryTimeout+time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), recoveryTimeout)
 	defer cancel()
-	ids := slices.Sorted(func(yield func(int64) bool) {
-		for id := range ls {
-			if !yield(id) {
-				return
-			}
-		}
-	})
+	ids := slices.Sorted(mapKeys(ls))
 	var held []int64
 	var recs []metadata.UnderReplicatedLedger
 	var locks []string
@@ -240,6 +233,18 @@ func (c *zkRecoveryCluster) waitRereplicated(victim string, ls ledgerSet, n int6
 		return fmt.Sprintf("ledgers still on %s: %v; under-replicated: %v; locks: %v", victim, held, recs, locks)
 	})
 	t.Logf("every ledger re-replicated off %s within %v of the check starting", victim, time.Since(start).Round(time.Millisecond))
+	c.checkLedgers(ls, n)
+}
+
+// checkLedgers checks every entry of each ledger of ls on every bookie of
+// its write set (digest-verified, byte-exact) and reads every ledger
+// through both clients: n entries each.
+func (c *zkRecoveryCluster) checkLedgers(ls ledgerSet, n int64) {
+	t := c.t
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ids := slices.Sorted(mapKeys(ls))
 	for _, id := range ids {
 		seed := ls[id]
 		testcluster.CheckStored(ctx, t, c.md, id, []byte(password), func(e int64) []byte { return payload(seed, e) })
