@@ -69,17 +69,18 @@ func (p *javaServer) running() bool {
 
 const javaStopTimeout = 15 * time.Second
 
-// startJavaServer starts `java jvmArgs... -cp classpath mainClass --conf
+// startJavaServer starts `java jvm... -cp classpath mainClass --conf
 // conf` with its output in logPath, until the test ends (then SIGTERM). The
-// JVM dies with the test binary (Pdeathsig), even on a test timeout.
-func startJavaServer(t *testing.T, classpath, mainClass, confPath, logPath string, jvmArgs ...string) *javaServer {
+// JVM dies with the test binary (Pdeathsig), even on a test timeout. jvm
+// is every JVM option (the harness's own start with jvmFlags).
+func startJavaServer(t *testing.T, classpath, mainClass, confPath, logPath string, jvm []string) *javaServer {
 	t.Helper()
 	logf, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append(slices.Clone(jvmArgs), "-cp", classpath, mainClass, "--conf", confPath)
-	cmd := exec.Command("java", javaArgs(args...)...)
+	args := append(slices.Clone(jvm), "-cp", classpath, mainClass, "--conf", confPath)
+	cmd := exec.Command("java", args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -125,23 +126,14 @@ var etcdDriverProps = map[string]string{
 // until the test ends. The config: loopback allowed and advertised as
 // 127.0.0.1 (a Java bookie refuses loopback addresses otherwise), no HTTP
 // server, a free port, a 1 s garbage collection period (so that a GC pass
-// runs during the test). On etcd: the etcd drivers, and no
+// runs during the test), no fsync. On etcd: the etcd drivers, and no
 // over-replication GC pass (on etcd it throws and aborts every GC pass,
 // spec/metadata.md §2.9). On ZooKeeper: Java's own ZooKeeper driver (give
 // zkClasspath's classpath: no etcd jar), a 4 s session (zkTimeout), so
 // that a killed bookie's registration goes within seconds.
 func startJavaBookie(t *testing.T, classpath, uri string) func() javaBookie {
 	t.Helper()
-	dir := t.TempDir()
-	port := freePort(t)
 	conf := map[string]string{
-		"bookiePort":               fmt.Sprint(port),
-		"advertisedAddress":        "127.0.0.1",
-		"allowLoopback":            "true",
-		"metadataServiceUri":       uri,
-		"httpServerEnabled":        "false",
-		"journalDirectories":       filepath.Join(dir, "journal"),
-		"ledgerDirectories":        filepath.Join(dir, "ledgers"),
 		"gcWaitTime":               "1000",
 		"diskUsageThreshold":       "0.999",
 		"diskUsageWarnThreshold":   "0.998",
@@ -160,10 +152,32 @@ func startJavaBookie(t *testing.T, classpath, uri string) func() javaBookie {
 			jvm = append(jvm, "-D"+k+"="+v)
 		}
 	}
+	return startJavaBookieWith(t, classpath, uri, conf, javaArgs(append(jvm, "-Xmx256m")...))
+}
+
+// startJavaBookieWith starts a Java bookie on uri with the settings every
+// harness bookie has (a free port, 127.0.0.1 advertised and allowed,
+// journal and ledger directories in a temporary directory, no HTTP server)
+// plus conf, and the JVM options jvm. The returned function waits until
+// it listens.
+func startJavaBookieWith(t *testing.T, classpath, uri string, conf map[string]string, jvm []string) func() javaBookie {
+	t.Helper()
+	dir := t.TempDir()
+	port := freePort(t)
+	all := map[string]string{
+		"bookiePort":         fmt.Sprint(port),
+		"advertisedAddress":  "127.0.0.1",
+		"allowLoopback":      "true",
+		"metadataServiceUri": uri,
+		"httpServerEnabled":  "false",
+		"journalDirectories": filepath.Join(dir, "journal"),
+		"ledgerDirectories":  filepath.Join(dir, "ledgers"),
+	}
+	maps.Copy(all, conf)
 	confPath := filepath.Join(dir, "bk_server.conf")
-	writeConf(t, confPath, conf)
+	writeConf(t, confPath, all)
 	jb := javaBookie{addr: fmt.Sprintf("127.0.0.1:%d", port), logPath: filepath.Join(dir, "bookie.log")}
-	jb.proc = startJavaServer(t, classpath, "org.apache.bookkeeper.server.Main", confPath, jb.logPath, append(jvm, "-Xmx256m")...)
+	jb.proc = startJavaServer(t, classpath, "org.apache.bookkeeper.server.Main", confPath, jb.logPath, jvm)
 	// The caller waits for the bookie with the returned function, so that
 	// several bookies start at once.
 	return func() javaBookie {

@@ -82,13 +82,43 @@ func ZooKeeperMigration(t *testing.T) {
 	c := &zkRecoveryCluster{t: t, classpath: classpath, uri: uri, root: root, raw: raw}
 	c.waitLeader(ja.id, ja.id)
 
-	// Step 1: Folio bookies join the cluster.
+	// Before: the listing to compare with at the end; AutoRecovery
+	// enabled; nothing under-replicated.
+	var before, after []struct {
+		LedgerID int64 `json:"ledgerId"`
+	}
+	folioShell(t, uri, &before, "listledgers")
+	var enabled struct {
+		Enabled bool `json:"enabled"`
+	}
+	folioShell(t, uri, &enabled, "autorecovery")
+	var ur []struct {
+		LedgerID int64 `json:"ledgerId"`
+	}
+	folioShell(t, uri, &ur, "listunderreplicated")
+	if len(before) != len(ls) || !enabled.Enabled || len(ur) != 0 {
+		t.Fatalf("before the migration: %d ledgers listed (%d written), AutoRecovery enabled %v, under-replicated %v", len(before), len(ls), enabled.Enabled, ur)
+	}
+
+	// Step 1: Folio bookies join the cluster; Java lists them, and
+	// bookiesanity writes and reads on each.
 	fcl = startFolioBookies(t, uri, 3)
 	c.md, c.folio = fcl.MD, fcl
 	c.ar = c.md.(metadata.AutoRecoveryDriver)
 	var folioIDs []string
 	for _, b := range fcl.Bookies {
 		folioIDs = append(folioIDs, b.Addr())
+		var sanity []struct {
+			OK bool `json:"ok"`
+		}
+		folioShell(t, uri, &sanity, "bookiesanity", "--bookie", b.Addr())
+		if len(sanity) != 1 || !sanity[0].OK {
+			t.Fatalf("folio shell bookiesanity --bookie %s: %v", b.Addr(), sanity)
+		}
+	}
+	want := slices.Sorted(slices.Values(append(slices.Clone(javaIDs), folioIDs...)))
+	if got := shellBookies(runJavaShell(t, classpath, uri, "listbookies -rw")[0]); !slices.Equal(got, want) {
+		t.Fatalf("Java's listbookies -rw after the Folio bookies joined: %v, want %v", got, want)
 	}
 	// Step 2: Folio's AutoRecovery next to Java's, in the same election.
 	folioAR := fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -122,12 +152,12 @@ func ZooKeeperMigration(t *testing.T) {
 			if held := c.holding(ctx, jb.addr, slices.Collect(mapKeys(ls))); len(held) != 0 {
 				t.Fatalf("after decommissioning %s, ledgers %v still name it", jb.addr, held)
 			}
-			var ur []struct {
-				LedgerID int64 `json:"ledgerId"`
-			}
 			folioShell(t, uri, &ur, "listunderreplicated")
 			if len(ur) != 0 {
 				t.Fatalf("after decommissioning %s: under-replicated %v", jb.addr, ur)
+			}
+			if out, err := folioShellRaw(t, uri, "cookie", "get", jb.addr); err == nil || !strings.Contains(out, "cookie") {
+				t.Fatalf("after decommissioning %s: folio shell cookie get: %v\n%s", jb.addr, err, out)
 			}
 			if ok, _, err := raw.Exists(root + "/cookies/" + jb.addr); err != nil || ok {
 				t.Fatalf("after decommissioning %s: its cookie exists %v (%v)", jb.addr, ok, err)
@@ -177,6 +207,10 @@ func ZooKeeperMigration(t *testing.T) {
 		}
 	}
 	c.checkLedgers(ls, n)
+	folioShell(t, uri, &after, "listledgers")
+	if !slices.Equal(before, after) {
+		t.Errorf("folio shell listledgers: %v before the migration, %v after", before, after)
+	}
 	t.Logf("who re-replicated:%s", workers(logMark{}, []string{ja.logPath}, []string{fa.LogPath()}))
 }
 

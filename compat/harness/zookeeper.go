@@ -170,7 +170,7 @@ func startJavaAutoRecovery(t *testing.T, classpath, uri string, jvmArgs ...strin
 	confPath := filepath.Join(dir, "autorecovery.conf")
 	writeConf(t, confPath, conf)
 	a := javaAutoRecovery{id: fmt.Sprintf("127.0.0.1:%d", port), logPath: filepath.Join(dir, "autorecovery.log")}
-	a.proc = startJavaServer(t, classpath, "org.apache.bookkeeper.replication.AutoRecoveryMain", confPath, a.logPath, append(jvmArgs, "-Xmx192m")...)
+	a.proc = startJavaServer(t, classpath, "org.apache.bookkeeper.replication.AutoRecoveryMain", confPath, a.logPath, javaArgs(append(jvmArgs, "-Xmx192m")...))
 	t.Logf("compat: Java AutoRecoveryMain %s started (log %s)", a.id, a.logPath)
 	return a
 }
