@@ -55,7 +55,7 @@ compat:
 # bookies and then Folio bookies on one ZooKeeper, with the raw fdatasync
 # baseline of the same run (compat/benchjava; docs/performance.md). Not part
 # of CI. Knobs: FOLIO_BENCH_SECONDS, FOLIO_BENCH_ENTRY_SIZE,
-# FOLIO_BENCH_THROTTLE, FOLIO_BENCH_BOOKIES, FOLIO_BENCH_LATENCY_COUNT,
+# FOLIO_BENCH_THROTTLES, FOLIO_BENCH_BOOKIES, FOLIO_BENCH_LATENCY_COUNT,
 # FOLIO_BENCH_THROUGHPUT_COUNT.
 bench-java:
 	cd compat && $(GO) test -tags benchjava -count=1 -v -timeout 30m -run TestBenchJava ./benchjava/

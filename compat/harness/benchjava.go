@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	gozk "github.com/go-zookeeper/zk"
+
 	"github.com/foliodb/folio/internal/benchbase"
 	"github.com/foliodb/folio/internal/metadata/zk/zktest"
 )
@@ -33,9 +35,15 @@ import (
 // (FOLIO_BENCH_*), with defaults that keep a run within about five
 // minutes on a 2-core machine.
 type benchSettings struct {
-	seconds     int // BenchThroughputLatency -time (FOLIO_BENCH_SECONDS, 30)
-	entrySize   int // -entrysize / -size (FOLIO_BENCH_ENTRY_SIZE, 1024)
-	throttle    int // BenchThroughputLatency -throttle: adds in flight (FOLIO_BENCH_THROTTLE, 10000, the tool's default)
+	seconds   int // BenchThroughputLatency -time (FOLIO_BENCH_SECONDS, 30)
+	entrySize int // -entrysize / -size (FOLIO_BENCH_ENTRY_SIZE, 1024)
+	// BenchThroughputLatency -throttle, one run per value
+	// (FOLIO_BENCH_THROTTLES, "10000,100000"). The tool's client both
+	// keeps at most that many adds in flight and, through the BookKeeper
+	// client's own `throttle` setting, sends at most that many adds per
+	// second: its default, 10000, is a fixed offered load; a large value
+	// measures the highest rate.
+	throttles   []int
 	bookies     int // bookies per cluster (FOLIO_BENCH_BOOKIES, 3)
 	latencyN    int // BenchBookie -latencyCount (FOLIO_BENCH_LATENCY_COUNT, 5000, the tool's default)
 	throughputN int // BenchBookie -throughputCount (FOLIO_BENCH_THROUGHPUT_COUNT, 50000, the tool's default)
@@ -54,10 +62,22 @@ func benchSettingsFromEnv(t *testing.T) benchSettings {
 		}
 		return n
 	}
+	var throttles []int
+	list := os.Getenv("FOLIO_BENCH_THROTTLES")
+	if list == "" {
+		list = "10000,100000"
+	}
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			t.Fatalf("FOLIO_BENCH_THROTTLES=%q: want positive integers separated by commas", list)
+		}
+		throttles = append(throttles, n)
+	}
 	return benchSettings{
 		seconds:     get("FOLIO_BENCH_SECONDS", 30),
 		entrySize:   get("FOLIO_BENCH_ENTRY_SIZE", 1024),
-		throttle:    get("FOLIO_BENCH_THROTTLE", 10000),
+		throttles:   throttles,
 		bookies:     get("FOLIO_BENCH_BOOKIES", 3),
 		latencyN:    get("FOLIO_BENCH_LATENCY_COUNT", 5000),
 		throughputN: get("FOLIO_BENCH_THROUGHPUT_COUNT", 50000),
@@ -89,10 +109,7 @@ const benchLog4j = `<?xml version="1.0" encoding="UTF-8"?>
 // benchResult is what the two tools reported for one cluster.
 type benchResult struct {
 	impl string
-	// BenchThroughputLatency: completions over the run, its duration,
-	// its ops/s, and latency percentiles from its latency dump.
-	completions, durationMs, opsPerSec int64
-	p50, p95, p99, p999                time.Duration
+	runs []throughputRun // BenchThroughputLatency, one per throttle
 	// BenchBookie (one bookie, no replication): mean latency of
 	// sequential adds, and throughput with every add in flight.
 	bookieLatencyMs float64
@@ -117,6 +134,7 @@ func BenchJava(t *testing.T) {
 	}
 	load := loadAverage()
 	srv := zktest.Start(t)
+	raw := rawZK(t, srv)
 	log4j := filepath.Join(dir, "log4j2-bench.xml")
 	if err := os.WriteFile(log4j, []byte(benchLog4j), 0o644); err != nil {
 		t.Fatal(err)
@@ -129,6 +147,11 @@ func BenchJava(t *testing.T) {
 			var bookies []string
 			var stop func()
 			if impl == "Java" {
+				// Java's initnewcluster creates the ledgers root but
+				// not its parents (Folio's creates them).
+				if _, err := raw.Create(chroot, nil, 0, gozk.WorldACL(gozk.PermAll)); err != nil {
+					t.Fatalf("create %s: %v", chroot, err)
+				}
 				runJavaShell(t, classpath, uri, "initnewcluster")
 				var waits []func() javaBookie
 				for range s.bookies {
@@ -167,7 +190,9 @@ func BenchJava(t *testing.T) {
 			waitRegistered(t, uri, bookies)
 			zkArg := srv.Addr() + chroot
 			r := benchResult{impl: impl}
-			runThroughputLatency(t, classpath, log4j, zkArg, s, &r)
+			for _, th := range s.throttles {
+				r.runs = append(r.runs, runThroughputLatency(t, classpath, log4j, zkArg, s, impl, th))
+			}
 			runBenchBookie(t, classpath, log4j, zkArg, bookies[0], s, &r)
 			stop()
 			results = append(results, r)
@@ -178,14 +203,30 @@ func BenchJava(t *testing.T) {
 		bookkeeperVersion(t), s.bookies, s.entrySize, runtime.NumCPU(), load)
 	fmt.Fprintf(&b, "raw 1 KiB write+fdatasync (benchbase, same directory tree): %.0f/s, p50 %v, p99 %v\n\n",
 		disk.OpsPerSec, disk.P50, disk.P99)
-	fmt.Fprintf(&b, "| bookies | BenchThroughputLatency (E3 Qw2 Qa2, %d in flight, %d s) | p50 | p95 | p99 | p99.9 | BenchBookie sequential add, mean | BenchBookie throughput |\n", s.throttle, s.seconds)
-	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "BenchThroughputLatency, E=3 Qw=2 Qa=2, CRC32, %d s after the tool's warm-up:\n\n", s.seconds)
+	b.WriteString("| bookies | -throttle | adds/s | completions | p50 | p95 | p99 | p99.9 |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
-		fmt.Fprintf(&b, "| %s | %d adds/s (%d in %d ms) | %v | %v | %v | %v | %.3f ms | %d adds/s |\n",
-			r.impl, r.opsPerSec, r.completions, r.durationMs, r.p50, r.p95, r.p99, r.p999, r.bookieLatencyMs, r.bookieOpsPerSec)
+		for _, x := range r.runs {
+			fmt.Fprintf(&b, "| %s | %d | %d | %d in %d ms | %v | %v | %v | %v |\n",
+				r.impl, x.throttle, x.opsPerSec, x.completions, x.durationMs, x.p50, x.p95, x.p99, x.p999)
+		}
+	}
+	fmt.Fprintf(&b, "\nBenchBookie, one bookie, %d sequential adds then %d in flight:\n\n", s.latencyN, s.throughputN)
+	b.WriteString("| bookie | mean add latency, sequential | adds/s, all in flight |\n|---|---|---|\n")
+	for _, r := range results {
+		fmt.Fprintf(&b, "| %s | %.3f ms | %d |\n", r.impl, r.bookieLatencyMs, r.bookieOpsPerSec)
 	}
 	t.Log(b.String())
 	fmt.Println(b.String())
+}
+
+// throughputRun is one BenchThroughputLatency run: its throttle, the
+// completions over the run, its duration, its ops/s, and latency
+// percentiles from its latency dump.
+type throughputRun struct {
+	throttle                           int
+	completions, durationMs, opsPerSec int64
+	p50, p95, p99, p999                time.Duration
 }
 
 var (
@@ -213,13 +254,14 @@ func runTool(t *testing.T, classpath, log4j, class string, timeout time.Duration
 	return stdout.String()
 }
 
-func runThroughputLatency(t *testing.T, classpath, log4j, zkArg string, s benchSettings, r *benchResult) {
+func runThroughputLatency(t *testing.T, classpath, log4j, zkArg string, s benchSettings, impl string, throttle int) throughputRun {
 	t.Helper()
+	r := throughputRun{throttle: throttle}
 	dump := filepath.Join(t.TempDir(), "latencyDump.dat")
 	out := runTool(t, classpath, log4j, "org.apache.bookkeeper.benchmark.BenchThroughputLatency",
 		time.Duration(s.seconds)*time.Second+5*time.Minute,
 		"-zookeeper", zkArg, "-time", fmt.Sprint(s.seconds), "-entrysize", fmt.Sprint(s.entrySize),
-		"-ensemble", "3", "-quorum", "2", "-ackQuorum", "2", "-throttle", fmt.Sprint(s.throttle),
+		"-ensemble", "3", "-quorum", "2", "-ackQuorum", "2", "-throttle", fmt.Sprint(throttle),
 		"-sendlimit", "5000000", "-latencyFile", dump)
 	m := benchCompletions.FindStringSubmatch(out)
 	if m == nil {
@@ -252,7 +294,8 @@ func runThroughputLatency(t *testing.T, classpath, log4j, zkArg string, s benchS
 		return time.Duration(lat[min(len(lat)-1, int(float64(len(lat))*p))]).Round(time.Microsecond)
 	}
 	r.p50, r.p95, r.p99, r.p999 = q(0.50), q(0.95), q(0.99), q(0.999)
-	t.Logf("%s bookies: BenchThroughputLatency %d adds/s; p50 %v p99 %v", r.impl, r.opsPerSec, r.p50, r.p99)
+	t.Logf("%s bookies, throttle %d: BenchThroughputLatency %d adds/s; p50 %v p99 %v", impl, throttle, r.opsPerSec, r.p50, r.p99)
+	return r
 }
 
 func runBenchBookie(t *testing.T, classpath, log4j, zkArg, bookie string, s benchSettings, r *benchResult) {
