@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
@@ -116,7 +117,7 @@ func ZooKeeperInterop(t *testing.T) {
 		if len(sample) < 2 {
 			t.Skip("too few ledgers written (the writes failed)")
 		}
-		shellsAgree(t, classpath, uriA, dA, sample, all)
+		shellsAgree(t, classpath, uriA, dA, sample, all, folioA.Bookies[1])
 	})
 	t.Run("FolioInitialisedClusterUsedByJava", func(t *testing.T) {
 		folioClusterUsedByJava(t, classpath, uriB, jbB.addr)
@@ -171,14 +172,23 @@ func javaDigestName(folio string) string {
 
 // shellsAgree runs Java's BookieShell and Folio's shell on the cluster at
 // uri and checks that they say the same: whatisinstanceid, listbookies
-// (read-write and read-only), listledgers (also against Folio's driver),
-// ledgermetadata of each ledger of ids, and listunderreplicated with the
-// missing replicas, after one ledger was marked by Folio's driver and
-// another by Java's own LedgerUnderreplicationManager.
-func shellsAgree(t *testing.T, classpath, uri string, d metadata.Driver, ids []int64, bookies []string) {
+// (read-write and read-only, with ro switched to read-only through its
+// admin HTTP endpoint meanwhile), listledgers (also against Folio's
+// driver), ledgermetadata of each ledger of ids, and listunderreplicated
+// with the missing replicas, after one ledger was marked by Folio's driver
+// and another by Java's own LedgerUnderreplicationManager.
+func shellsAgree(t *testing.T, classpath, uri string, d metadata.Driver, ids []int64, bookies []string, ro *testcluster.Bookie) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	setReadOnly(t, ro, true)
+	defer setReadOnly(t, ro, false)
+	var writable []string
+	for _, b := range bookies {
+		if b != ro.Addr() {
+			writable = append(writable, b)
+		}
+	}
 	ar := d.(metadata.AutoRecoveryDriver)
 	folioMarked, javaMarked := ids[0], ids[len(ids)-1]
 	folioMissing := []string{bookies[0], bookies[1]}
@@ -229,8 +239,8 @@ func shellsAgree(t *testing.T, classpath, uri string, d metadata.Driver, ids []i
 	}
 	javaRW, javaRO := shellBookies(outs[1]), shellBookies(outs[2])
 	slices.Sort(folioRW)
-	if !slices.Equal(javaRW, folioRW) || !slices.Equal(javaRW, bookies) || len(javaRO) != 0 || len(folioRO) != 0 {
-		t.Errorf("listbookies: Java -rw %v -ro %v; Folio writable %v read-only %v; registered %v", javaRW, javaRO, folioRW, folioRO, bookies)
+	if !slices.Equal(javaRW, folioRW) || !slices.Equal(javaRW, writable) || !slices.Equal(javaRO, folioRO) || !slices.Equal(javaRO, []string{ro.Addr()}) {
+		t.Errorf("listbookies: Java -rw %v -ro %v; Folio writable %v read-only %v; want writable %v, read-only [%s]", javaRW, javaRO, folioRW, folioRO, writable, ro.Addr())
 	}
 
 	// listledgers
@@ -257,7 +267,7 @@ func shellsAgree(t *testing.T, classpath, uri string, d metadata.Driver, ids []i
 			t.Errorf("listledgers: Java's listing lacks ledger %d", id)
 		}
 	}
-	t.Logf("instance id %s; bookies %v; %d ledgers listed by both: %v", inst.InstanceID, javaRW, len(javaLedgers), javaLedgers)
+	t.Logf("instance id %s; writable bookies %v, read-only %v; %d ledgers listed by both: %v", inst.InstanceID, javaRW, javaRO, len(javaLedgers), javaLedgers)
 
 	// listunderreplicated
 	javaUR := map[int64][]string{}
@@ -346,6 +356,27 @@ func shellsAgree(t *testing.T, classpath, uri string, d metadata.Driver, ids []i
 	if m := shellURCount.FindStringSubmatch(strings.TrimSpace(lastLine(outs[0]))); m == nil || m[1] != "0" {
 		t.Errorf("Java's listunderreplicated after Folio cleared the records:\n%s", outs[0])
 	}
+}
+
+// setReadOnly switches Folio bookie b to read-only mode or back through its
+// admin HTTP endpoint (PUT /api/v1/bookie/state/readonly) and waits until
+// its registration moved (available/readonly/<id> or available/<id>).
+func setReadOnly(t *testing.T, b *testcluster.Bookie, readOnly bool) {
+	t.Helper()
+	body := fmt.Sprintf(`{"readOnly": %v}`, readOnly)
+	req, err := http.NewRequest(http.MethodPut, "http://"+b.HTTPAddr()+"/api/v1/bookie/state/readonly", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("PUT readonly %v on bookie %s: %v", readOnly, b.Addr(), err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT readonly %v on bookie %s: %s", readOnly, b.Addr(), resp.Status)
+	}
+	b.WaitRegistered(readOnly)
 }
 
 // folioClusterUsedByJava: on a cluster `folio shell initnewcluster`

@@ -79,8 +79,8 @@ func ZooKeeperMigration(t *testing.T) {
 		"--entries", fmt.Sprint(n), "--seed", "603", "--close", "false")[0]
 	ls[open.int("ledgerId")] = 603
 	t.Logf("ledgers written by Java clients: %v (ledger %d left open)", ls, open.int("ledgerId"))
-	c := &zkRecoveryCluster{t: t, classpath: classpath, uri: uri, root: root, raw: raw}
-	c.waitLeader(ja.id, ja.id)
+	c := &zkRecoveryCluster{classpath: classpath, uri: uri, root: root, raw: raw}
+	c.waitLeader(t, ja.id, ja.id)
 
 	// Before: the listing to compare with at the end; AutoRecovery
 	// enabled; nothing under-replicated.
@@ -123,12 +123,11 @@ func ZooKeeperMigration(t *testing.T) {
 	// Step 2: Folio's AutoRecovery next to Java's, in the same election.
 	folioAR := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	fa = fcl.StartAutoRecovery(folioAR, "--workers", "2")
-	c.waitLeader(ja.id, ja.id, folioAR)
+	c.waitLeader(t, ja.id, ja.id, folioAR)
 
 	// Step 3: each Java bookie in turn: stop, decommission, check.
 	for i, jb := range jbs {
 		t.Run("Decommission"+fmt.Sprint(i+1), func(t *testing.T) {
-			c.t = t
 			ctx, cancel := context.WithTimeout(context.Background(), recoveryTimeout)
 			defer cancel()
 			start := time.Now()
@@ -149,7 +148,7 @@ func ZooKeeperMigration(t *testing.T) {
 			// The runbook's checks: no ledger names it, nothing is
 			// under-replicated, its cookie is gone, the rest are
 			// registered.
-			if held := c.holding(ctx, jb.addr, slices.Collect(mapKeys(ls))); len(held) != 0 {
+			if held := c.holding(ctx, t, jb.addr, slices.Collect(mapKeys(ls))); len(held) != 0 {
 				t.Fatalf("after decommissioning %s, ledgers %v still name it", jb.addr, held)
 			}
 			folioShell(t, uri, &ur, "listunderreplicated")
@@ -171,11 +170,10 @@ func ZooKeeperMigration(t *testing.T) {
 			return
 		}
 	}
-	c.t = t
 
 	// Step 4: Java's AutoRecoveryMain goes; Folio's is the auditor.
 	ja.proc.terminate()
-	c.waitLeader(folioAR, folioAR)
+	c.waitLeader(t, folioAR, folioAR)
 
 	// Only Folio bookies remain, in the registrations and the cookies,
 	// and every ledger is theirs, complete and byte-exact.
@@ -206,7 +204,7 @@ func ZooKeeperMigration(t *testing.T) {
 			}
 		}
 	}
-	c.checkLedgers(ls, n)
+	c.checkLedgers(t, ls, n)
 	folioShell(t, uri, &after, "listledgers")
 	if !slices.Equal(before, after) {
 		t.Errorf("folio shell listledgers: %v before the migration, %v after", before, after)

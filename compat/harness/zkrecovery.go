@@ -45,7 +45,6 @@ const autoRecoveryLog4j = `<?xml version="1.0" encoding="UTF-8"?>
 // zkRecoveryCluster is a cluster on ZooKeeper with Java and Folio bookies
 // and the means to watch its AutoRecovery.
 type zkRecoveryCluster struct {
-	t         *testing.T
 	classpath string
 	uri       string
 	root      string
@@ -63,8 +62,7 @@ type ledgerSet map[int64]int64
 // writeBoth writes per ledgers with each client (every digest type in
 // turn; E=3, Qw=2, Qa=2, n entries), closed, and returns them with the
 // Java-written ones first.
-func (c *zkRecoveryCluster) writeBoth(seed int64, per int, n int64) (all ledgerSet, javaIDs, folioIDs []int64) {
-	t := c.t
+func (c *zkRecoveryCluster) writeBoth(t *testing.T, seed int64, per int, n int64) (all ledgerSet, javaIDs, folioIDs []int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -89,13 +87,13 @@ func (c *zkRecoveryCluster) writeBoth(seed int64, per int, n int64) (all ledgerS
 }
 
 // holding returns the ledgers of ids whose ensembles include bookie.
-func (c *zkRecoveryCluster) holding(ctx context.Context, bookie string, ids []int64) []int64 {
-	c.t.Helper()
+func (c *zkRecoveryCluster) holding(ctx context.Context, t *testing.T, bookie string, ids []int64) []int64 {
+	t.Helper()
 	var out []int64
 	for _, id := range ids {
 		md, _, err := c.md.ReadLedger(ctx, id)
 		if err != nil {
-			c.t.Fatalf("read ledger %d: %v", id, err)
+			t.Fatalf("read ledger %d: %v", id, err)
 		}
 		for _, s := range md.Ensembles {
 			if slices.Contains(s.Ensemble, metadata.BookieID(bookie)) {
@@ -110,14 +108,14 @@ func (c *zkRecoveryCluster) holding(ctx context.Context, bookie string, ids []in
 // pickVictim returns the bookie of candidates that holds the most ledgers
 // written by each client (at least one of each; the test fails if none
 // does), with the ledgers it holds.
-func (c *zkRecoveryCluster) pickVictim(candidates []string, javaIDs, folioIDs []int64) (string, []int64) {
-	c.t.Helper()
+func (c *zkRecoveryCluster) pickVictim(t *testing.T, candidates []string, javaIDs, folioIDs []int64) (string, []int64) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	best, bestScore := "", 0
 	var bestHeld []int64
 	for _, b := range candidates {
-		j, f := c.holding(ctx, b, javaIDs), c.holding(ctx, b, folioIDs)
+		j, f := c.holding(ctx, t, b, javaIDs), c.holding(ctx, t, b, folioIDs)
 		if len(j) == 0 || len(f) == 0 {
 			continue
 		}
@@ -126,7 +124,7 @@ func (c *zkRecoveryCluster) pickVictim(candidates []string, javaIDs, folioIDs []
 		}
 	}
 	if best == "" {
-		c.t.Fatalf("no bookie of %v holds ledgers written by both clients (Java %v, Folio %v)", candidates, javaIDs, folioIDs)
+		t.Fatalf("no bookie of %v holds ledgers written by both clients (Java %v, Folio %v)", candidates, javaIDs, folioIDs)
 	}
 	return best, bestHeld
 }
@@ -170,8 +168,7 @@ var auditorVote = regexp.MustCompile(`^bookieId: "([^"]*)"\n?$`)
 // waitLeader waits until the election holds exactly the voters want (in
 // any order) with leader's vote first, and both shells' whoisauditor name
 // leader: one auditor, seen the same from every side.
-func (c *zkRecoveryCluster) waitLeader(leader string, want ...string) {
-	t := c.t
+func (c *zkRecoveryCluster) waitLeader(t *testing.T, leader string, want ...string) {
 	t.Helper()
 	var last [][2]string
 	var lastErr error
@@ -207,8 +204,7 @@ func (c *zkRecoveryCluster) waitLeader(leader string, want ...string) {
 // waitRereplicated waits until no ledger of ls has victim in an ensemble
 // and no under-replication record or lock is left, then checks the
 // ledgers (checkLedgers).
-func (c *zkRecoveryCluster) waitRereplicated(victim string, ls ledgerSet, n int64) {
-	t := c.t
+func (c *zkRecoveryCluster) waitRereplicated(t *testing.T, victim string, ls ledgerSet, n int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), recoveryTimeout)
 	defer cancel()
@@ -218,7 +214,7 @@ func (c *zkRecoveryCluster) waitRereplicated(victim string, ls ledgerSet, n int6
 	var locks []string
 	start := time.Now()
 	waitFor(t, recoveryTimeout, "re-replication of "+victim+"'s ledgers", func() bool {
-		held = c.holding(ctx, victim, ids)
+		held = c.holding(ctx, t, victim, ids)
 		var err error
 		recs, err = c.ar.ListUnderReplicatedLedgers(ctx, 0, 1000)
 		if err != nil {
@@ -233,14 +229,13 @@ func (c *zkRecoveryCluster) waitRereplicated(victim string, ls ledgerSet, n int6
 		return fmt.Sprintf("ledgers still on %s: %v; under-replicated: %v; locks: %v", victim, held, recs, locks)
 	})
 	t.Logf("every ledger re-replicated off %s within %v of the check starting", victim, time.Since(start).Round(time.Millisecond))
-	c.checkLedgers(ls, n)
+	c.checkLedgers(t, ls, n)
 }
 
 // checkLedgers checks every entry of each ledger of ls on every bookie of
 // its write set (digest-verified, byte-exact) and reads every ledger
 // through both clients: n entries each.
-func (c *zkRecoveryCluster) checkLedgers(ls ledgerSet, n int64) {
-	t := c.t
+func (c *zkRecoveryCluster) checkLedgers(t *testing.T, ls ledgerSet, n int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -328,7 +323,7 @@ func ZooKeeperAutoRecovery(t *testing.T) {
 	runJavaShell(t, classpath, uri, "initnewcluster")
 	waitJ := []func() javaBookie{startJavaBookie(t, classpath, uri), startJavaBookie(t, classpath, uri)}
 	fcl := startFolioBookies(t, uri, 2)
-	c := &zkRecoveryCluster{t: t, classpath: classpath, uri: uri, root: root, raw: rawZK(t, srv), md: fcl.MD, folio: fcl}
+	c := &zkRecoveryCluster{classpath: classpath, uri: uri, root: root, raw: rawZK(t, srv), md: fcl.MD, folio: fcl}
 	c.ar = c.md.(metadata.AutoRecoveryDriver)
 	for _, w := range waitJ {
 		c.java = append(c.java, w())
@@ -362,21 +357,20 @@ func ZooKeeperAutoRecovery(t *testing.T) {
 	}()
 
 	const n = 20
-	ls, javaLedgers, folioLedgers := c.writeBoth(501, 4, n)
+	ls, javaLedgers, folioLedgers := c.writeBoth(t, 501, 4, n)
 	t.Logf("ledgers written by Java %v and by Folio %v", javaLedgers, folioLedgers)
 
 	// Java's daemon first: it is elected; then Folio's campaigns.
-	ja := c.startJavaAutoRecovery()
+	ja := c.startJavaAutoRecovery(t)
 	javaARs = append(javaARs, ja)
-	c.waitLeader(ja.id, ja.id)
+	c.waitLeader(t, ja.id, ja.id)
 	folioID := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	fa := fcl.StartAutoRecovery(folioID, "--workers", "2")
 	folioARs = append(folioARs, fa)
-	c.waitLeader(ja.id, ja.id, folioID)
+	c.waitLeader(t, ja.id, ja.id, folioID)
 
 	t.Run("JavaAuditorLeads", func(t *testing.T) {
-		c.t = t
-		victim, held := c.pickVictim(javaIDs, javaLedgers, folioLedgers)
+		victim, held := c.pickVictim(t, javaIDs, javaLedgers, folioLedgers)
 		t.Logf("killing Java bookie %s, which holds ledgers %v", victim, held)
 		mark := markLogs(ja.logPath, fa.LogPath())
 		for _, jb := range c.java {
@@ -384,7 +378,7 @@ func ZooKeeperAutoRecovery(t *testing.T) {
 				jb.proc.kill()
 			}
 		}
-		c.waitRereplicated(victim, ls, n)
+		c.waitRereplicated(t, victim, ls, n)
 		t.Logf("who re-replicated:%s", workers(mark, []string{ja.logPath}, []string{fa.LogPath()}))
 	})
 	if t.Failed() {
@@ -392,16 +386,15 @@ func ZooKeeperAutoRecovery(t *testing.T) {
 	}
 
 	t.Run("FolioAuditorLeads", func(t *testing.T) {
-		c.t = t
 		ja.proc.kill()
-		c.waitLeader(folioID, folioID)
+		c.waitLeader(t, folioID, folioID)
 		fresh := fcl.NewBookie()
 		fresh.Start()
 		fresh.WaitRegistered(false)
-		ja2 := c.startJavaAutoRecovery()
+		ja2 := c.startJavaAutoRecovery(t)
 		javaARs = append(javaARs, ja2)
-		c.waitLeader(folioID, folioID, ja2.id)
-		victim, held := c.pickVictim(folioIDs, javaLedgers, folioLedgers)
+		c.waitLeader(t, folioID, folioID, ja2.id)
+		victim, held := c.pickVictim(t, folioIDs, javaLedgers, folioLedgers)
 		t.Logf("killing Folio bookie %s, which holds ledgers %v", victim, held)
 		mark := markLogs(ja2.logPath, fa.LogPath())
 		for _, b := range fcl.Bookies {
@@ -409,14 +402,14 @@ func ZooKeeperAutoRecovery(t *testing.T) {
 				b.Kill()
 			}
 		}
-		c.waitRereplicated(victim, ls, n)
+		c.waitRereplicated(t, victim, ls, n)
 		t.Logf("who re-replicated:%s", workers(mark, []string{ja2.logPath}, []string{fa.LogPath()}))
 	})
 }
 
 // startJavaAutoRecovery starts Java's AutoRecoveryMain on the cluster,
 // logging the replication package at INFO.
-func (c *zkRecoveryCluster) startJavaAutoRecovery() javaAutoRecovery {
-	c.t.Helper()
-	return startJavaAutoRecovery(c.t, c.classpath, c.uri, "-Dlog4j2.configurationFile="+c.log4j)
+func (c *zkRecoveryCluster) startJavaAutoRecovery(t *testing.T) javaAutoRecovery {
+	t.Helper()
+	return startJavaAutoRecovery(t, c.classpath, c.uri, "-Dlog4j2.configurationFile="+c.log4j)
 }
