@@ -56,7 +56,7 @@ compat:
 # baseline of the same run (compat/benchjava; docs/performance.md). Not part
 # of CI. Knobs: FOLIO_BENCH_SECONDS, FOLIO_BENCH_ENTRY_SIZE,
 # FOLIO_BENCH_THROTTLES, FOLIO_BENCH_BOOKIES, FOLIO_BENCH_LATENCY_COUNT,
-# FOLIO_BENCH_THROUGHPUT_COUNT.
+# FOLIO_BENCH_THROUGHPUT_COUNT, FOLIO_BENCH_ORDER (Java,Folio or Folio,Java).
 bench-java:
 	cd compat && $(GO) test -tags benchjava -count=1 -v -timeout 30m -run TestBenchJava ./benchjava/
 

@@ -43,8 +43,12 @@ type benchSettings struct {
 	// client's own `throttle` setting, sends at most that many adds per
 	// second: its default, 10000, is a fixed offered load; a large value
 	// measures the highest rate.
-	throttles   []int
-	bookies     int // bookies per cluster (FOLIO_BENCH_BOOKIES, 3)
+	throttles []int
+	bookies   int // bookies per cluster (FOLIO_BENCH_BOOKIES, 3)
+	// order is which cluster runs first (FOLIO_BENCH_ORDER,
+	// "Java,Folio"): on a shared machine, running it both ways shows
+	// whether the load of the moment favoured one.
+	order       []string
 	latencyN    int // BenchBookie -latencyCount (FOLIO_BENCH_LATENCY_COUNT, 5000, the tool's default)
 	throughputN int // BenchBookie -throughputCount (FOLIO_BENCH_THROUGHPUT_COUNT, 50000, the tool's default)
 }
@@ -74,7 +78,15 @@ func benchSettingsFromEnv(t *testing.T) benchSettings {
 		}
 		throttles = append(throttles, n)
 	}
+	order := strings.Split(os.Getenv("FOLIO_BENCH_ORDER"), ",")
+	if len(order) == 1 && order[0] == "" {
+		order = []string{"Java", "Folio"}
+	}
+	if !slices.Equal(order, []string{"Java", "Folio"}) && !slices.Equal(order, []string{"Folio", "Java"}) {
+		t.Fatalf("FOLIO_BENCH_ORDER=%q: want Java,Folio or Folio,Java", os.Getenv("FOLIO_BENCH_ORDER"))
+	}
 	return benchSettings{
+		order:       order,
 		seconds:     get("FOLIO_BENCH_SECONDS", 30),
 		entrySize:   get("FOLIO_BENCH_ENTRY_SIZE", 1024),
 		throttles:   throttles,
@@ -140,7 +152,7 @@ func BenchJava(t *testing.T) {
 		t.Fatal(err)
 	}
 	var results []benchResult
-	for _, impl := range []string{"Java", "Folio"} {
+	for _, impl := range s.order {
 		t.Run(impl, func(t *testing.T) {
 			chroot := "/bench-" + strings.ToLower(impl)
 			uri := zkURI(srv, "hierarchical", chroot+"/ledgers")

@@ -209,7 +209,7 @@ func ZooKeeperMigration(t *testing.T) {
 	if !slices.Equal(before, after) {
 		t.Errorf("folio shell listledgers: %v before the migration, %v after", before, after)
 	}
-	t.Logf("who re-replicated:%s", workers(logMark{}, []string{ja.logPath}, []string{fa.LogPath()}))
+	t.Logf("ledgers per worker:%s", workers(logMark{}, []string{ja.logPath}, []string{fa.LogPath()}))
 }
 
 // mapKeys yields the ledger ids of ls.

@@ -258,7 +258,7 @@ func (c *zkRecoveryCluster) checkLedgers(t *testing.T, ls ledgerSet, n int64) {
 
 var (
 	javaReplicated  = regexp.MustCompile(`Ledger replicated successfully\. ledger id is: (\d+)`)
-	folioReplicated = regexp.MustCompile(`msg="re-replicated fragment" .*\bledger=(\d+)`)
+	folioReplicated = regexp.MustCompile(`msg="re-replicated fragment" .*\bledger=(\d+) .*\bskipped=false`)
 )
 
 // logMark is the sizes of log files at a point in time, so that workers
@@ -275,9 +275,11 @@ func markLogs(paths ...string) logMark {
 	return m
 }
 
-// workers reports which worker re-replicated which ledgers since mark,
-// from the daemons' logs (Java: "Ledger replicated successfully"; Folio:
-// "re-replicated fragment").
+// workers reports which worker completed which ledgers since mark, from
+// the daemons' logs: Java's logs "Ledger replicated successfully" when it
+// clears a ledger's record (also one another worker had repaired already
+// and an audit marked again meanwhile), Folio's "re-replicated fragment"
+// for each fragment it copied (skipped=false).
 func workers(mark logMark, javaLogs, folioLogs []string) string {
 	var b strings.Builder
 	scan := func(kind string, logs []string, re *regexp.Regexp) {
@@ -379,7 +381,7 @@ func ZooKeeperAutoRecovery(t *testing.T) {
 			}
 		}
 		c.waitRereplicated(t, victim, ls, n)
-		t.Logf("who re-replicated:%s", workers(mark, []string{ja.logPath}, []string{fa.LogPath()}))
+		t.Logf("ledgers per worker:%s", workers(mark, []string{ja.logPath}, []string{fa.LogPath()}))
 	})
 	if t.Failed() {
 		return
@@ -403,7 +405,7 @@ func ZooKeeperAutoRecovery(t *testing.T) {
 			}
 		}
 		c.waitRereplicated(t, victim, ls, n)
-		t.Logf("who re-replicated:%s", workers(mark, []string{ja2.logPath}, []string{fa.LogPath()}))
+		t.Logf("ledgers per worker:%s", workers(mark, []string{ja2.logPath}, []string{fa.LogPath()}))
 	})
 }
 
