@@ -62,7 +62,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	md, err := metadata.Open(ctx, cfg.MetadataServiceURI, metadata.Options{DialTimeout: cfg.ConnectTimeout})
+	md, err := metadata.Open(ctx, cfg.MetadataServiceURI, metadata.Options{DialTimeout: cfg.ConnectTimeout, Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("client: metadata store %s: %w", cfg.MetadataServiceURI, err)
 	}

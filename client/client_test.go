@@ -275,10 +275,15 @@ func TestCluster3(t *testing.T) {
 	t.Run("FailFastWhenBusy", func(t *testing.T) {
 		t.Parallel()
 		ctx := testCtx(t)
-		// A slow dial keeps the first append outstanding while the second
-		// is tried.
+		// A dial held until the second append has been refused keeps the
+		// first append outstanding meanwhile.
+		gate := make(chan struct{})
 		slowDial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-			time.Sleep(300 * time.Millisecond)
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 			var d net.Dialer
 			return d.DialContext(ctx, network, addr)
 		}
@@ -293,6 +298,7 @@ func TestCluster3(t *testing.T) {
 		if _, err := w.AppendAsync([]byte("x")).Wait(ctx); !errors.Is(err, client.ErrTooManyRequests) {
 			t.Fatalf("second append with one slot: %v, want ErrTooManyRequests", err)
 		}
+		close(gate)
 		if id, err := first.Wait(ctx); err != nil || id != 0 {
 			t.Fatalf("first append: %d, %v", id, err)
 		}
@@ -427,7 +433,6 @@ func TestNotEnoughBookiesClosesLedger(t *testing.T) {
 		t.Fatalf("LastAddConfirmed = %d, want 99", lac)
 	}
 	// The writer closes the ledger itself, at its LAC.
-	deadline := time.Now().Add(30 * time.Second)
 	for {
 		md, _, err := cl.MD.ReadLedger(ctx, w.ID())
 		if err != nil {
@@ -439,10 +444,10 @@ func TestNotEnoughBookiesClosesLedger(t *testing.T) {
 			}
 			break
 		}
-		if time.Now().After(deadline) {
+		if ctx.Err() != nil {
 			t.Fatalf("ledger not closed: %s", ledgerState(md))
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // polling interval
 	}
 	if err := w.Close(ctx); err != nil {
 		t.Fatalf("Close after the writer closed itself: %v", err)

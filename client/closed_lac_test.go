@@ -102,3 +102,67 @@ func TestClosedLedgerLACIsItsEnd(t *testing.T) {
 		t.Fatalf("tail read %v, want 0..%d", got, end)
 	}
 }
+
+// TestLongPollPastKnownEnd (issue 16 review): a long poll for an entry past
+// the end, outstanding while another caller of the same handle learns that
+// the ledger was closed, never returns that entry, even when the bookies'
+// LAC then passes it (here the old writer's next add; in production it
+// could be a racing recovery's rewrite).
+func TestLongPollPastKnownEnd(t *testing.T) {
+	cl := testcluster.Start(t, 3)
+	ctx := testCtx(t)
+	c := newClient(t, cl, nil)
+	pw := []byte("pw")
+	w, err := c.CreateLedger(ctx, client.LedgerOptions{EnsembleSize: 3, WriteQuorumSize: 3, AckQuorumSize: 2, Password: pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range int64(16) {
+		if id, err := w.Append(ctx, payloadOf(w.ID(), i)); err != nil || id != i {
+			t.Fatalf("append %d: %d, %v", i, id, err)
+		}
+	}
+	r, err := c.OpenLedger(ctx, w.ID(), client.OpenOptions{Password: pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lac, err := r.ReadLastAddConfirmed(ctx); err != nil || lac != 14 {
+		t.Fatalf("LAC = %d, %v; want 14", lac, err)
+	}
+	type result struct {
+		res client.LACAndEntry
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		res, err := r.ReadLastAddConfirmedAndEntry(ctx, 15, time.Minute)
+		got <- result{res, err}
+	}()
+	for _, b := range cl.Bookies {
+		waitLongPolls(ctx, t, b, 1)
+	}
+
+	const end = 9
+	md, v, err := cl.MD.ReadLedger(ctx, w.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	md.State, md.LastEntryID, md.Length = metadata.LedgerClosed, end, 0
+	for i := int64(0); i <= end; i++ {
+		md.Length += int64(len(payloadOf(w.ID(), i)))
+	}
+	if _, err := cl.MD.WriteLedger(ctx, w.ID(), md, v); err != nil {
+		t.Fatal(err)
+	}
+	if lac, err := r.ReadLastAddConfirmed(ctx); err != nil || lac != end || !r.IsClosed() {
+		t.Fatalf("after the close: LAC %d, %v, closed %v; want %d, closed", lac, err, r.IsClosed(), end)
+	}
+	// The bookies' LAC passes 15: e16 carries LAC 15 and answers the poll.
+	if _, err := w.Append(ctx, payloadOf(w.ID(), 16)); err != nil {
+		t.Fatal(err)
+	}
+	g := <-got
+	if g.err != nil || g.res.Entry != nil || g.res.LAC != end {
+		t.Fatalf("long poll for 15 on a handle that knows the end %d = %+v, %v; want no entry, LAC %d", end, g.res, g.err, end)
+	}
+}

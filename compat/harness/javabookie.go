@@ -2,7 +2,9 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net"
 	"os"
@@ -16,6 +18,9 @@ import (
 	"time"
 
 	"github.com/foliodb/folio/client"
+	"github.com/foliodb/folio/internal/admin"
+	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/wire"
 )
 
 // javaBookie is an Apache BookKeeper bookie (org.apache.bookkeeper.server.Main)
@@ -206,6 +211,50 @@ func waitJavaBookie(t *testing.T, jb javaBookie) {
 	t.Logf("compat: Java bookie %s started", jb.addr)
 }
 
+// waitJavaGC writes a ledger over the cluster's three bookies, deletes it,
+// and waits until each of the Java bookies javaAddrs answers "no such
+// ledger/entry" for each of its entries: a garbage collection pass of each
+// ran after the call began.
+func waitJavaGC(ctx context.Context, t *testing.T, fc *client.Client, javaAddrs []string, seed int64) {
+	t.Helper()
+	const n = 3
+	w, err := fc.CreateLedger(ctx, client.LedgerOptions{EnsembleSize: 3, WriteQuorumSize: 3, AckQuorumSize: 3, Password: []byte(password)})
+	if err != nil {
+		t.Fatalf("GC control ledger: %v", err)
+	}
+	for i := range int64(n) {
+		if _, err := w.Append(ctx, payload(seed, i)); err != nil {
+			t.Fatalf("GC control ledger append %d: %v", i, err)
+		}
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bks := admin.NewBookies(0, slog.New(slog.DiscardHandler))
+	defer bks.Close()
+	for _, b := range javaAddrs {
+		if _, err := bks.ReadStoredEntry(ctx, metadata.BookieID(b), w.ID(), 0); err != nil {
+			t.Fatalf("GC control ledger %d on Java bookie %s before deletion: %v", w.ID(), b, err)
+		}
+	}
+	if err := fc.DeleteLedger(ctx, w.ID()); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range javaAddrs {
+		for i := int64(0); i < n; {
+			_, err := bks.ReadStoredEntry(ctx, metadata.BookieID(b), w.ID(), i)
+			if errors.Is(err, wire.ErrNoSuchLedger) || errors.Is(err, wire.ErrNoSuchEntry) {
+				i++
+				continue
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("Java bookie %s still serves entry %d of deleted ledger %d (last answer: %v): its GC did not run", b, i, w.ID(), err)
+			}
+			time.Sleep(200 * time.Millisecond) // polling interval; gcWaitTime is 1 s
+		}
+	}
+}
+
 // MixedEnsemble (TestMixedEnsemble) runs one Folio bookie and two Java bookies on one etcd:
 // every ledger with E=3 then spans both implementations. Each client writes
 // (two digest types per protocol, all four over both), the other reads
@@ -225,8 +274,9 @@ func MixedEnsemble(t *testing.T) {
 			t.Logf("--- folio standalone log (tail) ---\n%s", tailFile(cluster.logPath, 40))
 		}
 	}()
-	// Let both Java bookies' registrations reach the clients' watches.
-	time.Sleep(2 * time.Second)
+	// Both Java bookies registered writable before any client starts (the
+	// clients read the registrations when they start).
+	waitRegistered(t, cluster.uri, []string{jbs[0].addr, jbs[1].addr})
 
 	for mi, mode := range []string{"v3", "v2"} {
 		t.Run(mode, func(t *testing.T) {
@@ -270,7 +320,10 @@ func MixedEnsemble(t *testing.T) {
 				}
 				ids = append(ids, fmt.Sprint(w.ID()))
 			}
-			time.Sleep(3 * time.Second) // gcWaitTime is 1 s: GC passes run meanwhile
+			// A garbage collection pass of each Java bookie after these
+			// ledgers were written, shown by a positive control: a ledger
+			// deleted now that each Java bookie stops serving.
+			waitJavaGC(ctx, t, fc, []string{jbs[0].addr, jbs[1].addr}, seedBase+3)
 			ops = runDriver(t, classpath, cluster.uri, mode, "read", "--ledger", strings.Join(ids, ","), "--password", password)
 			for i, r := range ops {
 				what := "java read (after Java bookie GC) of Folio " + modeDigests[i].java + " ledger (mixed ensemble)"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/foliodb/folio/internal/clock"
@@ -100,23 +101,30 @@ func (e *env) marked() map[int64][]metadata.BookieID {
 	return out
 }
 
-// eventually polls cond in real time (the auditor runs in a goroutine).
+// The env's tests run in a synctest bubble: the auditors, their sessions
+// and the store's watchers are goroutines of the bubble, and nothing in it
+// moves on by itself once they are all blocked (the auditors' clock is
+// manual, the store has no timers). So instead of polling, a test waits
+// for that quiet point and looks: a condition that does not hold then
+// never will without the test's next step, and one that must not hold is
+// checked exactly, not for a while.
+
+// eventually waits until the bubble is quiet and fails the test unless
+// cond holds.
 func (e *env) eventually(what string, cond func() bool) {
 	e.t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s", what)
-		}
+	synctest.Wait()
+	if !cond() {
+		e.t.Fatalf("not so once the auditors are idle: %s", what)
 	}
 }
 
-// never checks that cond stays false for a while.
+// never waits until the bubble is quiet and fails the test if cond holds.
 func (e *env) never(what string, cond func() bool) {
 	e.t.Helper()
-	for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if cond() {
-			e.t.Fatalf("unexpected: %s", what)
-		}
+	synctest.Wait()
+	if cond() {
+		e.t.Fatalf("unexpected: %s", what)
 	}
 }
 
@@ -129,124 +137,134 @@ func (e *env) waitAuditor(want string) {
 }
 
 func TestAuditorMarksLostBookieAtOnce(t *testing.T) {
-	e := newEnv(t, 4)
-	e.auditor("10.0.0.100:1", e.md)
-	e.waitAuditor("10.0.0.100:1")
-	e.down("10.0.0.2:3181")
-	e.eventually("all ledgers marked", func() bool {
-		m := e.marked()
-		for _, id := range e.ledgs {
-			if !slices.Equal(m[id], []metadata.BookieID{"10.0.0.2:3181"}) {
-				return false
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, 4)
+		e.auditor("10.0.0.100:1", e.md)
+		e.waitAuditor("10.0.0.100:1")
+		e.down("10.0.0.2:3181")
+		e.eventually("all ledgers marked", func() bool {
+			m := e.marked()
+			for _, id := range e.ledgs {
+				if !slices.Equal(m[id], []metadata.BookieID{"10.0.0.2:3181"}) {
+					return false
+				}
 			}
-		}
-		return true
+			return true
+		})
 	})
 }
 
 func TestAuditorReadOnlyIsNotLost(t *testing.T) {
-	e := newEnv(t, 4)
-	e.auditor("10.0.0.100:1", e.md)
-	e.waitAuditor("10.0.0.100:1")
-	e.up("10.0.0.2:3181", true) // switches to read-only
-	e.never("a read-only bookie marked lost", func() bool { return len(e.marked()) > 0 })
-	// A read-only bookie that shuts down is lost like any other.
-	e.down("10.0.0.2:3181")
-	e.eventually("marked after the read-only bookie stopped", func() bool { return len(e.marked()) == len(e.ledgs) })
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, 4)
+		e.auditor("10.0.0.100:1", e.md)
+		e.waitAuditor("10.0.0.100:1")
+		e.up("10.0.0.2:3181", true) // switches to read-only
+		e.never("a read-only bookie marked lost", func() bool { return len(e.marked()) > 0 })
+		// A read-only bookie that shuts down is lost like any other.
+		e.down("10.0.0.2:3181")
+		e.eventually("marked after the read-only bookie stopped", func() bool { return len(e.marked()) == len(e.ledgs) })
+	})
 }
 
 // #21 at the unit level, on an injected clock.
 func TestAuditorLostBookieRecoveryDelay(t *testing.T) {
-	e := newEnv(t, 5)
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, 5)
+		must := func(err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	must(e.md.SetLostBookieRecoveryDelay(e.ctx, 60*time.Second))
-	e.auditor("10.0.0.100:1", e.md)
-	e.waitAuditor("10.0.0.100:1")
-	// A new auditor waits the delay before its first audit.
-	e.clk.Advance(61 * time.Second)
+		must(e.md.SetLostBookieRecoveryDelay(e.ctx, 60*time.Second))
+		e.auditor("10.0.0.100:1", e.md)
+		e.waitAuditor("10.0.0.100:1")
+		// A new auditor waits the delay before its first audit.
+		e.clk.Advance(61 * time.Second)
 
-	// Rolling restart within the delay: nothing is marked.
-	e.down("10.0.0.3:3181")
-	time.Sleep(50 * time.Millisecond)
-	e.clk.Advance(20 * time.Second)
-	e.up("10.0.0.3:3181", false)
-	time.Sleep(50 * time.Millisecond)
-	e.clk.Advance(60 * time.Second)
-	e.never("marked after a restart within the delay", func() bool { return len(e.marked()) > 0 })
+		// Rolling restart within the delay: nothing is marked.
+		e.down("10.0.0.3:3181")
+		synctest.Wait() // the auditor has seen it go
+		e.clk.Advance(20 * time.Second)
+		e.up("10.0.0.3:3181", false)
+		synctest.Wait() // and come back
+		e.clk.Advance(60 * time.Second)
+		e.never("marked after a restart within the delay", func() bool { return len(e.marked()) > 0 })
 
-	// Lost for good: marked once the delay has passed, not before.
-	e.down("10.0.0.3:3181")
-	time.Sleep(50 * time.Millisecond)
-	e.clk.Advance(59 * time.Second)
-	e.never("marked before the delay", func() bool { return len(e.marked()) > 0 })
-	e.clk.Advance(2 * time.Second)
-	e.eventually("marked after the delay", func() bool { return len(e.marked()) == len(e.ledgs) })
-	for _, id := range e.ledgs {
-		r, err := e.md.ReadUnderReplicatedLedger(e.ctx, id)
-		must(err)
-		must(e.md.MarkLedgerReplicated(e.ctx, id, r.Version))
-	}
-	e.up("10.0.0.3:3181", false)
+		// Lost for good: marked once the delay has passed, not before.
+		e.down("10.0.0.3:3181")
+		synctest.Wait()
+		e.clk.Advance(59 * time.Second)
+		e.never("marked before the delay", func() bool { return len(e.marked()) > 0 })
+		e.clk.Advance(2 * time.Second)
+		e.eventually("marked after the delay", func() bool { return len(e.marked()) == len(e.ledgs) })
+		for _, id := range e.ledgs {
+			r, err := e.md.ReadUnderReplicatedLedger(e.ctx, id)
+			must(err)
+			must(e.md.MarkLedgerReplicated(e.ctx, id, r.Version))
+		}
+		e.up("10.0.0.3:3181", false)
 
-	// Two lost bookies: at once.
-	e.down("10.0.0.1:3181")
-	e.down("10.0.0.2:3181")
-	e.eventually("two lost bookies marked at once", func() bool {
-		m := e.marked()
-		return len(m) == len(e.ledgs) && len(m[e.ledgs[0]]) == 2
+		// Two lost bookies: at once.
+		e.down("10.0.0.1:3181")
+		e.down("10.0.0.2:3181")
+		e.eventually("two lost bookies marked at once", func() bool {
+			m := e.marked()
+			return len(m) == len(e.ledgs) && len(m[e.ledgs[0]]) == 2
+		})
+		for _, id := range e.ledgs {
+			r, err := e.md.ReadUnderReplicatedLedger(e.ctx, id)
+			must(err)
+			must(e.md.MarkLedgerReplicated(e.ctx, id, r.Version))
+		}
+
+		// Setting the delay to its current value audits now (triggeraudit):
+		// bookies 1 and 2 are still gone.
+		must(e.md.SetLostBookieRecoveryDelay(e.ctx, 60*time.Second))
+		e.eventually("audit on re-setting the delay", func() bool { return len(e.marked()) == len(e.ledgs) })
 	})
-	for _, id := range e.ledgs {
-		r, err := e.md.ReadUnderReplicatedLedger(e.ctx, id)
-		must(err)
-		must(e.md.MarkLedgerReplicated(e.ctx, id, r.Version))
-	}
-
-	// Setting the delay to its current value audits now (triggeraudit):
-	// bookies 1 and 2 are still gone.
-	must(e.md.SetLostBookieRecoveryDelay(e.ctx, 60*time.Second))
-	e.eventually("audit on re-setting the delay", func() bool { return len(e.marked()) == len(e.ledgs) })
 }
 
 func TestAuditorDisabledMarksNothing(t *testing.T) {
-	e := newEnv(t, 4)
-	if err := e.md.SetReplicationEnabled(e.ctx, false); err != nil {
-		t.Fatal(err)
-	}
-	a, _ := e.auditor("10.0.0.100:1", e.md)
-	e.waitAuditor("10.0.0.100:1")
-	e.down("10.0.0.1:3181")
-	e.never("marked while disabled", func() bool { return len(e.marked()) > 0 })
-	if err := e.md.SetReplicationEnabled(e.ctx, true); err != nil {
-		t.Fatal(err)
-	}
-	res, err := a.Audit(e.ctx)
-	if err != nil || res.Skipped || !slices.Equal(res.Lost, []metadata.BookieID{"10.0.0.1:3181"}) || len(res.Marked) != len(e.ledgs) {
-		t.Fatalf("audit %+v, %v", res, err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, 4)
+		if err := e.md.SetReplicationEnabled(e.ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		a, _ := e.auditor("10.0.0.100:1", e.md)
+		e.waitAuditor("10.0.0.100:1")
+		e.down("10.0.0.1:3181")
+		e.never("marked while disabled", func() bool { return len(e.marked()) > 0 })
+		if err := e.md.SetReplicationEnabled(e.ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		res, err := a.Audit(e.ctx)
+		if err != nil || res.Skipped || !slices.Equal(res.Lost, []metadata.BookieID{"10.0.0.1:3181"}) || len(res.Marked) != len(e.ledgs) {
+			t.Fatalf("audit %+v, %v", res, err)
+		}
+	})
 }
 
 func TestAuditorFailover(t *testing.T) {
-	e := newEnv(t, 4)
-	d1, d2 := e.st.Open(), e.st.Open()
-	t.Cleanup(func() { d1.Close(); d2.Close() })
-	e.auditor("10.0.0.101:1", d1)
-	e.waitAuditor("10.0.0.101:1")
-	e.auditor("10.0.0.102:1", d2)
-	e.never("two auditors", func() bool {
-		a, _ := e.md.Auditor(e.ctx)
-		return a != "10.0.0.101:1"
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, 4)
+		d1, d2 := e.st.Open(), e.st.Open()
+		t.Cleanup(func() { d1.Close(); d2.Close() })
+		e.auditor("10.0.0.101:1", d1)
+		e.waitAuditor("10.0.0.101:1")
+		e.auditor("10.0.0.102:1", d2)
+		e.never("two auditors", func() bool {
+			a, _ := e.md.Auditor(e.ctx)
+			return a != "10.0.0.101:1"
+		})
+		// The first auditor's process dies: its session ends with its driver.
+		d1.Close()
+		e.waitAuditor("10.0.0.102:1")
+		e.down("10.0.0.3:3181")
+		e.eventually("the new auditor marks", func() bool { return len(e.marked()) == len(e.ledgs) })
+		if _, err := e.md.Auditor(e.ctx); err != nil && !errors.Is(err, metadata.ErrNotFound) {
+			t.Fatal(err)
+		}
 	})
-	// The first auditor's process dies: its session ends with its driver.
-	d1.Close()
-	e.waitAuditor("10.0.0.102:1")
-	e.down("10.0.0.3:3181")
-	e.eventually("the new auditor marks", func() bool { return len(e.marked()) == len(e.ledgs) })
-	if _, err := e.md.Auditor(e.ctx); err != nil && !errors.Is(err, metadata.ErrNotFound) {
-		t.Fatal(err)
-	}
 }

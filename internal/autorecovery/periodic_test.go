@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -130,20 +131,22 @@ func (e *checkEnv) waitChecks(m *Metrics, n int, at time.Time) {
 // (a) A check that completed 1 h before the election, with a 2 h interval,
 // runs 1 h after the election, not 2 h; then every 2 h from its run.
 func TestLedgerCheckResumesStoredSchedule(t *testing.T) {
-	e := newCheckEnv(t)
-	e.setLastCheck(e.start.Add(-time.Hour))
-	m, _ := e.checkAuditor("10.0.0.100:1", 2*time.Hour)
-	e.waitTimers(1)
-	e.clk.Advance(time.Hour - time.Second)
-	e.never("a ledger check before the stored schedule", func() bool { return e.ledgerChecks(m) > 0 })
-	e.clk.Advance(time.Second)
-	e.waitChecks(m, 1, e.start.Add(time.Hour))
+	synctest.Test(t, func(t *testing.T) {
+		e := newCheckEnv(t)
+		e.setLastCheck(e.start.Add(-time.Hour))
+		m, _ := e.checkAuditor("10.0.0.100:1", 2*time.Hour)
+		e.waitTimers(1)
+		e.clk.Advance(time.Hour - time.Second)
+		e.never("a ledger check before the stored schedule", func() bool { return e.ledgerChecks(m) > 0 })
+		e.clk.Advance(time.Second)
+		e.waitChecks(m, 1, e.start.Add(time.Hour))
 
-	e.waitTimers(1)
-	e.clk.Advance(2*time.Hour - time.Second)
-	e.never("a second ledger check before the interval", func() bool { return e.ledgerChecks(m) > 1 })
-	e.clk.Advance(time.Second)
-	e.waitChecks(m, 2, e.start.Add(3*time.Hour))
+		e.waitTimers(1)
+		e.clk.Advance(2*time.Hour - time.Second)
+		e.never("a second ledger check before the interval", func() bool { return e.ledgerChecks(m) > 1 })
+		e.clk.Advance(time.Second)
+		e.waitChecks(m, 2, e.start.Add(3*time.Hour))
+	})
 }
 
 // (b) An overdue check runs at once on election, as does one that never
@@ -158,13 +161,15 @@ func TestLedgerCheckOverdueOrNeverRunsAtOnce(t *testing.T) {
 		{"never ran", time.Time{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newCheckEnv(t)
-			if !tc.last.IsZero() {
-				e.setLastCheck(tc.last)
-			}
-			m, _ := e.checkAuditor("10.0.0.100:1", 2*time.Hour)
-			e.waitChecks(m, 1, e.start) // with the clock not moved
-			e.waitTimers(1)             // the next one, 2 h on
+			synctest.Test(t, func(t *testing.T) {
+				e := newCheckEnv(t)
+				if !tc.last.IsZero() {
+					e.setLastCheck(tc.last)
+				}
+				m, _ := e.checkAuditor("10.0.0.100:1", 2*time.Hour)
+				e.waitChecks(m, 1, e.start) // with the clock not moved
+				e.waitTimers(1)             // the next one, 2 h on
+			})
 		})
 	}
 }
@@ -175,94 +180,100 @@ func TestLedgerCheckOverdueOrNeverRunsAtOnce(t *testing.T) {
 // error reading or storing the time is not fatal: the auditor runs the
 // check at once, then on schedule.
 func TestLedgerCheckStoresCompletionTime(t *testing.T) {
-	e := newCheckEnv(t)
-	e.clk.Advance(1500 * time.Microsecond) // sub-millisecond part dropped
-	if err := e.md.SetReplicationEnabled(e.ctx, false); err != nil {
-		t.Fatal(err)
-	}
-	m, stop := e.checkAuditor("10.0.0.100:1", 2*time.Hour)
-	e.waitTimers(1) // the skipped run happened: its successor is scheduled
-	if last := e.lastCheck(); !last.IsZero() || e.ledgerChecks(m) != 0 {
-		t.Fatalf("after a skipped check: stored %v, %d checks; want nothing", last, e.ledgerChecks(m))
-	}
-	stop()
-	if err := e.md.SetReplicationEnabled(e.ctx, true); err != nil {
-		t.Fatal(err)
-	}
-
-	// The store fails: the auditor's read of the last time at election
-	// (taken for "never": the check runs at once, as in BookKeeper) and
-	// its store after the check. It goes on checking on schedule.
-	var failing atomic.Bool
-	failing.Store(true)
-	e.st.SetHook(func(_ context.Context, op memory.Op, key string, _ memory.Phase) error {
-		if failing.Load() && op == memory.OpUnderReplication && key == "/ledgers/underreplication/checkallledgersctime" {
-			return errors.New("injected: store unreachable")
+	synctest.Test(t, func(t *testing.T) {
+		e := newCheckEnv(t)
+		e.clk.Advance(1500 * time.Microsecond) // sub-millisecond part dropped
+		if err := e.md.SetReplicationEnabled(e.ctx, false); err != nil {
+			t.Fatal(err)
 		}
-		return nil
+		m, stop := e.checkAuditor("10.0.0.100:1", 2*time.Hour)
+		e.waitTimers(1) // the skipped run happened: its successor is scheduled
+		if last := e.lastCheck(); !last.IsZero() || e.ledgerChecks(m) != 0 {
+			t.Fatalf("after a skipped check: stored %v, %d checks; want nothing", last, e.ledgerChecks(m))
+		}
+		stop()
+		if err := e.md.SetReplicationEnabled(e.ctx, true); err != nil {
+			t.Fatal(err)
+		}
+
+		// The store fails: the auditor's read of the last time at election
+		// (taken for "never": the check runs at once, as in BookKeeper) and
+		// its store after the check. It goes on checking on schedule.
+		var failing atomic.Bool
+		failing.Store(true)
+		e.st.SetHook(func(_ context.Context, op memory.Op, key string, _ memory.Phase) error {
+			if failing.Load() && op == memory.OpUnderReplication && key == "/ledgers/underreplication/checkallledgersctime" {
+				return errors.New("injected: store unreachable")
+			}
+			return nil
+		})
+		m, _ = e.checkAuditor("10.0.0.101:1", time.Hour)
+		e.eventually("a ledger check", func() bool { return e.ledgerChecks(m) == 1 })
+		e.waitTimers(2) // the store was tried; the next check is set (and the stopped auditor's)
+		failing.Store(false)
+		if last := e.lastCheck(); !last.IsZero() {
+			t.Fatalf("stored %v through a failing store", last)
+		}
+		e.clk.Advance(time.Hour)
+		at := e.start.Add(time.Hour + 1500*time.Microsecond).Truncate(time.Millisecond)
+		e.waitChecks(m, 2, at)
 	})
-	m, _ = e.checkAuditor("10.0.0.101:1", time.Hour)
-	e.eventually("a ledger check", func() bool { return e.ledgerChecks(m) == 1 })
-	e.waitTimers(2) // the store was tried; the next check is set (and the stopped auditor's)
-	failing.Store(false)
-	if last := e.lastCheck(); !last.IsZero() {
-		t.Fatalf("stored %v through a failing store", last)
-	}
-	e.clk.Advance(time.Hour)
-	at := e.start.Add(time.Hour + 1500*time.Microsecond).Truncate(time.Millisecond)
-	e.waitChecks(m, 2, at)
 }
 
 // (d) Failover: auditor A runs the check and stops; B, elected 30 min
 // later, runs the next one at A's completion + interval, not an interval
 // after its own election (nor at once).
 func TestLedgerCheckScheduleSurvivesFailover(t *testing.T) {
-	e := newCheckEnv(t)
-	const interval = 2 * time.Hour
-	mA, stopA := e.checkAuditor("10.0.0.101:1", interval)
-	e.waitChecks(mA, 1, e.start) // never ran: A runs it at once
-	e.waitTimers(1)
-	stopA()
-	e.eventually("A resigned", func() bool {
-		_, err := e.md.Auditor(e.ctx)
-		return errors.Is(err, metadata.ErrNotFound)
-	})
+	synctest.Test(t, func(t *testing.T) {
+		e := newCheckEnv(t)
+		const interval = 2 * time.Hour
+		mA, stopA := e.checkAuditor("10.0.0.101:1", interval)
+		e.waitChecks(mA, 1, e.start) // never ran: A runs it at once
+		e.waitTimers(1)
+		stopA()
+		e.eventually("A resigned", func() bool {
+			_, err := e.md.Auditor(e.ctx)
+			return errors.Is(err, metadata.ErrNotFound)
+		})
 
-	e.clk.Advance(30 * time.Minute)
-	mB, _ := e.checkAuditor("10.0.0.102:1", interval)
-	e.waitTimers(2) // A's stale one and B's
-	e.clk.Advance(interval - 30*time.Minute - time.Second)
-	e.never("B's ledger check before A's time + interval", func() bool { return e.ledgerChecks(mB) > 0 })
-	e.clk.Advance(time.Second)
-	e.waitChecks(mB, 1, e.start.Add(interval))
-	if n := e.ledgerChecks(mA); n != 1 {
-		t.Fatalf("A ran %d ledger checks, want 1", n)
-	}
+		e.clk.Advance(30 * time.Minute)
+		mB, _ := e.checkAuditor("10.0.0.102:1", interval)
+		e.waitTimers(2) // A's stale one and B's
+		e.clk.Advance(interval - 30*time.Minute - time.Second)
+		e.never("B's ledger check before A's time + interval", func() bool { return e.ledgerChecks(mB) > 0 })
+		e.clk.Advance(time.Second)
+		e.waitChecks(mB, 1, e.start.Add(interval))
+		if n := e.ledgerChecks(mA); n != 1 {
+			t.Fatalf("A ran %d ledger checks, want 1", n)
+		}
+	})
 }
 
 // The placement check keeps its own time (placementpolicycheckctime) and
 // resumes from it the same way.
 func TestPlacementCheckResumesStoredSchedule(t *testing.T) {
-	e := newCheckEnv(t)
-	if err := e.md.SetLastCheckTime(e.ctx, metadata.PlacementPolicyCheck, e.start.Add(-time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	m := NewMetrics(nil)
-	e.startAuditor(AuditorConfig{Driver: e.md, ID: "10.0.0.100:1", BookieCheckInterval: -1, LedgerCheckInterval: -1,
-		PlacementPolicyCheckInterval: 2 * time.Hour, Metrics: m})
-	e.waitAuditor("10.0.0.100:1")
-	e.waitTimers(1)
-	e.clk.Advance(time.Hour - time.Second)
-	e.never("a placement check before the stored schedule", func() bool { return e.counter(m, "folio_autorecovery_placement_checks_total") > 0 })
-	e.clk.Advance(time.Second)
-	e.eventually("the placement check stored", func() bool {
-		last, err := e.md.LastCheckTime(e.ctx, metadata.PlacementPolicyCheck)
-		return err == nil && last.Equal(e.start.Add(time.Hour))
+	synctest.Test(t, func(t *testing.T) {
+		e := newCheckEnv(t)
+		if err := e.md.SetLastCheckTime(e.ctx, metadata.PlacementPolicyCheck, e.start.Add(-time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		m := NewMetrics(nil)
+		e.startAuditor(AuditorConfig{Driver: e.md, ID: "10.0.0.100:1", BookieCheckInterval: -1, LedgerCheckInterval: -1,
+			PlacementPolicyCheckInterval: 2 * time.Hour, Metrics: m})
+		e.waitAuditor("10.0.0.100:1")
+		e.waitTimers(1)
+		e.clk.Advance(time.Hour - time.Second)
+		e.never("a placement check before the stored schedule", func() bool { return e.counter(m, "folio_autorecovery_placement_checks_total") > 0 })
+		e.clk.Advance(time.Second)
+		e.eventually("the placement check stored", func() bool {
+			last, err := e.md.LastCheckTime(e.ctx, metadata.PlacementPolicyCheck)
+			return err == nil && last.Equal(e.start.Add(time.Hour))
+		})
+		if n := e.counter(m, "folio_autorecovery_placement_checks_total"); n != 1 {
+			t.Fatalf("%d placement checks, want 1", n)
+		}
+		if last := e.lastCheck(); !last.IsZero() {
+			t.Fatalf("the ledger check's time is %v; only the placement check ran", last)
+		}
 	})
-	if n := e.counter(m, "folio_autorecovery_placement_checks_total"); n != 1 {
-		t.Fatalf("%d placement checks, want 1", n)
-	}
-	if last := e.lastCheck(); !last.IsZero() {
-		t.Fatalf("the ledger check's time is %v; only the placement check ran", last)
-	}
 }

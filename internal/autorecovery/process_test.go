@@ -3,18 +3,21 @@ package autorecovery_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/foliodb/folio/client"
 	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/metadata/etcd"
 	"github.com/foliodb/folio/internal/testcluster"
 )
 
@@ -138,6 +141,23 @@ func segmentFirsts(ctx context.Context, t *testing.T, md metadata.Driver, ends m
 	return out
 }
 
+// underReplicationKeys returns the values of the keys under
+// <scope>/underreplication/<node>/ in etcd (node "auditorelection": the
+// auditor candidates' ids; "locks": the owners of ledger locks).
+func underReplicationKeys(ctx context.Context, t *testing.T, md metadata.Driver, node string) []string {
+	t.Helper()
+	ed := md.(*etcd.Driver)
+	resp, err := ed.Client().Get(ctx, ed.Scope()+"/underreplication/"+node+"/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, kv := range resp.Kvs {
+		out = append(out, string(kv.Value))
+	}
+	return out
+}
+
 func auditorIs(ctx context.Context, md metadata.Driver, id string) bool {
 	a, err := md.(metadata.AutoRecoveryDriver).Auditor(ctx)
 	return err == nil && string(a) == id
@@ -165,7 +185,11 @@ func TestAuditorProcessFailover(t *testing.T) {
 	waitFor(ctx, t, "daemon 1 elected", func() bool { return auditorIs(ctx, cl.MD, "127.0.0.1:1") })
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testcluster.FreePort(t))
 	cl.StartAutoRecovery("127.0.0.1:2", "--workers", "2", "--metrics-address", metricsAddr)
-	time.Sleep(500 * time.Millisecond) // daemon 2 campaigns
+	// Daemon 2 stands as a candidate: from then on an election that let it
+	// take over from a live auditor would show.
+	waitFor(ctx, t, "daemon 2 a candidate", func() bool {
+		return slices.Contains(underReplicationKeys(ctx, t, cl.MD, "auditorelection"), "127.0.0.1:2")
+	})
 	if v := scrape(ctx, t, metricsAddr); v["folio_autorecovery_is_auditor"] != "0" {
 		t.Fatalf("standby daemon: is_auditor %q", v["folio_autorecovery_is_auditor"])
 	}
@@ -258,29 +282,18 @@ func TestWorkerKilledMidCopy(t *testing.T) {
 	slow := cl.StartAutoRecovery("127.0.0.1:1", "--workers", "1", "--rate-limit", "4000")
 	start := time.Now()
 	waitFor(ctx, t, "the first fragment copied", func() bool { return refs(ctx, t, cl.MD, ends, victim.ID) < before })
-	// Now the worker is copying the next fragment.
-	time.Sleep(time.Second)
+	// Now the worker is copying the next ledger: it holds that ledger's
+	// lock (read from etcd, without taking it).
+	var locks []string
+	waitFor(ctx, t, "the worker holding a ledger's lock", func() bool {
+		locks = underReplicationKeys(ctx, t, cl.MD, "locks")
+		return len(locks) > 0
+	})
+	if len(locks) != 1 || locks[0] != "127.0.0.1:1" {
+		t.Fatalf("ledger locks held by %v while the single worker of 127.0.0.1:1 copies, want one", locks)
+	}
 	if n := refs(ctx, t, cl.MD, ends, victim.ID); n == 0 {
 		t.Fatal("everything copied before the kill; slow the worker down")
-	}
-	// The worker holds the lock of the ledger it copies.
-	s, err := cl.MD.OpenSession(ctx, metadata.SessionOptions{TTL: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	locked := 0
-	for _, r := range underReplicated(ctx, t, cl.MD) {
-		l, err := cl.MD.(metadata.AutoRecoveryDriver).LockUnderReplicatedLedger(ctx, s, r.LedgerID, "127.0.0.1:9")
-		switch {
-		case errors.Is(err, metadata.ErrLocked):
-			locked++
-		case err == nil:
-			_ = l.Unlock(ctx)
-		}
-	}
-	_ = s.Close(ctx)
-	if locked != 1 {
-		t.Fatalf("%d ledgers locked while the single worker copies, want 1", locked)
 	}
 	slow.Kill()
 	t.Logf("killed the worker after %v with %d of %d segments still on %s", time.Since(start), refs(ctx, t, cl.MD, ends, victim.ID), before, victim.ID)
@@ -311,8 +324,14 @@ func TestReadOnlyBookieNotLost(t *testing.T) {
 	firsts := segmentFirsts(ctx, t, cl.MD, ends)
 	ro := cl.Bookies[0]
 	roRefs := refs(ctx, t, cl.MD, ends, ro.ID)
-	cl.StartAutoRecovery("127.0.0.1:1", "--workers", "2")
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testcluster.FreePort(t))
+	cl.StartAutoRecovery("127.0.0.1:1", "--workers", "2", "--metrics-address", metricsAddr)
 	waitFor(ctx, t, "an auditor", func() bool { return auditorIs(ctx, cl.MD, "127.0.0.1:1") })
+	audits := func() int {
+		n, _ := strconv.Atoi(scrape(ctx, t, metricsAddr)["folio_autorecovery_audits_total"])
+		return n
+	}
+	waitFor(ctx, t, "the auditor's first audit", func() bool { return audits() > 0 })
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+ro.HTTPAddr()+"/api/v1/bookie/state/readonly", strings.NewReader(`{"readOnly": true}`))
 	if err != nil {
@@ -327,10 +346,17 @@ func TestReadOnlyBookieNotLost(t *testing.T) {
 		t.Fatalf("set read-only: %s", resp.Status)
 	}
 	ro.WaitRegistered(true)
+	before := audits()
 	if err := admin.TriggerAudit(ctx, cl.MD.(metadata.AutoRecoveryDriver)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second) // the audit and any (wrong) re-replication
+	// The count moves once the audit, and any (wrong) marking, is done; a
+	// marked ledger shows as marked, under-replicated or already moved off
+	// the read-only bookie.
+	waitFor(ctx, t, "the triggered audit", func() bool { return audits() > before })
+	if v := scrape(ctx, t, metricsAddr)["folio_autorecovery_ledgers_marked_total"]; v != "0" {
+		t.Fatalf("the audit marked %s ledgers with a read-only bookie and none lost", v)
+	}
 	if ur := underReplicated(ctx, t, cl.MD); len(ur) != 0 {
 		t.Fatalf("read-only bookie made ledgers under-replicated: %+v", ur)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/foliodb/folio/internal/storage"
@@ -171,8 +172,11 @@ func longPollRequest(ledgerID, previous, timeoutMs int64, piggyback bool) wire.R
 	return req
 }
 
+// TestLongPoll runs in a synctest bubble: synctest.Wait returns once the
+// long poll's goroutine is blocked, so "not answered yet" is checked at a
+// point where nothing but the test can answer it (the clock is manual).
 func TestLongPoll(t *testing.T) {
-	forEachStore(t, func(t *testing.T, h *harness) {
+	forEachStoreInBubble(t, func(t *testing.T, h *harness) {
 		const ledger = 60
 		h.mustAdd(wire.ProtocolV3, ledger, 0, 1) // known LAC 0
 
@@ -188,8 +192,11 @@ func TestLongPoll(t *testing.T) {
 
 		// Waits while LAC ≤ previousLAC; a new entry that raises it answers.
 		p := h.start(wire.ProtocolV3, longPollRequest(ledger, 0, 5000, true))
-		waitFor(t, "the long poll to arm its timer", func() bool { return h.clock.Waiters() == 1 })
-		if p.answered(20 * time.Millisecond) {
+		synctest.Wait()
+		if n := h.clock.Waiters(); n != 1 {
+			t.Fatalf("%d timers once the long poll waits, want its own", n)
+		}
+		if p.answered() {
 			t.Fatal("long poll answered before the LAC moved")
 		}
 		h.mustAdd(wire.ProtocolV3, ledger, 2, 2) // carries LAC 1
@@ -204,9 +211,13 @@ func TestLongPoll(t *testing.T) {
 
 		// No new entry: it expires on the bookie's clock, EOK, entry -1.
 		p = h.start(wire.ProtocolV3, longPollRequest(ledger, 1, 1000, true))
-		waitFor(t, "the long poll to arm its timer", func() bool { return h.clock.Waiters() == 1 })
+		synctest.Wait()
+		if n := h.clock.Waiters(); n != 1 {
+			t.Fatalf("%d timers once the long poll waits, want its own", n)
+		}
 		h.clock.Advance(999 * time.Millisecond)
-		if p.answered(20 * time.Millisecond) {
+		synctest.Wait()
+		if p.answered() {
 			t.Fatal("long poll answered before its timeout")
 		}
 		h.clock.Advance(time.Millisecond)
@@ -594,8 +605,10 @@ func TestTooManyRequests(t *testing.T) {
 	if st := responseStatus(h.do(wire.ProtocolV3, addRequest(1, 2, testKey, h.entry(1, 2, -1, "x"), false))); st != wire.StatusTooManyRequests {
 		t.Fatalf("third add: %v, want ETOOMANYREQUESTS", st)
 	}
-	// Not acknowledged before the store says durable.
-	if p1.answered(20 * time.Millisecond) {
+	// Not acknowledged before the store says durable. Exact without
+	// waiting: the bookie hands an add to the store on the caller's
+	// goroutine, and the store holds its completion.
+	if p1.answered() {
 		t.Fatal("add answered before the store completed it")
 	}
 	store.release()

@@ -4,6 +4,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/foliodb/folio/internal/clock"
@@ -23,6 +24,16 @@ type storeFactory struct {
 
 var storeFactories = []storeFactory{
 	{"memstore", func(t *testing.T) storage.Store { return newMemStore() }},
+}
+
+// forEachStoreInBubble is forEachStore with each run in a synctest bubble
+// (the harness, its store and the bookie's goroutines inside it).
+func forEachStoreInBubble(t *testing.T, fn func(t *testing.T, h *harness)) {
+	for _, f := range storeFactories {
+		t.Run(f.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { fn(t, newHarness(t, f.new(t), Config{})) })
+		})
+	}
 }
 
 // forEachStore runs fn once per store implementation.
@@ -151,14 +162,16 @@ func (p *pending) wait() wire.Response {
 	return wire.Response{}
 }
 
-// answered reports whether an answer is already there (without consuming
-// it if not).
-func (p *pending) answered(within time.Duration) bool {
+// answered reports whether an answer is there now (without consuming it).
+// It does not wait: call it where nothing can be answering any more (after
+// synctest.Wait, or when the answer depends on a step the test has not
+// taken).
+func (p *pending) answered() bool {
 	select {
 	case frame := <-p.ch:
 		p.ch <- frame
 		return true
-	case <-time.After(within):
+	default:
 		return false
 	}
 }

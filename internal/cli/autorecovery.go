@@ -328,7 +328,7 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			log := slog.New(slog.NewTextHandler(env.Stderr, nil))
-			d, err := openMetadata(ctx, o)
+			d, err := openMetadataLogged(ctx, o, log)
 			if err != nil {
 				return err
 			}

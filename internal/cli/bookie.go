@@ -163,7 +163,7 @@ func startBookieAutoRecovery(ctx context.Context, cfg server.Config, p *server.P
 	case <-ctx.Done():
 		return nil, nil
 	}
-	md, err := metadata.Open(ctx, cfg.MetadataServiceURI, metadata.Options{})
+	md, err := metadata.Open(ctx, cfg.MetadataServiceURI, metadata.Options{Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("AutoRecovery: open the metadata store %s: %w", cfg.MetadataServiceURI, err)
 	}

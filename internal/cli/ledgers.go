@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -26,8 +27,14 @@ func init() {
 // openMetadata opens the driver the shell options name, with a hint when the
 // store cannot be reached or the URI is wrong.
 func openMetadata(ctx context.Context, o *ShellOptions) (metadata.Driver, error) {
+	return openMetadataLogged(ctx, o, nil)
+}
+
+// openMetadataLogged is openMetadata for a long-running command: the
+// driver's warnings (requests retried while the store fails over) go to log.
+func openMetadataLogged(ctx context.Context, o *ShellOptions, log *slog.Logger) (metadata.Driver, error) {
 	uri := o.MetadataURI()
-	d, err := metadata.Open(ctx, uri, metadata.Options{})
+	d, err := metadata.Open(ctx, uri, metadata.Options{Logger: log})
 	switch {
 	case err == nil:
 		return d, nil

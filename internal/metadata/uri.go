@@ -3,6 +3,7 @@ package metadata
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"sort"
 	"strings"
@@ -75,11 +76,26 @@ func ParseURI(s string) (*URI, error) {
 	return u, nil
 }
 
-// Options are given to a driver factory.
+// Options are given to a driver factory. Every zero value means the
+// driver's default.
 type Options struct {
-	// DialTimeout bounds connecting to the store; 0 means the driver's
-	// default.
+	// DialTimeout bounds connecting to the store.
 	DialTimeout time.Duration
+
+	// A driver retries a request that failed because the store was
+	// unavailable (e.g. etcd electing a new leader, or without a quorum of
+	// members) until it succeeds or its context ends, so that callers ride
+	// through a fail-over. RequestTimeout bounds one attempt (a request sent
+	// to a member that has just died is abandoned after it and tried
+	// again); RetryBackoff is the pause after the first failed attempt,
+	// doubled after each further one up to RetryBackoffMax.
+	RequestTimeout  time.Duration
+	RetryBackoff    time.Duration
+	RetryBackoffMax time.Duration
+
+	// Logger receives the driver's own warnings (a request failing and
+	// being retried, and its eventual success); nil discards them.
+	Logger *slog.Logger
 }
 
 // Factory opens a driver for a parsed URI.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,7 +74,7 @@ func (w *writer) waitFor(what string, cond func() bool) {
 		case err := <-w.exit:
 			w.exit <- err
 			if !cond() {
-				w.t.Fatalf("writer exited (%v) while waiting for %s; stderr:\n%s", err, what, w.stderr())
+				w.t.Fatalf("writer exited (%v) while waiting for %s; its log ends %q; stderr:\n%s", err, what, w.logTail(5), w.stderr())
 			}
 			return
 		default:
@@ -83,6 +84,17 @@ func (w *writer) waitFor(what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// logTail is the first failed completion in the writer's log (if any),
+// then its last n completions.
+func (w *writer) logTail(n int) []string {
+	lines := w.results().lines
+	var out []string
+	if i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "err ") }); i >= 0 && i < len(lines)-n {
+		out = append(out, lines[i], "…")
+	}
+	return append(out, lines[max(0, len(lines)-n):]...)
 }
 
 func (w *writer) exists(name string) bool {

@@ -134,6 +134,11 @@ func TestScenarios(t *testing.T) {
 		if err := os.WriteFile(w.path(fileCut), []byte(cut), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		want := cutSet(map[string]bool{ens[1].Addr(): true, ens[2].Addr(): true})
+		w.waitFor("the cut in force", func() bool {
+			b, err := os.ReadFile(w.path(fileCutSet))
+			return err == nil && string(b) == want
+		})
 		end := mustRecover(t, newClient(t, cl, nil), id)
 		if err := os.Remove(w.path(fileCut)); err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,18 +25,21 @@ const (
 	envWriterDir = "FOLIO_SCENARIO_WRITER" // output directory; its presence selects writer mode
 	envURI       = "FOLIO_SCENARIO_URI"
 	envQuorum    = "FOLIO_SCENARIO_QUORUM" // "E,Qw,Qa"
-	envMode      = "FOLIO_SCENARIO_MODE"   // "sync:N", "pipe:N" or "async:N"
+	envMode      = "FOLIO_SCENARIO_MODE"   // "sync:N", "pipe:N", "async:N" or "stream:N"
 	envProbe     = "FOLIO_SCENARIO_PROBE"  // "1": after the mode, wait for the probe file and try appends
 )
 
 // Files in the writer's directory.
 const (
-	fileLedger = "ledger" // the ledger id, written (by rename) before the first append
-	fileLog    = "log"    // one line per completed append, in completion order: "ok <id>" or "err <class> <msg>"
-	fileReady  = "ready"  // the mode's appends are done
-	fileProbe  = "probe"  // created by the test: try appendsAfterError appends now
-	fileCut    = "cut"    // created by the test: bookie addresses the writer can no longer reach
-	fileDone   = "done"   // the writer finished normally
+	fileLedger = "ledger"      // the ledger id, written (by rename) before the first append
+	fileLog    = "log"         // one line per completed append, in completion order: "ok <id>" or "err <class> <msg>"
+	fileReady  = "ready"       // the mode's appends are done
+	fileProbe  = "probe"       // created by the test: try appendsAfterError appends now
+	fileCut    = "cut"         // created by the test: bookie addresses the writer can no longer reach
+	fileCutSet = "cut-applied" // by the writer: the addresses it has cut off (sorted, one a line), after closing their connections
+	fileDone   = "done"        // the writer finished normally
+	fileStop   = "stop"        // created by the test: "stream" mode stops appending and closes the ledger
+	fileClosed = "closed"      // "stream" mode's close: "ok <lastEntryId>" or "err <class> <msg>"
 )
 
 // appendsAfterError is how many more appends the writer tries after its
@@ -105,9 +109,13 @@ func (c *cutter) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	return conn, err
 }
 
-func (c *cutter) poll() {
+// poll applies the cut file every 10 ms (a file is how the test talks to
+// this process) and reports each new cut set in fileCutSet once it is in
+// force, so the test waits for that instead of guessing.
+func (c *cutter) poll(applied string) {
+	last := ""
 	for {
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // polling interval
 		b, err := os.ReadFile(c.path)
 		cut := map[string]bool{}
 		if err == nil {
@@ -123,8 +131,26 @@ func (c *cutter) poll() {
 			delete(c.conns, a)
 		}
 		c.cut = cut
+		// Reported under the lock: no dial gets past the cut before the
+		// test can know of it.
+		if set := cutSet(cut); set != last {
+			if err := writeFileAtomic(applied, set); err != nil {
+				fmt.Fprintf(os.Stderr, "writer: %v\n", err)
+			}
+			last = set
+		}
 		c.mu.Unlock()
 	}
+}
+
+// cutSet is the fileCutSet form of a set of addresses.
+func cutSet(addrs map[string]bool) string {
+	var out []string
+	for a := range addrs {
+		out = append(out, a)
+	}
+	slices.Sort(out)
+	return strings.Join(out, "\n")
 }
 
 func runWriter(dir string) error {
@@ -138,13 +164,18 @@ func runWriter(dir string) error {
 		return fmt.Errorf("bad %s: %v", envMode, err)
 	}
 	cut := &cutter{path: filepath.Join(dir, fileCut), cut: map[string]bool{}, conns: map[string][]net.Conn{}}
-	go cut.poll()
+	go cut.poll(filepath.Join(dir, fileCutSet))
 	ctx := context.Background()
 	c, err := client.New(ctx, client.Config{
 		MetadataServiceURI: os.Getenv(envURI),
 		Dialer:             cut.dial,
 		AddEntryTimeout:    2 * time.Second,
-		Logger:             slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// Long enough to ride through a metadata store fail-over: the
+		// driver retries until then (the etcd fail-over scenarios).
+		MetadataTimeout: 30 * time.Second,
+		// Warnings include the metadata driver's "etcd unavailable;
+		// retrying", which the fail-over scenarios wait for.
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return err
@@ -211,6 +242,33 @@ func runWriter(dir string) error {
 		for _, f := range fs {
 			record(f, base)
 			base++
+		}
+	case "stream": // as pipe, until the stop file exists; then close the ledger
+		stop := filepath.Join(dir, fileStop)
+		var fs []*client.AppendFuture
+		base := int64(0)
+		for next < n && !failed {
+			if next%16 == 0 {
+				if _, err := os.Stat(stop); err == nil {
+					break
+				}
+			}
+			fs = append(fs, appendNext())
+			if len(fs) >= pipeWindow {
+				record(fs[0], base)
+				fs, base = fs[1:], base+1
+			}
+		}
+		for _, f := range fs {
+			record(f, base)
+			base++
+		}
+		result := "ok " + strconv.FormatInt(w.LastAddConfirmed(), 10)
+		if err := w.Close(ctx); err != nil {
+			result = "err " + errClass(err) + " " + strings.ReplaceAll(err.Error(), "\n", " ")
+		}
+		if err := writeFileAtomic(filepath.Join(dir, fileClosed), result); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("unknown mode %q", mode)

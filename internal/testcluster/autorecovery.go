@@ -32,6 +32,17 @@ func (c *Cluster) StartAutoRecovery(id string, extra ...string) *AutoRecovery {
 	return d
 }
 
+// Exited reports, without waiting, whether the process has exited, and how.
+func (d *AutoRecovery) Exited() (bool, error) {
+	select {
+	case err := <-d.wait:
+		d.wait <- err
+		return true, err
+	default:
+		return false, nil
+	}
+}
+
 // LogPath is the file holding the process's output.
 func (d *AutoRecovery) LogPath() string { return d.log }
 
@@ -41,7 +52,8 @@ func (d *AutoRecovery) Kill() {
 	d.once.Do(func() {
 		_ = d.cmd.Process.Kill()
 		select {
-		case <-d.wait:
+		case err := <-d.wait:
+			d.wait <- err
 		case <-time.After(10 * time.Second):
 			d.t.Errorf("testcluster: autorecovery process did not exit after SIGKILL")
 		}

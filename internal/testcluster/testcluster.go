@@ -8,6 +8,11 @@
 // Cluster.LedgerHistory reads every version a ledger's metadata key held
 // from etcd, for checks on how the metadata changed (history.go).
 //
+// WithEtcdCluster replaces the embedded etcd with a multi-member etcd
+// cluster whose members are processes (etcd.go), so that a test can SIGKILL
+// the leader or a quorum of members and restart them; everyone then uses
+// the multi-endpoint URI etcd://h1:p1;h2:p2;h3:p3/scope.
+//
 // Every port is a free one, chosen once per bookie and kept across its
 // restarts (a bookie's id is host:port). Each process writes its stdout and
 // stderr to files in its directory, which a failing test names.
@@ -15,6 +20,7 @@ package testcluster
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -110,18 +116,24 @@ func FreePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// Cluster is an embedded etcd (in the test process; or another store, see
-// WithMetadataURI) with an initialised cluster scope, and the bookie
-// processes started on it.
+// Cluster is an embedded etcd (in the test process) with an initialised
+// cluster scope, and the bookie processes started on it. With
+// WithEtcdCluster the store is instead a multi-member etcd cluster of
+// member processes (EtcdCluster), and URI names every member; with
+// WithMetadataURI it is another store (e.g. a ZooKeeper).
 type Cluster struct {
-	t       testing.TB
-	Etcd    *embedetcd.Server
-	URI     string
-	MD      metadata.Driver
-	Bookies []*Bookie
+	t    testing.TB
+	Etcd *embedetcd.Server
+	// EtcdCluster is the multi-member store of WithEtcdCluster (Etcd is
+	// nil then).
+	EtcdCluster *EtcdCluster
+	URI         string
+	MD          metadata.Driver
+	Bookies     []*Bookie
 	// Settings are key=value pairs given to every bookie (--set).
 	Settings []string
 
+	etcdOpts *EtcdOptions
 	existing bool // WithExistingCluster: Start does not initialise the scope
 }
 
@@ -148,6 +160,13 @@ func WithSettings(kv ...string) Option {
 	return func(c *Cluster) { c.Settings = append(c.Settings, kv...) }
 }
 
+// WithEtcdCluster runs the metadata store as a multi-member etcd cluster of
+// processes (StartEtcdCluster) instead of one embedded member; the bookies,
+// the harness and every client get the multi-endpoint URI.
+func WithEtcdCluster(o EtcdOptions) Option {
+	return func(c *Cluster) { c.etcdOpts = &o }
+}
+
 // Start starts an etcd and n bookie processes and waits until each is
 // registered writable. Everything is stopped by t.Cleanup (bookies with
 // SIGKILL: a test that wants a graceful stop calls Bookie.Terminate).
@@ -160,7 +179,12 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	for _, o := range opts {
 		o(c)
 	}
-	if c.URI == "" {
+	switch {
+	case c.URI != "":
+	case c.etcdOpts != nil:
+		c.EtcdCluster = StartEtcdCluster(t, *c.etcdOpts)
+		c.URI = c.EtcdCluster.URI(etcdtest.Scope(t))
+	default:
 		c.Etcd = etcdtest.Start(t)
 		c.URI = etcdtest.URI(c.Etcd, etcdtest.Scope(t))
 	}
@@ -315,9 +339,53 @@ func (b *Bookie) Kill() {
 	<-wait
 }
 
-// Pause SIGSTOPs the process; Resume SIGCONTs it.
-func (b *Bookie) Pause()  { b.signal(syscall.SIGSTOP) }
-func (b *Bookie) Resume() { b.signal(syscall.SIGCONT) }
+// Pause SIGSTOPs the process and returns once it is stopped; Resume
+// SIGCONTs it and returns once it runs again. Signals are delivered
+// asynchronously: a test that goes on right after kill(2) may still be
+// served by a bookie it thinks is stopped. Where /proc is missing (not
+// Linux) they return after sending the signal.
+func (b *Bookie) Pause() {
+	b.signal(syscall.SIGSTOP)
+	b.waitStopped(true)
+}
+
+func (b *Bookie) Resume() {
+	b.signal(syscall.SIGCONT)
+	b.waitStopped(false)
+}
+
+// waitStopped polls the process's state in /proc/<pid>/stat until it is
+// (or is not) stopped by a signal; it returns at once if the process is
+// gone or /proc cannot be read.
+func (b *Bookie) waitStopped(stopped bool) {
+	b.mu.Lock()
+	cmd := b.cmd
+	b.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	for {
+		st, err := procState(cmd.Process.Pid)
+		if err != nil || (st == 'T') == stopped {
+			return
+		}
+		time.Sleep(time.Millisecond) // polling interval
+	}
+}
+
+// procState returns the state letter of process pid (proc(5): the field
+// after the parenthesised command name; 'T' is stopped by a signal).
+func procState(pid int) (byte, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, fmt.Errorf("/proc/%d/stat: no state field in %q", pid, b)
+	}
+	return b[i+2], nil
+}
 
 // Terminate sends SIGTERM and waits for a clean exit (status 0) within
 // StopTimeout; it fails the test otherwise. It returns how long the stop

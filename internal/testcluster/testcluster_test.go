@@ -168,9 +168,12 @@ func TestBookieSurvivesKillWithEntriesAndFence(t *testing.T) {
 		t.Fatalf("add to the unfenced ledger after restart: %v", st)
 	}
 
-	// SIGSTOP/SIGCONT: the process resumes serving.
+	// SIGSTOP/SIGCONT: the process resumes serving. Pause returns once
+	// the kernel reports the process stopped, Resume once it runs.
 	b.Pause()
-	time.Sleep(100 * time.Millisecond)
+	if st, err := procState(b.cmd.Process.Pid); err == nil && st != 'T' {
+		t.Fatalf("process state %c after Pause, want T (stopped)", st)
+	}
 	b.Resume()
 	if st, _ := cl.read(ledger, 20, false); st != wire.StatusOK {
 		t.Fatalf("read after SIGCONT: %v", st)
@@ -244,11 +247,11 @@ func TestStandaloneLifecycle(t *testing.T) {
 		}
 	}
 
+	// Terminate fails the test unless the process exits 0 (within
+	// StopTimeout, its guard against a hang); how long it took is logged,
+	// not judged.
 	took, rest := s.Terminate()
 	t.Logf("SIGTERM stop in %v", took.Round(time.Millisecond))
-	if took > 10*time.Second {
-		t.Errorf("stop took %v, over 10 s", took)
-	}
 	if len(rest) != 0 {
 		t.Errorf("stdout after the readiness line: %q (want exactly one line)", rest)
 	}

@@ -22,10 +22,57 @@
 // # Matching
 //
 // v3 responses are matched by (txnId, operation); txnIds come from one
-// process-wide counter, as in Java. v2 responses carry no txnId and are
-// matched by (ledgerId, entryId, operation); identical outstanding requests
-// are answered in any order, so the oldest is completed first. v2 batch
-// reads are matched by their requestId.
+// process-wide counter, as in Java.
+//
+// v2 responses carry no txnId. READ and ADD answers are matched by
+// (ledgerId, entryId, operation), and identical outstanding requests are
+// answered oldest first; BATCH_READ answers by their requestId, which Send
+// takes from the txnId counter so that no two batch reads share one. A v2
+// answer does not say which flags its request carried either, and the
+// flags change what an answer means: a fencing READ is answered only once
+// the fence is durable, while a plain READ's "no such entry" may come from a
+// bookie that never fenced; a RECOVERY_ADD is stored on a fenced ledger,
+// where a plain ADD gets EFENCED. Such answers must never be swapped.
+//
+// Contract: on one v2 connection, all outstanding requests that share a
+// key are the same request on the wire, but for the HIGH_PRIORITY flag
+// (which only schedules them at the bookie) and for what the caller puts
+// in them: a fencing READ's master key (one ledger, one password: the
+// client checks it against the metadata where the metadata has one) and
+// an ADD's body (one entry; copies differ at most in the piggybacked LAC,
+// and OK means "stored" either way). The transport keeps it by
+// routing, with no waiting: every v2 request with recovery semantics (a
+// READ or BATCH_READ with DO_FENCING, an ADD with RECOVERY_ADD) goes on a
+// connection of its own to the bookie (the recovery lane, one per pool
+// slot, opened on first use), everything else on the plain lane. So a
+// plain-lane READ never fences (v2 drops the long-poll fields: a long poll
+// is a plain READ on the wire) and a plain-lane ADD is never a recovery
+// add; on the recovery lane every READ fences and every ADD is a recovery
+// add. (The other v2 ops cannot collide: READ_LAC, the v3 op, is not
+// encodable in v2, and a v2 LAC read is a READ of entry -1, plain or
+// fencing, so the lanes separate those too.)
+//
+// Lanes rather than queueing the second request until the first is
+// answered: a request that times out leaves its answer in flight, so a late
+// plain answer would still complete a fencing READ sent after the timeout,
+// unless the timed-out request held its key until its answer came, for ever
+// if the bookie dropped it. Lanes need no waiting, so nothing can deadlock
+// or leak: connection loss, timeouts and Close work on each lane exactly as
+// on a single connection, and a lane's loss fails only its own requests.
+//
+// Why identical requests may share a key: oldest-first matching on one
+// in-order connection gives the k-th answer to the k-th request, which the
+// bookie had received before writing that answer, and every answer is one
+// to the same request on the wire. Only after a timeout can a late answer
+// complete a newer identical request and predate it (Java's v2 client does
+// the same). For a fencing READ that is harmless: the answer was given after
+// the bookie had durably fenced the ledger, so no writer's add reached it
+// later and "no such entry" still proves that this bookie acknowledged no
+// such add. For an ADD, OK still means the bookie stores the entry. For a
+// plain READ the answer is an entry (immutable), a lower bound of the LAC,
+// or a "no such entry" that may be older than the request: at worst a read
+// reports ErrNoSuchEntry where a fresh answer would have found the entry,
+// never wrong data, and recovery never counts plain answers.
 //
 // # Timeouts
 //
@@ -53,6 +100,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/wire"
 	"github.com/foliodb/folio/internal/wire/codec"
 	v2 "github.com/foliodb/folio/internal/wire/v2"
@@ -106,6 +154,12 @@ type Config struct {
 	TimeoutTick time.Duration
 	// Logger receives connection events; nil discards them.
 	Logger *slog.Logger
+	// Clock reads the time for request deadlines and the reconnect
+	// backoff; nil means the wall clock. The sweeper still wakes every
+	// TimeoutTick of real time and then compares deadlines with Clock.Now,
+	// so a test with a clock.Manual decides when a request times out. Dial
+	// and write deadlines are on the wall clock (they are the socket's).
+	Clock clock.Clock
 }
 
 func (c *Config) setDefaults() {
@@ -127,6 +181,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
 	}
 }
 
@@ -166,6 +223,40 @@ type Transport struct {
 type peerKey struct {
 	addr string
 	slot int
+	lane lane
+}
+
+// lane separates the v2 requests whose answers must not be matched to each
+// other (see Matching in the package doc).
+type lane uint8
+
+const (
+	lanePlain lane = iota
+	// laneRecovery carries the v2 fencing reads and recovery adds.
+	laneRecovery
+)
+
+// laneOf returns the lane req travels on. Under v3 every request is on the
+// plain lane: txnIds match answers whatever the flags.
+func laneOf(proto wire.Protocol, req *wire.Request) lane {
+	if proto != wire.ProtocolV2 {
+		return lanePlain
+	}
+	switch req.Header.Op {
+	case wire.OpReadEntry:
+		if req.Read.Flag == wire.ReadFlagFenceLedger {
+			return laneRecovery
+		}
+	case wire.OpBatchReadEntry:
+		if req.BatchRead.Fence {
+			return laneRecovery
+		}
+	case wire.OpAddEntry:
+		if req.Add.Flag == wire.AddFlagRecoveryAdd {
+			return laneRecovery
+		}
+	}
+	return lanePlain
 }
 
 // New returns a Transport; it starts its timeout sweeper.
@@ -205,12 +296,15 @@ func (t *Transport) Close() error {
 }
 
 // Send sends req to bookie (a BookieID, `host:port`) and calls cb with the
-// answer. key chooses the connection of the pool (pass the ledger id).
-// Send sets req.Header's version and, for v3, its txnId; the request is
+// answer. key chooses the connection of the pool (pass the ledger id); over
+// v2, fencing reads and recovery adds take a connection of their own (see
+// Matching in the package doc), so only requests of one kind stay in order.
+// Send sets req.Header's version and, for v3 and for a v2 BATCH_READ's
+// requestId, its txnId; the request is
 // encoded before Send returns, so req and the slices in it may be reused at
 // once. cb may run before Send returns.
 func (t *Transport) Send(bookie string, key int64, req *wire.Request, cb ResponseFunc) {
-	p, err := t.peer(bookie, key)
+	p, err := t.peer(bookie, key, laneOf(t.cfg.Protocol, req))
 	if err != nil {
 		cb(nil, err)
 		return
@@ -218,12 +312,12 @@ func (t *Transport) Send(bookie string, key int64, req *wire.Request, cb Respons
 	p.send(req, cb)
 }
 
-func (t *Transport) peer(bookie string, key int64) (*peer, error) {
+func (t *Transport) peer(bookie string, key int64, ln lane) (*peer, error) {
 	slot := 0
 	if n := t.cfg.ConnectionsPerBookie; n > 1 {
 		slot = int(uint64(key) % uint64(n))
 	}
-	pk := peerKey{bookie, slot}
+	pk := peerKey{bookie, slot, ln}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.mu.closed {
@@ -250,8 +344,8 @@ func (t *Transport) sweepLoop() {
 		select {
 		case <-t.stop:
 			return
-		case now := <-tick.C:
-			t.sweep(now)
+		case <-tick.C:
+			t.sweep(t.cfg.Clock.Now())
 		}
 	}
 }
@@ -334,7 +428,7 @@ type session struct {
 
 func (p *peer) send(req *wire.Request, cb ResponseFunc) {
 	t := p.t
-	now := time.Now()
+	now := t.cfg.Clock.Now()
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -356,6 +450,11 @@ func (p *peer) send(req *wire.Request, cb ResponseFunc) {
 		req.Header.TxnID = txnIDs.Add(1)
 	} else {
 		req.Header.Version = v2.CurrentVersion
+		if req.Header.Op == wire.OpBatchReadEntry {
+			// The requestId is the batch read's whole key: never let a
+			// caller's reuse of one make two answers interchangeable.
+			req.Header.TxnID = txnIDs.Add(1)
+		}
 	}
 	out, err := s.enc.EncodeRequest(s.out, req)
 	if err != nil {
@@ -630,7 +729,7 @@ func (s *session) fail(cause error, connectFailed bool) {
 		p.failures++
 		backoff = p.t.cfg.ReconnectBackoff << min(p.failures-1, 16)
 		backoff = min(backoff, p.t.cfg.MaxReconnectBackoff)
-		p.retryAt = time.Now().Add(backoff)
+		p.retryAt = p.t.cfg.Clock.Now().Add(backoff)
 	}
 	failed := s.drainLocked()
 	conn := s.conn

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/wire"
 	"github.com/foliodb/folio/internal/wire/codec"
 )
@@ -217,44 +218,46 @@ func TestV2DuplicateRequests(t *testing.T) {
 	}
 }
 
-// TestTimeout: a request without an answer fails with ErrTimeout after about
-// the add timeout; a late answer is dropped, and the connection stays usable.
+// TestTimeout: a request without an answer fails with ErrTimeout once the
+// add timeout has passed on the transport's clock, not before; a late answer
+// is dropped, and the connection stays usable. The sweeper's own ticker is
+// parked (an hour): the test sweeps itself, so each check is exact.
 func TestTimeout(t *testing.T) {
-	var mu sync.Mutex
-	var late []*wire.Request
+	received := make(chan *wire.Request, 1)
 	var lateConn *fakeConn
 	b := newFakeBookie(t, func(c *fakeConn, req *wire.Request) {
 		if req.Add.EntryID == 0 {
-			mu.Lock()
-			late, lateConn = append(late, req), c
-			mu.Unlock()
+			lateConn = c // read by the test after receiving req
+			received <- req
 			return
 		}
 		c.reply(req, wire.StatusOK, nil)
 	})
-	tr := New(Config{AddTimeout: 200 * time.Millisecond, TimeoutTick: 10 * time.Millisecond})
+	clk := clock.NewManual(time.Unix(1000, 0))
+	tr := New(Config{AddTimeout: 200 * time.Millisecond, TimeoutTick: time.Hour, Clock: clk})
 	defer tr.Close()
 	ch := make(chan result, 1)
-	start := time.Now()
 	tr.Send(b.addr(), 1, addRequest(1, 0), collect(ch))
-	r := recv(t, ch)
-	if !errors.Is(r.err, ErrTimeout) {
+	late := <-received
+	clk.Advance(200*time.Millisecond - time.Nanosecond)
+	tr.sweep(clk.Now()) // runs the callbacks of what expires, before returning
+	select {
+	case r := <-ch:
+		t.Fatalf("answered before the timeout: %+v", r)
+	default:
+	}
+	clk.Advance(time.Nanosecond)
+	tr.sweep(clk.Now())
+	if r := recv(t, ch); !errors.Is(r.err, ErrTimeout) {
 		t.Fatalf("got %+v, want ErrTimeout", r)
 	}
-	if d := time.Since(start); d < 200*time.Millisecond {
-		t.Fatalf("timed out after %v, before the 200ms timeout", d)
-	}
-	mu.Lock()
-	lateConn.reply(late[0], wire.StatusOK, nil) // must be dropped
-	mu.Unlock()
+	// The late answer goes out before the answer to entry 1 on the same
+	// connection, and the transport reads in order: had it reached a
+	// callback, ch would hold it before entry 1's answer.
+	lateConn.reply(late, wire.StatusOK, nil)
 	tr.Send(b.addr(), 1, addRequest(1, 1), collect(ch))
 	if r := recv(t, ch); r.err != nil || r.entryID != 1 {
 		t.Fatalf("after the timeout: %+v", r)
-	}
-	select {
-	case r := <-ch:
-		t.Fatalf("late answer delivered: %+v", r)
-	case <-time.After(50 * time.Millisecond):
 	}
 }
 
@@ -299,7 +302,8 @@ func TestDisconnectFailsInFlight(t *testing.T) {
 }
 
 // TestConnectBackoff: after a failed connect, Sends fail at once until the
-// backoff has passed; then the transport dials again, and the Dialer decides.
+// backoff has passed on the transport's clock; then the transport dials
+// again, and the Dialer decides.
 func TestConnectBackoff(t *testing.T) {
 	b := newFakeBookie(t, func(c *fakeConn, req *wire.Request) { c.reply(req, wire.StatusOK, nil) })
 	var mu sync.Mutex
@@ -315,13 +319,17 @@ func TestConnectBackoff(t *testing.T) {
 		var d net.Dialer
 		return d.DialContext(ctx, network, addr)
 	}
-	tr := New(Config{Dialer: dialer, ReconnectBackoff: 300 * time.Millisecond})
+	clk := clock.NewManual(time.Unix(1000, 0))
+	tr := New(Config{Dialer: dialer, ReconnectBackoff: 300 * time.Millisecond, Clock: clk})
 	defer tr.Close()
 	ch := make(chan result, 1)
 	tr.Send(b.addr(), 1, addRequest(1, 0), collect(ch))
 	if r := recv(t, ch); !errors.Is(r.err, ErrBookieUnavailable) {
 		t.Fatalf("got %+v", r)
 	}
+	// The failed connect's callbacks ran after the backoff was set (both
+	// under the session's end), so this Send sees it.
+	clk.Advance(300*time.Millisecond - time.Nanosecond)
 	tr.Send(b.addr(), 1, addRequest(1, 1), collect(ch))
 	if r := recv(t, ch); !errors.Is(r.err, ErrBookieUnavailable) {
 		t.Fatalf("got %+v", r)
@@ -332,27 +340,26 @@ func TestConnectBackoff(t *testing.T) {
 	}
 	cut = false
 	mu.Unlock()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		tr.Send(b.addr(), 1, addRequest(1, 2), collect(ch))
-		r := recv(t, ch)
-		if r.err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never reconnected: %v", r.err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	clk.Advance(time.Nanosecond)
+	tr.Send(b.addr(), 1, addRequest(1, 2), collect(ch))
+	if r := recv(t, ch); r.err != nil || r.entryID != 2 {
+		t.Fatalf("after the backoff: %+v", r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if dials != 2 {
+		t.Fatalf("%d dials, want 2", dials)
 	}
 }
 
 // TestCloseFailsOutstanding: Close fails what is in flight with ErrClosed.
 func TestCloseFailsOutstanding(t *testing.T) {
-	b := newFakeBookie(t, func(c *fakeConn, req *wire.Request) {})
+	received := make(chan struct{}, 1)
+	b := newFakeBookie(t, func(c *fakeConn, req *wire.Request) { received <- struct{}{} })
 	tr := New(Config{})
 	ch := make(chan result, 1)
 	tr.Send(b.addr(), 1, addRequest(1, 0), collect(ch))
-	time.Sleep(20 * time.Millisecond)
+	<-received // outstanding on a live connection, not still connecting
 	tr.Close()
 	if r := recv(t, ch); !errors.Is(r.err, ErrClosed) {
 		t.Fatalf("got %+v", r)

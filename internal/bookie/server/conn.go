@@ -110,8 +110,13 @@ func (c *conn) readLoop() error {
 	for {
 		select {
 		case c.slots <- struct{}{}:
-		case <-c.stop:
-			return errStopped
+		default:
+			c.s.opts.Metrics.ReadPaused()
+			select {
+			case c.slots <- struct{}{}:
+			case <-c.stop:
+				return errStopped
+			}
 		}
 		for c.heldBytes.Load() > budget {
 			select {

@@ -26,7 +26,8 @@ import (
 //
 // Folio's own: bookkeeper_server_REQUESTS_IN_PROGRESS and
 // bookkeeper_server_LONG_POLL_READS_IN_PROGRESS (bookie.InFlight),
-// bookie_gc_PASSES{outcome}, bookie_READ_ONLY_CAUSE{cause}.
+// bookie_gc_PASSES{outcome}, bookie_READ_ONLY_CAUSE{cause},
+// bookkeeper_server_READS_PAUSED (connections at their in-flight limit).
 //
 // It implements bookie.Metrics. In `folio standalone` every bookie's
 // collectors carry the constant label bookie="<bookie id>".
@@ -223,6 +224,7 @@ type connMetrics struct {
 	open      prometheus.Gauge
 	malformed prometheus.Counter
 	batches   prometheus.Summary
+	paused    prometheus.Counter
 }
 
 func (m *PrometheusMetrics) initConnMetrics(constLabels prometheus.Labels) {
@@ -236,7 +238,10 @@ func (m *PrometheusMetrics) initConnMetrics(constLabels prometheus.Labels) {
 		Name: "bookkeeper_server_RESPONSES_PER_WRITE", Help: "Responses written per socket write.", ConstLabels: constLabels,
 		Objectives: map[float64]float64{0.5: 0.05, 0.99: 0.001}, MaxAge: time.Minute,
 	})
-	m.collectors = append(m.collectors, m.conn.open, m.conn.malformed, m.conn.batches)
+	m.conn.paused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "bookkeeper_server_READS_PAUSED", Help: "Times a connection stopped reading because its in-flight request limit was reached (back-pressure).", ConstLabels: constLabels,
+	})
+	m.collectors = append(m.collectors, m.conn.open, m.conn.malformed, m.conn.batches, m.conn.paused)
 }
 
 // ConnectionOpened implements Metrics (the listener's).
@@ -252,5 +257,8 @@ func (m *PrometheusMetrics) MalformedFrame() { m.conn.malformed.Inc() }
 func (m *PrometheusMetrics) ResponsesWritten(responses int, _ int) {
 	m.conn.batches.Observe(float64(responses))
 }
+
+// ReadPaused implements Metrics.
+func (m *PrometheusMetrics) ReadPaused() { m.conn.paused.Inc() }
 
 var _ Metrics = (*PrometheusMetrics)(nil)

@@ -117,7 +117,7 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 	// The metadata store.
 	p.md = opts.Driver
 	if p.md == nil {
-		d, err := metadata.Open(ctx, cfg.MetadataServiceURI, metadata.Options{})
+		d, err := metadata.Open(ctx, cfg.MetadataServiceURI, metadata.Options{Logger: p.log})
 		if err != nil {
 			return nil, fmt.Errorf("open the metadata store %s: %w", cfg.MetadataServiceURI, err)
 		}

@@ -159,6 +159,20 @@ func (r *Registrar) Run(ctx context.Context) {
 			r.mu.Lock()
 			r.mu.session, r.mu.registered = nil, false
 			r.mu.Unlock()
+			// The keepalives may have stopped getting answers (the store
+			// failed over, or was without a quorum for a TTL) while the
+			// lease itself lives on: revoke it, so that its registration
+			// does not hold up the new one until it expires. Bounded by
+			// the TTL, after which it expires anyway.
+			ttl := r.ttl
+			if ttl <= 0 {
+				ttl = metadata.DefaultSessionTTL
+			}
+			rctx, cancel := context.WithTimeout(ctx, ttl)
+			if err := sess.Close(rctx); err != nil && ctx.Err() == nil {
+				r.log.Warn("cannot revoke the lost session's lease; its registration expires with it", "err", err)
+			}
+			cancel()
 		}
 	}
 }

@@ -75,6 +75,10 @@ type Metrics interface {
 	// ResponsesWritten is called after each batch write: how many responses
 	// and bytes went out in one write.
 	ResponsesWritten(responses int, bytes int)
+	// ReadPaused counts each time a connection stops reading because
+	// Options.MaxInFlightPerConn of its requests are not answered yet
+	// (back-pressure); it reads again once one is.
+	ReadPaused()
 }
 
 // NopMetrics is the Metrics that records nothing.
@@ -84,6 +88,7 @@ func (NopMetrics) ConnectionOpened()         {}
 func (NopMetrics) ConnectionClosed()         {}
 func (NopMetrics) MalformedFrame()           {}
 func (NopMetrics) ResponsesWritten(int, int) {}
+func (NopMetrics) ReadPaused()               {}
 
 // Options configures a Server. Every field has a default.
 type Options struct {

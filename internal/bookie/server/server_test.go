@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -168,8 +169,20 @@ func TestShutdownGraceful(t *testing.T) {
 	c.flush()
 	srvWaitFor(t, "the adds to reach the store", func() bool { return h.store.heldCount() == 5 })
 
-	shut := make(chan error, 1)
-	go func() { shut <- h.srv.Shutdown(context.Background()) }()
+	// Shutdown must wait for the held adds: it may return only after the
+	// test has released them. released is set just before the release, and
+	// read when Shutdown returns, so an early return is caught whenever it
+	// happens, with no window to watch.
+	type shutResult struct {
+		err      error
+		released bool
+	}
+	var released atomic.Bool
+	shut := make(chan shutResult, 1)
+	go func() {
+		err := h.srv.Shutdown(context.Background())
+		shut <- shutResult{err, released.Load()}
+	}()
 	srvWaitFor(t, "the listener to close", func() bool {
 		select {
 		case err := <-h.done:
@@ -185,11 +198,7 @@ func TestShutdownGraceful(t *testing.T) {
 		nc.Close()
 		t.Fatal("a new connection was accepted after Shutdown")
 	}
-	select {
-	case err := <-shut:
-		t.Fatalf("Shutdown returned (%v) with requests in flight", err)
-	case <-time.After(50 * time.Millisecond):
-	}
+	released.Store(true)
 	h.store.open()
 	for range 5 {
 		if st := rawStatus(c.recv()); st != wire.StatusOK {
@@ -197,8 +206,12 @@ func TestShutdownGraceful(t *testing.T) {
 		}
 	}
 	c.expectClosed()
-	if err := <-shut; err != nil {
-		t.Fatalf("Shutdown: %v", err)
+	r := <-shut
+	if !r.released {
+		t.Fatalf("Shutdown returned (%v) with requests in flight", r.err)
+	}
+	if r.err != nil {
+		t.Fatalf("Shutdown: %v", r.err)
 	}
 }
 
@@ -221,15 +234,17 @@ func TestShutdownDeadline(t *testing.T) {
 // At MaxInFlightPerConn the connection stops reading: the bookie sees no
 // more requests until answers have gone out.
 func TestPerConnectionBackPressure(t *testing.T) {
-	h := newSrvHarness(t, Options{MaxInFlightPerConn: 4})
+	m := &pauseCounter{}
+	h := newSrvHarness(t, Options{MaxInFlightPerConn: 4, Metrics: m})
 	c := h.dial(wire.ProtocolV3)
 	h.store.close()
 	for i := int64(0); i < 20; i++ {
 		c.queue(rawAdd(5, i, []byte("a"), false))
 	}
 	c.flush()
-	srvWaitFor(t, "4 adds in the store", func() bool { return h.store.heldCount() == 4 })
-	time.Sleep(50 * time.Millisecond)
+	// Once the connection has paused, it reads nothing until an answer goes
+	// out, and none can while the store holds the adds: the count is final.
+	srvWaitFor(t, "the connection to stop reading", func() bool { return m.paused.Load() > 0 })
 	if n := h.store.adds.Load(); n != 4 {
 		t.Fatalf("%d adds reached the store with 4 allowed in flight", n)
 	}
@@ -252,6 +267,14 @@ func TestPerConnectionBackPressure(t *testing.T) {
 		t.Fatalf("answers for %d distinct entries", len(seen))
 	}
 }
+
+// pauseCounter counts Metrics.ReadPaused.
+type pauseCounter struct {
+	NopMetrics
+	paused atomic.Int64
+}
+
+func (m *pauseCounter) ReadPaused() { m.paused.Add(1) }
 
 // A response that cannot be encoded (an entry too large for a v2 batch
 // frame) is answered EIO rather than dropped.

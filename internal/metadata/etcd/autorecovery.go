@@ -72,9 +72,9 @@ func (d *Driver) MarkLedgerUnderReplicated(ctx context.Context, ledgerID int64, 
 	}
 	key := d.k.urRecord(ledgerID)
 	for {
-		resp, err := d.cli.Get(ctx, key)
+		resp, err := d.get(ctx, "read "+key, key)
 		if err != nil {
-			return d.storeErr("read "+key, err)
+			return err
 		}
 		var cmp clientv3.Cmp
 		var value string
@@ -97,11 +97,21 @@ func (d *Driver) MarkLedgerUnderReplicated(ctx context.Context, ledgerID int64, 
 			value = metadata.EncodeUnderReplicated(merged, rec.Ctime)
 			cmp = clientv3.Compare(clientv3.ModRevision(key), "=", resp.Kvs[0].ModRevision)
 		}
-		tr, err := d.cli.Txn(ctx).If(cmp).Then(clientv3.OpPut(key, value)).Commit()
+		// A retried txn after one that was applied fails its comparison,
+		// and the loop then finds the bookies listed.
+		var done bool
+		err = d.do(ctx, "mark "+key, func(ctx context.Context, _ bool) error {
+			tr, err := d.cli.Txn(ctx).If(cmp).Then(clientv3.OpPut(key, value)).Commit()
+			if err != nil {
+				return d.storeErr("mark "+key, err)
+			}
+			done = tr.Succeeded
+			return nil
+		})
 		if err != nil {
-			return d.storeErr("mark "+key, err)
+			return err
 		}
-		if tr.Succeeded {
+		if done {
 			return nil
 		}
 	}
@@ -116,9 +126,9 @@ func (d *Driver) ReadUnderReplicatedLedger(ctx context.Context, ledgerID int64) 
 		return metadata.UnderReplicatedLedger{}, err
 	}
 	key := d.k.urRecord(ledgerID)
-	resp, err := d.cli.Get(ctx, key)
+	resp, err := d.get(ctx, "read "+key, key)
 	if err != nil {
-		return metadata.UnderReplicatedLedger{}, d.storeErr("read "+key, err)
+		return metadata.UnderReplicatedLedger{}, err
 	}
 	if len(resp.Kvs) == 0 {
 		return metadata.UnderReplicatedLedger{}, fmt.Errorf("under-replicated ledger %d: %w", ledgerID, metadata.ErrNotFound)
@@ -141,10 +151,10 @@ func (d *Driver) ListUnderReplicatedLedgers(ctx context.Context, startID int64, 
 		return nil, err
 	}
 	dir := d.k.urRecords()
-	resp, err := d.cli.Get(ctx, d.k.urRecord(startID), clientv3.WithRange(prefixEnd(dir)),
+	resp, err := d.get(ctx, "list "+dir, d.k.urRecord(startID), clientv3.WithRange(prefixEnd(dir)),
 		clientv3.WithLimit(int64(limit)), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
 	if err != nil {
-		return nil, d.storeErr("list "+dir, err)
+		return nil, err
 	}
 	out := make([]metadata.UnderReplicatedLedger, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
@@ -172,21 +182,26 @@ func (d *Driver) MarkLedgerReplicated(ctx context.Context, ledgerID int64, expec
 		return err
 	}
 	key, lock := d.k.urRecord(ledgerID), d.k.urLock(ledgerID)
-	resp, err := d.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(key), "=", int64(expected))).
-		Then(clientv3.OpDelete(key), clientv3.OpDelete(lock)).
-		Else(clientv3.OpGet(key, clientv3.WithCountOnly()), clientv3.OpDelete(lock)).
-		Commit()
-	if err != nil {
-		return d.storeErr("clear "+key, err)
-	}
-	if resp.Succeeded {
-		return nil
-	}
-	if resp.Responses[0].GetResponseRange().GetCount() == 0 {
-		return fmt.Errorf("under-replicated ledger %d: %w", ledgerID, metadata.ErrNotFound)
-	}
-	return fmt.Errorf("clear under-replicated ledger %d at version %d: %w", ledgerID, expected, metadata.ErrBadVersion)
+	return d.do(ctx, "clear "+key, func(ctx context.Context, retried bool) error {
+		resp, err := d.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", int64(expected))).
+			Then(clientv3.OpDelete(key), clientv3.OpDelete(lock)).
+			Else(clientv3.OpGet(key, clientv3.WithCountOnly()), clientv3.OpDelete(lock)).
+			Commit()
+		if err != nil {
+			return d.storeErr("clear "+key, err)
+		}
+		if resp.Succeeded {
+			return nil
+		}
+		if resp.Responses[0].GetResponseRange().GetCount() == 0 {
+			if retried {
+				return nil // cleared: by our earlier attempt, or by someone else
+			}
+			return fmt.Errorf("under-replicated ledger %d: %w", ledgerID, metadata.ErrNotFound)
+		}
+		return fmt.Errorf("clear under-replicated ledger %d at version %d: %w", ledgerID, expected, metadata.ErrBadVersion)
+	})
 }
 
 func (d *Driver) etcdSession(s metadata.Session) (*session, error) {
@@ -214,27 +229,48 @@ func (d *Driver) LockUnderReplicatedLedger(ctx context.Context, s metadata.Sessi
 	if err := d.checkOpen(); err != nil {
 		return nil, err
 	}
-	key, lock := d.k.urRecord(ledgerID), d.k.urLock(ledgerID)
-	resp, err := d.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), ">", 0), clientv3.Compare(clientv3.CreateRevision(lock), "=", 0)).
-		Then(clientv3.OpPut(lock, string(owner), clientv3.WithLease(ss.lease))).
-		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).
-		Commit()
+	lock := d.k.urLock(ledgerID)
+	var rev int64
+	err = d.do(ctx, "lock "+lock, func(ctx context.Context, retried bool) (err error) {
+		rev, err = d.lockOnce(ctx, ss, ledgerID, owner, retried)
+		return err
+	})
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		ss.stopKA()
 		ss.markDone()
 		return nil, fmt.Errorf("lock %s: %w", lock, metadata.ErrSessionExpired)
 	}
+	if errors.Is(err, metadata.ErrNotFound) || errors.Is(err, metadata.ErrLocked) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, d.storeErr("lock "+lock, err)
 	}
-	if !resp.Succeeded {
-		if resp.Responses[0].GetResponseRange().GetCount() == 0 {
-			return nil, fmt.Errorf("lock under-replicated ledger %d: %w", ledgerID, metadata.ErrNotFound)
-		}
-		return nil, fmt.Errorf("lock under-replicated ledger %d: %w", ledgerID, metadata.ErrLocked)
+	return d.newKeyLock(ss, lock, rev, nil, nil)
+}
+
+// lockOnce is one attempt of LockUnderReplicatedLedger; it returns the
+// lock key's create revision. Etcd errors are returned unwrapped.
+func (d *Driver) lockOnce(ctx context.Context, ss *session, ledgerID int64, owner metadata.BookieID, retried bool) (int64, error) {
+	key, lock := d.k.urRecord(ledgerID), d.k.urLock(ledgerID)
+	resp, err := d.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), ">", 0), clientv3.Compare(clientv3.CreateRevision(lock), "=", 0)).
+		Then(clientv3.OpPut(lock, string(owner), clientv3.WithLease(ss.lease))).
+		Else(clientv3.OpGet(key, clientv3.WithCountOnly()), clientv3.OpGet(lock)).
+		Commit()
+	if err != nil {
+		return 0, err
 	}
-	return d.newKeyLock(ss, lock, resp.Header.Revision, nil, nil)
+	if resp.Succeeded {
+		return resp.Header.Revision, nil
+	}
+	if cur := firstKV(resp, 1); retried && cur != nil && cur.Lease == int64(ss.lease) && string(cur.Value) == string(owner) {
+		return cur.CreateRevision, nil // our earlier attempt took it
+	}
+	if resp.Responses[0].GetResponseRange().GetCount() == 0 {
+		return 0, fmt.Errorf("lock under-replicated ledger %d: %w", ledgerID, metadata.ErrNotFound)
+	}
+	return 0, fmt.Errorf("lock under-replicated ledger %d: %w", ledgerID, metadata.ErrLocked)
 }
 
 // keyLock is a held key under a session: Done closes when the session ends,
@@ -256,6 +292,16 @@ func (d *Driver) newKeyLock(ss *session, key string, rev int64, onUnlock func(ct
 	l.stop = cancel
 	err := d.goWatch(wctx, func(ctx context.Context) {
 		defer l.close()
+		// The lock ends with the session: a check below must not outlive it.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-ss.Done():
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 		wch := d.cli.Watch(clientv3.WithRequireLeader(ctx), key, clientv3.WithRev(rev+1), clientv3.WithFilterPut())
 		for {
 			select {
@@ -265,8 +311,11 @@ func (d *Driver) newKeyLock(ss *session, key string, rev int64, onUnlock func(ct
 				return
 			case wr, ok := <-wch:
 				if !ok || wr.Err() != nil {
-					// Lost the watch (compaction, leader loss): check the key.
-					g, err := d.cli.Get(ctx, key)
+					// Lost the watch (compaction, leader loss): check the
+					// key, waiting for a leader if need be. The key cannot
+					// vanish while there is none (only a leader expires a
+					// lease), so the lock holds meanwhile.
+					g, err := d.get(ctx, "check lock "+key, key)
 					if err != nil || len(g.Kvs) == 0 || g.Kvs[0].CreateRevision != rev {
 						return
 					}
@@ -306,14 +355,16 @@ func (l *keyLock) Unlock(ctx context.Context) error {
 	if l.onUnlock != nil {
 		return l.onUnlock(ctx)
 	}
-	_, err := l.d.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", l.rev)).
-		Then(clientv3.OpDelete(l.key)).
-		Commit()
-	if err != nil {
-		return l.d.storeErr("unlock "+l.key, err)
-	}
-	return nil
+	return l.d.do(ctx, "unlock "+l.key, func(ctx context.Context, _ bool) error {
+		_, err := l.d.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", l.rev)).
+			Then(clientv3.OpDelete(l.key)).
+			Commit()
+		if err != nil {
+			return l.d.storeErr("unlock "+l.key, err)
+		}
+		return nil
+	})
 }
 
 // SetReplicationEnabled implements metadata.UnderReplication: disabled is
@@ -323,16 +374,10 @@ func (d *Driver) SetReplicationEnabled(ctx context.Context, enabled bool) error 
 		return err
 	}
 	key := d.k.urDisable()
-	var err error
 	if enabled {
-		_, err = d.cli.Delete(ctx, key)
-	} else {
-		_, err = d.cli.Put(ctx, key, "")
+		return d.deleteKey(ctx, "write "+key, key)
 	}
-	if err != nil {
-		return d.storeErr("write "+key, err)
-	}
-	return nil
+	return d.put(ctx, "write "+key, key, "")
 }
 
 // ReplicationEnabled implements metadata.UnderReplication.
@@ -341,9 +386,9 @@ func (d *Driver) ReplicationEnabled(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	key := d.k.urDisable()
-	resp, err := d.cli.Get(ctx, key, clientv3.WithCountOnly())
+	resp, err := d.get(ctx, "read "+key, key, clientv3.WithCountOnly())
 	if err != nil {
-		return false, d.storeErr("read "+key, err)
+		return false, err
 	}
 	return resp.Count == 0, nil
 }
@@ -372,10 +417,8 @@ func (d *Driver) SetLostBookieRecoveryDelay(ctx context.Context, delay time.Dura
 		return err
 	}
 	key := d.k.urDelay()
-	if _, err := d.cli.Put(ctx, key, EncodeDelay(delay)); err != nil {
-		return d.storeErr("write "+key, err)
-	}
-	return nil
+	// A repeated put of the value is one more request to audit now: harmless.
+	return d.put(ctx, "write "+key, key, EncodeDelay(delay))
 }
 
 // LostBookieRecoveryDelay implements metadata.UnderReplication.
@@ -395,9 +438,9 @@ func (d *Driver) readDelay(ctx context.Context) (metadata.DelayEvent, int64, err
 		return metadata.DelayEvent{}, 0, err
 	}
 	key := d.k.urDelay()
-	resp, err := d.cli.Get(ctx, key)
+	resp, err := d.get(ctx, "read "+key, key)
 	if err != nil {
-		return metadata.DelayEvent{}, 0, d.storeErr("read "+key, err)
+		return metadata.DelayEvent{}, 0, err
 	}
 	if len(resp.Kvs) == 0 {
 		return metadata.DelayEvent{}, resp.Header.Revision, nil
@@ -489,10 +532,7 @@ func (d *Driver) SetLastCheckTime(ctx context.Context, check metadata.PeriodicCh
 		return err
 	}
 	key := d.k.urCheckTime(check)
-	if _, err := d.cli.Put(ctx, key, string(value)); err != nil {
-		return d.storeErr("write "+key, err)
-	}
-	return nil
+	return d.put(ctx, "write "+key, key, string(value))
 }
 
 // LastCheckTime implements metadata.UnderReplication.
@@ -504,9 +544,9 @@ func (d *Driver) LastCheckTime(ctx context.Context, check metadata.PeriodicCheck
 		return time.Time{}, err
 	}
 	key := d.k.urCheckTime(check)
-	resp, err := d.cli.Get(ctx, key)
+	resp, err := d.get(ctx, "read "+key, key)
 	if err != nil {
-		return time.Time{}, d.storeErr("read "+key, err)
+		return time.Time{}, err
 	}
 	if len(resp.Kvs) == 0 {
 		return time.Time{}, nil
@@ -581,9 +621,9 @@ func (d *Driver) Auditor(ctx context.Context) (metadata.BookieID, error) {
 		return "", err
 	}
 	prefix := d.k.urElection() + "/"
-	resp, err := d.cli.Get(ctx, prefix, clientv3.WithFirstCreate()...)
+	resp, err := d.get(ctx, "read "+prefix, prefix, clientv3.WithFirstCreate()...)
 	if err != nil {
-		return "", d.storeErr("read "+prefix, err)
+		return "", err
 	}
 	if len(resp.Kvs) == 0 {
 		return "", fmt.Errorf("auditor: %w", metadata.ErrNotFound)

@@ -34,15 +34,26 @@ func (d *Driver) InitNewCluster(ctx context.Context) (string, error) {
 		}
 		puts = append(puts, clientv3.OpPut(key, value))
 	}
-	resp, err := d.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(d.k.scope), "=", 0)).
-		Then(puts...).
-		Commit()
+	what := "initialise cluster " + d.k.scope
+	err = d.do(ctx, what, func(ctx context.Context, retried bool) error {
+		resp, err := d.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(d.k.scope), "=", 0)).
+			Then(puts...).
+			Else(clientv3.OpGet(d.k.instanceID)).
+			Commit()
+		if err != nil {
+			return d.storeErr(what, err)
+		}
+		if resp.Succeeded {
+			return nil
+		}
+		if cur := firstKV(resp, 0); retried && cur != nil && string(cur.Value) == instanceID {
+			return nil // our earlier attempt initialised it: the instance id is ours
+		}
+		return fmt.Errorf("cluster %s: %w (key %q exists; use metaformat to wipe it)", d.k.scope, metadata.ErrClusterExists, d.k.scope)
+	})
 	if err != nil {
-		return "", d.storeErr("initialise cluster "+d.k.scope, err)
-	}
-	if !resp.Succeeded {
-		return "", fmt.Errorf("cluster %s: %w (key %q exists; use metaformat to wipe it)", d.k.scope, metadata.ErrClusterExists, d.k.scope)
+		return "", err
 	}
 	return instanceID, nil
 }
@@ -63,13 +74,22 @@ func (d *Driver) Format(ctx context.Context, force bool) (string, error) {
 	if err := d.checkOpen(); err != nil {
 		return "", err
 	}
+	what := "format " + d.k.scope
 	for {
-		resp, err := d.cli.Txn(ctx).Then(
-			clientv3.OpGet(d.k.scope, clientv3.WithCountOnly()),
-			clientv3.OpGet(d.k.bookies, clientv3.WithRange(prefixEnd(d.k.bookies)), clientv3.WithKeysOnly()),
-		).Commit()
+		var resp *clientv3.TxnResponse
+		err := d.do(ctx, what, func(ctx context.Context, _ bool) error {
+			r, err := d.cli.Txn(ctx).Then(
+				clientv3.OpGet(d.k.scope, clientv3.WithCountOnly()),
+				clientv3.OpGet(d.k.bookies, clientv3.WithRange(prefixEnd(d.k.bookies)), clientv3.WithKeysOnly()),
+			).Commit()
+			if err != nil {
+				return d.storeErr(what, err)
+			}
+			resp = r
+			return nil
+		})
 		if err != nil {
-			return "", d.storeErr("format "+d.k.scope, err)
+			return "", err
 		}
 		exists := resp.Responses[0].GetResponseRange().GetCount() > 0
 		var registered []string
@@ -90,16 +110,26 @@ func (d *Driver) Format(ctx context.Context, force bool) (string, error) {
 			return "", fmt.Errorf("format %s: %w (use force to wipe it)", d.k.scope, metadata.ErrClusterExists)
 		}
 		// Nothing in the bookies range may have been created or changed
-		// since the read above: every key there has mod_revision ≤ rev.
+		// since the read above: every key there has mod_revision ≤ rev. A
+		// retried wipe is harmless: its condition still holds, and it
+		// deletes whatever is left.
 		rev := resp.Header.Revision
-		wipe, err := d.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(d.k.bookies), "<", rev+1).WithRange(prefixEnd(d.k.bookies))).
-			Then(clientv3.OpDelete(d.k.scope), clientv3.OpDelete(d.k.scope+"/", clientv3.WithRange(prefixEnd(d.k.scope)))).
-			Commit()
+		var wiped bool
+		err = d.do(ctx, what, func(ctx context.Context, _ bool) error {
+			wipe, err := d.cli.Txn(ctx).
+				If(clientv3.Compare(clientv3.ModRevision(d.k.bookies), "<", rev+1).WithRange(prefixEnd(d.k.bookies))).
+				Then(clientv3.OpDelete(d.k.scope), clientv3.OpDelete(d.k.scope+"/", clientv3.WithRange(prefixEnd(d.k.scope)))).
+				Commit()
+			if err != nil {
+				return d.storeErr(what, err)
+			}
+			wiped = wipe.Succeeded
+			return nil
+		})
 		if err != nil {
-			return "", d.storeErr("format "+d.k.scope, err)
+			return "", err
 		}
-		if !wipe.Succeeded {
+		if !wiped {
 			continue // a bookie registered meanwhile: check again
 		}
 		return d.InitNewCluster(ctx)
@@ -127,9 +157,9 @@ func (d *Driver) readClusterKey(ctx context.Context, key string) (string, error)
 	if err := d.checkOpen(); err != nil {
 		return "", err
 	}
-	resp, err := d.cli.Get(ctx, key)
+	resp, err := d.get(ctx, "read "+key, key)
 	if err != nil {
-		return "", d.storeErr("read "+key, err)
+		return "", err
 	}
 	if len(resp.Kvs) == 0 {
 		return "", fmt.Errorf("%s: %w (key %q absent; run `folio shell initnewcluster`)", d.k.scope, metadata.ErrNoCluster, key)

@@ -21,9 +21,9 @@ func (d *Driver) ReadCookie(ctx context.Context, id metadata.BookieID) ([]byte, 
 		return nil, 0, err
 	}
 	key := d.k.cookie(id)
-	resp, err := d.cli.Get(ctx, key)
+	resp, err := d.get(ctx, "read cookie "+key, key)
 	if err != nil {
-		return nil, 0, d.storeErr("read cookie "+key, err)
+		return nil, 0, err
 	}
 	if len(resp.Kvs) == 0 {
 		return nil, 0, fmt.Errorf("bookie %s (%s): %w", id, key, metadata.ErrNoSuchCookie)
@@ -47,25 +47,10 @@ func (d *Driver) WriteCookie(ctx context.Context, id metadata.BookieID, data []b
 	}
 	key := d.k.cookie(id)
 	what := fmt.Sprintf("cookie of bookie %s (%s)", id, key)
-	cmp := clientv3.Compare(clientv3.ModRevision(key), "=", int64(expected))
-	if expected == metadata.VersionNew {
-		cmp = clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+	if expected != metadata.VersionNew {
+		return d.casPut(ctx, what, key, data, expected, metadata.ErrNoSuchCookie)
 	}
-	resp, err := d.cli.Txn(ctx).
-		If(cmp).
-		Then(clientv3.OpPut(key, string(data))).
-		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).
-		Commit()
-	if err != nil {
-		return 0, d.storeErr("write "+what, err)
-	}
-	if !resp.Succeeded {
-		if expected == metadata.VersionNew {
-			return 0, fmt.Errorf("%s: %w", what, metadata.ErrCookieExists)
-		}
-		return 0, d.casFailure(what, resp, expected, metadata.ErrNoSuchCookie)
-	}
-	return metadata.Version(resp.Header.Revision), nil
+	return d.create(ctx, "write "+what, key, data, fmt.Errorf("%s: %w", what, metadata.ErrCookieExists))
 }
 
 // DeleteCookie deletes the cookie if its version is expected (any version
@@ -98,10 +83,10 @@ func (d *Driver) ListCookies(ctx context.Context) ([]metadata.BookieID, error) {
 // listIDs lists the bookie ids under dir + "/", ascending.
 func (d *Driver) listIDs(ctx context.Context, dir string) ([]metadata.BookieID, error) {
 	prefix := dir + "/"
-	resp, err := d.cli.Get(ctx, prefix, clientv3.WithRange(prefixEnd(dir)), clientv3.WithKeysOnly(),
+	resp, err := d.get(ctx, "list "+prefix, prefix, clientv3.WithRange(prefixEnd(dir)), clientv3.WithKeysOnly(),
 		clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
 	if err != nil {
-		return nil, d.storeErr("list "+prefix, err)
+		return nil, err
 	}
 	return idsOf(prefix, resp.Kvs)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"strings"
@@ -30,7 +31,13 @@ const DefaultDialTimeout = 5 * time.Second
 
 func init() {
 	metadata.RegisterDriver(Scheme, func(ctx context.Context, u *metadata.URI, opts metadata.Options) (metadata.Driver, error) {
-		return Open(ctx, u, Config{DialTimeout: opts.DialTimeout})
+		return Open(ctx, u, Config{
+			DialTimeout:     opts.DialTimeout,
+			RequestTimeout:  opts.RequestTimeout,
+			RetryBackoff:    opts.RetryBackoff,
+			RetryBackoffMax: opts.RetryBackoffMax,
+			Log:             opts.Logger,
+		})
 	})
 }
 
@@ -47,6 +54,23 @@ type Config struct {
 	// DialTimeout bounds connecting to etcd and the reachability probe New
 	// makes; 0 means DefaultDialTimeout.
 	DialTimeout time.Duration
+
+	// RequestTimeout bounds one attempt of a request; 0 means
+	// DefaultRequestTimeout. Every request is retried while etcd is
+	// unavailable (retry.go): a member that has no leader refuses at once,
+	// but a request a follower forwarded to a leader that has just died is
+	// answered only by etcd's own request timeout (5 s + 2 election
+	// timeouts), so the driver abandons the attempt after RequestTimeout
+	// and tries again.
+	RequestTimeout time.Duration
+	// RetryBackoff is the pause after a failed attempt, doubled after each
+	// further one up to RetryBackoffMax; 0 means DefaultRetryBackoff and
+	// DefaultRetryBackoffMax.
+	RetryBackoff    time.Duration
+	RetryBackoffMax time.Duration
+	// Log receives the driver's warnings: a request failing and being
+	// retried, and its eventual success. nil discards them.
+	Log *slog.Logger
 
 	// RegistrationWait is how long RegisterBookie waits for a registration
 	// held by another lease to disappear before failing with
@@ -124,8 +148,21 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 	if cfg.MaxCreateAttempts <= 0 {
 		cfg.MaxCreateAttempts = 100
 	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.RetryBackoff <= 0 {
+		cfg.RetryBackoff = DefaultRetryBackoff
+	}
+	if cfg.RetryBackoffMax <= 0 {
+		cfg.RetryBackoffMax = DefaultRetryBackoffMax
+	}
+	cfg.RetryBackoffMax = max(cfg.RetryBackoffMax, cfg.RetryBackoff)
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	d := &Driver{cfg: cfg, k: newKeys(cfg.Scope), cli: cfg.Client}
 	if d.cli == nil {

@@ -452,10 +452,15 @@ func TestRegistrationKeys(t *testing.T) {
 // TestLeaseExpiresWithoutKeepAlive: when keepalives stop (the process died),
 // etcd removes the registration about a TTL later; while they run, the
 // registration outlives several TTLs.
+//
+// Leases run on etcd's wall clock, so "kept alive" cannot be stepped: the
+// TTL is 5 s rather than the suite's 2 s, so that a keepalive (every third
+// of it) may be held up by more than 3 s on a loaded machine before the
+// lease is lost for real.
 func TestLeaseExpiresWithoutKeepAlive(t *testing.T) {
 	ctx := ctxOf(t)
 	d := open(t, etcdtest.URI(shared, etcdtest.Scope(t)))
-	s, err := d.OpenSession(ctx, metadata.SessionOptions{TTL: sessionTTL})
+	s, err := d.OpenSession(ctx, metadata.SessionOptions{TTL: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -464,8 +469,8 @@ func TestLeaseExpiresWithoutKeepAlive(t *testing.T) {
 	if err := s.RegisterBookie(ctx, "127.0.0.1:3181", false); err != nil {
 		t.Fatal(err)
 	}
-	// Kept alive: still registered after 3 TTLs.
-	for end := time.Now().Add(3 * ttl); time.Now().Before(end); {
+	// Kept alive: still registered after 2 TTLs.
+	for end := time.Now().Add(2 * ttl); time.Now().Before(end); {
 		w, err := d.WritableBookies(ctx)
 		if err != nil || len(w) != 1 {
 			t.Fatalf("registration lost while kept alive: %v %v", w, err)

@@ -25,11 +25,22 @@ func (d *Driver) GenerateLedgerID(ctx context.Context) (int64, error) {
 	for range NumBuckets {
 		b := int(d.nextBucket.Add(1) % NumBuckets)
 		key := d.k.bucket(b)
-		resp, err := d.cli.Txn(ctx).
-			Then(clientv3.OpPut(key, ""), clientv3.OpGet(key)).
-			Commit()
+		what := "generate ledger id at " + key
+		var resp *clientv3.TxnResponse
+		// A retried put after one that was applied skips an id, as Java's
+		// generator does when a create fails.
+		err := d.do(ctx, what, func(ctx context.Context, _ bool) error {
+			r, err := d.cli.Txn(ctx).
+				Then(clientv3.OpPut(key, ""), clientv3.OpGet(key)).
+				Commit()
+			if err != nil {
+				return d.storeErr(what, err)
+			}
+			resp = r
+			return nil
+		})
 		if err != nil {
-			return 0, d.storeErr("generate ledger id at "+key, err)
+			return 0, err
 		}
 		kvs := resp.Responses[1].GetResponseRange().GetKvs()
 		if len(kvs) != 1 {

@@ -54,18 +54,42 @@ func (d *Driver) createLedger(ctx context.Context, id int64, value []byte) (meta
 		return 0, err
 	}
 	key := d.k.ledger(id)
+	exists := fmt.Errorf("ledger %d (%s): %w", id, key, metadata.ErrLedgerExists)
+	return d.create(ctx, fmt.Sprintf("create ledger %d at %s", id, key), key, value, exists)
+}
+
+// create is `if create_revision(key) == 0 then put(value)`, retried; the
+// new version, or exists when the key is there. After a failed attempt
+// that may have been applied it recognises its own create (createdByUs).
+func (d *Driver) create(ctx context.Context, what, key string, value []byte, exists error) (metadata.Version, error) {
+	var v metadata.Version
+	err := d.do(ctx, what, func(ctx context.Context, retried bool) (err error) {
+		v, err = d.createOnce(ctx, what, key, value, exists, retried)
+		return err
+	})
+	return v, err
+}
+
+func (d *Driver) createOnce(ctx context.Context, what, key string, value []byte, exists error, retried bool) (metadata.Version, error) {
+	elseOp := clientv3.OpGet(key, clientv3.WithCountOnly())
+	if retried {
+		elseOp = clientv3.OpGet(key)
+	}
 	resp, err := d.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, string(value))).
-		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).
+		Else(elseOp).
 		Commit()
 	if err != nil {
-		return 0, d.storeErr(fmt.Sprintf("create ledger %d at %s", id, key), err)
+		return 0, d.storeErr(what, err)
 	}
-	if !resp.Succeeded {
-		return 0, fmt.Errorf("ledger %d (%s): %w", id, key, metadata.ErrLedgerExists)
+	if resp.Succeeded {
+		return metadata.Version(resp.Header.Revision), nil
 	}
-	return metadata.Version(resp.Header.Revision), nil
+	if cur := firstKV(resp, 0); retried && createdByUs(value, cur) {
+		return metadata.Version(cur.ModRevision), nil
+	}
+	return 0, exists
 }
 
 // ReadLedger is a plain get; the version is the key's mod_revision.
@@ -77,9 +101,9 @@ func (d *Driver) ReadLedger(ctx context.Context, id int64) (*metadata.LedgerMeta
 		return nil, 0, err
 	}
 	key := d.k.ledger(id)
-	resp, err := d.cli.Get(ctx, key)
+	resp, err := d.get(ctx, fmt.Sprintf("read ledger %d at %s", id, key), key)
 	if err != nil {
-		return nil, 0, d.storeErr(fmt.Sprintf("read ledger %d at %s", id, key), err)
+		return nil, 0, err
 	}
 	if len(resp.Kvs) == 0 {
 		return nil, 0, fmt.Errorf("ledger %d (%s): %w", id, key, metadata.ErrNoSuchLedger)
@@ -128,21 +152,52 @@ func (d *Driver) WriteLedger(ctx context.Context, id int64, md *metadata.LedgerM
 		return 0, err
 	}
 	key := d.k.ledger(id)
+	return d.casPut(ctx, fmt.Sprintf("ledger %d (%s)", id, key), key, value, expected, metadata.ErrNoSuchLedger)
+}
+
+// casPut is `if mod_revision(key) == expected then put(value) else get`; it
+// returns the new version, or ErrBadVersion / absent from the else branch.
+// After a failed attempt that may have been applied it recognises its own
+// write (appliedAfter).
+func (d *Driver) casPut(ctx context.Context, what, key string, value []byte, expected metadata.Version, absent error) (metadata.Version, error) {
+	var v metadata.Version
+	err := d.do(ctx, "write "+what, func(ctx context.Context, retried bool) (err error) {
+		v, err = d.casPutOnce(ctx, what, key, value, expected, absent, retried)
+		return err
+	})
+	return v, err
+}
+
+func (d *Driver) casPutOnce(ctx context.Context, what, key string, value []byte, expected metadata.Version, absent error, retried bool) (metadata.Version, error) {
+	elseOp := clientv3.OpGet(key, clientv3.WithCountOnly())
+	if retried {
+		elseOp = clientv3.OpGet(key)
+	}
 	resp, err := d.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(key), "=", int64(expected))).
 		Then(clientv3.OpPut(key, string(value))).
-		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).
+		Else(elseOp).
 		Commit()
 	if err != nil {
-		return 0, d.storeErr(fmt.Sprintf("write ledger %d at %s", id, key), err)
+		return 0, d.storeErr("write "+what, err)
 	}
-	if !resp.Succeeded {
-		return 0, d.casFailure(fmt.Sprintf("ledger %d (%s)", id, key), resp, expected, metadata.ErrNoSuchLedger)
+	if resp.Succeeded {
+		return metadata.Version(resp.Header.Revision), nil
 	}
-	return metadata.Version(resp.Header.Revision), nil
+	if retried {
+		cur := firstKV(resp, 0)
+		ours, err := d.appliedAfter(ctx, key, value, expected, cur)
+		if err != nil {
+			return 0, err
+		}
+		if ours {
+			return metadata.Version(cur.ModRevision), nil
+		}
+	}
+	return 0, d.casFailure(what, resp, expected, absent)
 }
 
-// casFailure interprets the else branch (a count-only get) of a failed CAS.
+// casFailure interprets the else branch (a get) of a failed CAS.
 func (d *Driver) casFailure(what string, resp *clientv3.TxnResponse, expected metadata.Version, absent error) error {
 	if len(resp.Responses) == 1 && resp.Responses[0].GetResponseRange().GetCount() > 0 {
 		return fmt.Errorf("%s: expected version %d: %w", what, expected, metadata.ErrBadVersion)
@@ -169,6 +224,12 @@ func (d *Driver) DeleteLedger(ctx context.Context, id int64, expected metadata.V
 }
 
 func (d *Driver) casDelete(ctx context.Context, what, key string, expected metadata.Version, absent error) error {
+	return d.do(ctx, "delete "+what, func(ctx context.Context, retried bool) error {
+		return d.casDeleteOnce(ctx, what, key, expected, absent, retried)
+	})
+}
+
+func (d *Driver) casDeleteOnce(ctx context.Context, what, key string, expected metadata.Version, absent error, retried bool) error {
 	cmp := clientv3.Compare(clientv3.ModRevision(key), "=", int64(expected))
 	if expected == metadata.VersionAny {
 		cmp = clientv3.Compare(clientv3.CreateRevision(key), ">", 0)
@@ -181,10 +242,13 @@ func (d *Driver) casDelete(ctx context.Context, what, key string, expected metad
 	if err != nil {
 		return d.storeErr("delete "+what, err)
 	}
-	if !resp.Succeeded {
-		return d.casFailure(what, resp, expected, absent)
+	if resp.Succeeded {
+		return nil
 	}
-	return nil
+	if retried && resp.Responses[0].GetResponseRange().GetCount() == 0 {
+		return nil // gone: by our earlier attempt, or by someone else
+	}
+	return d.casFailure(what, resp, expected, absent)
 }
 
 // ListLedgers scans keys only, sorted, from the key of max(startID, 0) to
@@ -206,12 +270,12 @@ func (d *Driver) ListLedgers(ctx context.Context, startID int64, limit int) ([]i
 		return nil, err
 	}
 	from, end := d.k.ledger(startID), d.k.ledger(math.MaxInt64)
-	resp, err := d.cli.Get(ctx, from,
+	resp, err := d.get(ctx, fmt.Sprintf("list ledgers from %s", from), from,
 		clientv3.WithRange(end), clientv3.WithKeysOnly(),
 		clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend),
 		clientv3.WithLimit(int64(limit)))
 	if err != nil {
-		return nil, d.storeErr(fmt.Sprintf("list ledgers from %s", from), err)
+		return nil, err
 	}
 	prefix := d.k.ledgers + "/"
 	ids := make([]int64, 0, len(resp.Kvs))
@@ -237,9 +301,9 @@ func (d *Driver) WatchLedger(ctx context.Context, id int64) (<-chan metadata.Led
 		return nil, err
 	}
 	key := d.k.ledger(id)
-	resp, err := d.cli.Get(ctx, key)
+	resp, err := d.get(ctx, fmt.Sprintf("watch ledger %d at %s", id, key), key)
 	if err != nil {
-		return nil, d.storeErr(fmt.Sprintf("watch ledger %d at %s", id, key), err)
+		return nil, err
 	}
 	if len(resp.Kvs) == 0 {
 		return nil, fmt.Errorf("watch ledger %d (%s): %w", id, key, metadata.ErrNoSuchLedger)
@@ -318,10 +382,10 @@ func (d *Driver) runLedgerWatch(ctx context.Context, key string, rev int64, firs
 			case wr.CompactRevision != 0:
 				// The revisions we wanted are compacted away: read the
 				// current value and watch on from there.
-				resp, err := d.cli.Get(ctx, key)
+				resp, err := d.get(ctx, "watch "+key, key)
 				switch {
 				case err != nil:
-					setPending(metadata.LedgerEvent{Err: d.storeErr("watch "+key, err)})
+					setPending(metadata.LedgerEvent{Err: err})
 				case len(resp.Kvs) == 0:
 					setPending(metadata.LedgerEvent{Deleted: true})
 				default:

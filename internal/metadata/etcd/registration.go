@@ -46,9 +46,20 @@ func (d *Driver) OpenSession(ctx context.Context, opts metadata.SessionOptions) 
 	if err := d.checkOpen(); err != nil {
 		return nil, err
 	}
-	grant, err := d.cli.Grant(ctx, secs)
+	// A retried grant after one that was applied leaves a lease nobody
+	// keeps alive: it expires after its TTL, holding nothing.
+	var grant *clientv3.LeaseGrantResponse
+	what := fmt.Sprintf("grant a %ds lease", secs)
+	err := d.do(ctx, what, func(ctx context.Context, _ bool) error {
+		g, err := d.cli.Grant(ctx, secs)
+		if err != nil {
+			return d.storeErr(what, err)
+		}
+		grant = g
+		return nil
+	})
 	if err != nil {
-		return nil, d.storeErr(fmt.Sprintf("grant a %ds lease", secs), err)
+		return nil, err
 	}
 	s := &session{d: d, lease: grant.ID, ttl: time.Duration(grant.TTL) * time.Second, done: make(chan struct{})}
 	kctx, cancel := context.WithCancel(context.Background())
@@ -116,10 +127,14 @@ func (s *session) close(ctx context.Context) error {
 		s.markDone()
 		// Revoke even if the keepalive loop already gave up: it may have
 		// lost contact with a lease that still exists.
-		_, err := s.d.cli.Revoke(ctx, s.lease)
-		if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			s.closeErr = s.d.storeErr(fmt.Sprintf("revoke lease %x", int64(s.lease)), err)
-		}
+		what := fmt.Sprintf("revoke lease %x", int64(s.lease))
+		s.closeErr = s.d.do(ctx, what, func(ctx context.Context, _ bool) error {
+			_, err := s.d.cli.Revoke(ctx, s.lease)
+			if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+				return s.d.storeErr(what, err)
+			}
+			return nil
+		})
 	})
 	return s.closeErr
 }
@@ -150,27 +165,38 @@ func (s *session) RegisterBookie(ctx context.Context, id metadata.BookieID, read
 		wait = 2 * s.ttl
 	}
 	var deadline time.Time
+	what := "register bookie at " + key
 	for {
-		resp, err := s.d.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(clientv3.OpPut(key, "", clientv3.WithLease(s.lease)), clientv3.OpDelete(other)).
-			Else(clientv3.OpGet(key)).
-			Commit()
+		// A retried txn after one that was applied finds the key under our
+		// own lease: the branch below.
+		var resp *clientv3.TxnResponse
+		err := s.d.do(ctx, what, func(ctx context.Context, _ bool) error {
+			r, err := s.d.cli.Txn(ctx).
+				If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+				Then(clientv3.OpPut(key, "", clientv3.WithLease(s.lease)), clientv3.OpDelete(other)).
+				Else(clientv3.OpGet(key)).
+				Commit()
+			if err != nil {
+				return err // unwrapped: ErrLeaseNotFound is told apart below
+			}
+			resp = r
+			return nil
+		})
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			s.stopKA()
 			s.markDone()
 			return s.expiredErr(id)
 		}
 		if err != nil {
-			return s.d.storeErr("register bookie at "+key, err)
+			return s.d.storeErr(what, err)
 		}
 		if resp.Succeeded {
 			return nil
 		}
 		kvs := resp.Responses[0].GetResponseRange().GetKvs()
 		if len(kvs) == 1 && kvs[0].Lease == int64(s.lease) {
-			if _, err := s.d.cli.Delete(ctx, other); err != nil {
-				return s.d.storeErr("unregister "+other, err)
+			if err := s.d.deleteKey(ctx, "unregister "+other, other); err != nil {
+				return err
 			}
 			return nil
 		}
@@ -237,10 +263,7 @@ func (s *session) UnregisterBookie(ctx context.Context, id metadata.BookieID, re
 		return err
 	}
 	key := s.d.k.registration(id, readOnly)
-	if _, err := s.d.cli.Delete(ctx, key); err != nil {
-		return s.d.storeErr("unregister bookie at "+key, err)
-	}
-	return nil
+	return s.d.deleteKey(ctx, "unregister bookie at "+key, key)
 }
 
 // WritableBookies lists `bookies/writable/` (keys only).
@@ -293,12 +316,21 @@ func (m *membership) event() metadata.BookiesEvent {
 
 // readMembership reads both sets at one revision.
 func (d *Driver) readMembership(ctx context.Context) (*membership, int64, error) {
-	resp, err := d.cli.Txn(ctx).Then(
-		clientv3.OpGet(d.k.writable+"/", clientv3.WithRange(prefixEnd(d.k.writable)), clientv3.WithKeysOnly()),
-		clientv3.OpGet(d.k.readonly+"/", clientv3.WithRange(prefixEnd(d.k.readonly)), clientv3.WithKeysOnly()),
-	).Commit()
+	const what = "read bookie membership"
+	var resp *clientv3.TxnResponse
+	err := d.do(ctx, what, func(ctx context.Context, _ bool) error {
+		r, err := d.cli.Txn(ctx).Then(
+			clientv3.OpGet(d.k.writable+"/", clientv3.WithRange(prefixEnd(d.k.writable)), clientv3.WithKeysOnly()),
+			clientv3.OpGet(d.k.readonly+"/", clientv3.WithRange(prefixEnd(d.k.readonly)), clientv3.WithKeysOnly()),
+		).Commit()
+		if err != nil {
+			return d.storeErr(what, err)
+		}
+		resp = r
+		return nil
+	})
 	if err != nil {
-		return nil, 0, d.storeErr("read bookie membership", err)
+		return nil, 0, err
 	}
 	m := &membership{writable: map[metadata.BookieID]bool{}, readonly: map[metadata.BookieID]bool{}}
 	for i, prefix := range []string{d.k.writable + "/", d.k.readonly + "/"} {

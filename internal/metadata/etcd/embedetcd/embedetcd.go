@@ -1,10 +1,13 @@
-// Package embedetcd runs a single-member etcd server inside the Folio process
-// (go.etcd.io/etcd/server/v3/embed).
+// Package embedetcd runs an etcd member inside the Folio process
+// (go.etcd.io/etcd/server/v3/embed): by default a single-member cluster, or
+// one member of a multi-member cluster (Config.Cluster).
 //
-// Two users need it: `folio standalone` (DESIGN.md §3: clients on
-// 127.0.0.1:2379, peer 2380) and tests of every package that talks to the
-// metadata store (free loopback ports, a t.TempDir data directory; see the
-// sibling package etcdtest). It lives under internal/metadata/etcd, below
+// Its users: `folio standalone` (DESIGN.md §3: clients on 127.0.0.1:2379,
+// peer 2380), tests of every package that talks to the metadata store (free
+// loopback ports, a t.TempDir data directory; see the sibling package
+// etcdtest), and the test harness's multi-member clusters, whose members
+// run as separate processes so that a test can SIGKILL the leader
+// (internal/testcluster). It lives under internal/metadata/etcd, below
 // internal/standalone in DESIGN.md §8's dependency order, so that the etcd
 // driver's own tests and the standalone command can both import it without a
 // cycle. It knows nothing about BookKeeper's key layout: it only serves etcd.
@@ -19,6 +22,9 @@
 //     the terminal.
 //   - Periodic auto-compaction and a backend quota keep the store from
 //     growing without bound.
+//   - A member of a multi-member cluster keeps its name and peer URL for
+//     life: etcd records the membership in the data directory, and a member
+//     restarted on it rejoins with the same identity.
 package embedetcd
 
 import (
@@ -101,6 +107,36 @@ type Config struct {
 	// UnsafeNoFsync disables fsync in etcd. For tests only: a crash of the
 	// machine (not of the process) can lose acknowledged writes.
 	UnsafeNoFsync bool
+
+	// Cluster lists every member of a multi-member cluster, this one
+	// included (by Name). Empty means a cluster of this member alone. With
+	// Cluster, PeerPort must be given (the other members know this member
+	// by its peer URL, which must be PeerHost:PeerPort) and the entry for
+	// Name must be that URL. On a data directory that already holds a
+	// member, etcd takes the membership from the directory and ignores
+	// Cluster.
+	Cluster []Member
+	// ClusterToken tells clusters apart on the network: members refuse
+	// peers of another token. Default "folio-" + Name for a single member,
+	// "folio-cluster" with Cluster.
+	ClusterToken string
+
+	// HeartbeatInterval is raft's heartbeat interval (etcd's
+	// --heartbeat-interval); 0 means etcd's default, 100 ms.
+	HeartbeatInterval time.Duration
+	// ElectionTimeout is how long a follower waits without hearing from
+	// the leader before it starts an election (etcd's --election-timeout);
+	// 0 means etcd's default, 1 s. It must be at least 5 heartbeat
+	// intervals. It also sets etcd's minimum lease TTL: 1.5 × it (etcd
+	// raises shorter lease TTLs to that).
+	ElectionTimeout time.Duration
+}
+
+// Member is one member of a multi-member cluster: its name and its peer URL
+// (http://host:port).
+type Member struct {
+	Name    string
+	PeerURL string
 }
 
 // Server is a running embedded etcd member.
@@ -165,7 +201,75 @@ func (c Config) withDefaults() (Config, error) {
 	if c.PortAttempts <= 0 {
 		c.PortAttempts = 5
 	}
+	if c.HeartbeatInterval < 0 || c.ElectionTimeout < 0 {
+		return c, fmt.Errorf("embedetcd: heartbeat interval %v and election timeout %v must not be negative", c.HeartbeatInterval, c.ElectionTimeout)
+	}
+	if c.HeartbeatInterval%time.Millisecond != 0 || c.ElectionTimeout%time.Millisecond != 0 {
+		return c, fmt.Errorf("embedetcd: heartbeat interval %v and election timeout %v must be whole milliseconds", c.HeartbeatInterval, c.ElectionTimeout)
+	}
+	hb, et := c.HeartbeatInterval, c.ElectionTimeout
+	if hb == 0 {
+		hb = 100 * time.Millisecond
+	}
+	if et == 0 {
+		et = time.Second
+	}
+	if et < 5*hb {
+		return c, fmt.Errorf("embedetcd: election timeout %v must be at least 5 heartbeat intervals (%v)", et, hb)
+	}
+	if len(c.Cluster) > 0 {
+		if err := c.checkCluster(); err != nil {
+			return c, err
+		}
+		if c.ClusterToken == "" {
+			c.ClusterToken = "folio-cluster"
+		}
+	} else if c.ClusterToken == "" {
+		c.ClusterToken = "folio-" + c.Name
+	}
 	return c, nil
+}
+
+// checkCluster checks Cluster against the member's own name and peer URL.
+func (c Config) checkCluster() error {
+	if c.PeerPort == 0 {
+		return fmt.Errorf("embedetcd: member %q of a %d-member cluster needs an explicit PeerPort (the others know it by its peer URL)", c.Name, len(c.Cluster))
+	}
+	own := (&url.URL{Scheme: "http", Host: net.JoinHostPort(c.PeerHost, strconv.Itoa(c.PeerPort))}).String()
+	names := map[string]bool{}
+	found := false
+	for _, m := range c.Cluster {
+		if m.Name == "" || m.PeerURL == "" {
+			return fmt.Errorf("embedetcd: cluster member %+v: name and peer URL are required", m)
+		}
+		if names[m.Name] {
+			return fmt.Errorf("embedetcd: cluster member name %q appears twice", m.Name)
+		}
+		names[m.Name] = true
+		if _, err := url.Parse(m.PeerURL); err != nil {
+			return fmt.Errorf("embedetcd: cluster member %q: peer URL %q: %v", m.Name, m.PeerURL, err)
+		}
+		if m.Name == c.Name {
+			found = true
+			if m.PeerURL != own {
+				return fmt.Errorf("embedetcd: cluster lists member %q at %s, but it listens for peers at %s", c.Name, m.PeerURL, own)
+			}
+		}
+	}
+	if !found {
+		return fmt.Errorf("embedetcd: member %q is not in its cluster's member list", c.Name)
+	}
+	return nil
+}
+
+// initialCluster renders Cluster as etcd's --initial-cluster
+// ("n1=http://h:p,n2=…").
+func (c Config) initialCluster() string {
+	parts := make([]string, len(c.Cluster))
+	for i, m := range c.Cluster {
+		parts[i] = m.Name + "=" + m.PeerURL
+	}
+	return strings.Join(parts, ",")
 }
 
 // Start starts a member and waits until it serves clients. On error nothing
@@ -248,7 +352,17 @@ func startOnce(ctx context.Context, cfg Config, logFile *os.File, logger *zap.Lo
 	ec.ListenPeerUrls = []url.URL{peerURL}
 	ec.AdvertisePeerUrls = []url.URL{peerURL}
 	ec.InitialCluster = ec.InitialClusterFromName(cfg.Name)
-	ec.InitialClusterToken = "folio-" + cfg.Name
+	if len(cfg.Cluster) > 0 {
+		ec.InitialCluster = cfg.initialCluster()
+	}
+	ec.ClusterState = embed.ClusterStateFlagNew // ignored on a data dir that holds a member
+	ec.InitialClusterToken = cfg.ClusterToken
+	if cfg.HeartbeatInterval > 0 {
+		ec.TickMs = uint(cfg.HeartbeatInterval / time.Millisecond)
+	}
+	if cfg.ElectionTimeout > 0 {
+		ec.ElectionMs = uint(cfg.ElectionTimeout / time.Millisecond)
+	}
 	ec.QuotaBackendBytes = cfg.QuotaBackendBytes
 	ec.AutoCompactionMode = "periodic"
 	if cfg.AutoCompactionRetention > 0 {

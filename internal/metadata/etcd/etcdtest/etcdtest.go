@@ -16,14 +16,21 @@
 //
 // A package whose tests share one server starts it in TestMain with
 // StartMain and gives each test its own Scope.
+//
+// StartCluster runs a multi-member cluster in the test process, for tests of
+// fail-over (members stopped and restarted; Cluster.URI is the
+// multi-endpoint URI etcd://h1:p1;h2:p2;h3:p3/scope).
 package etcdtest
 
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -121,4 +128,134 @@ func StartMain(opts ...Option) (srv *embedetcd.Server, stop func() error, err er
 		}
 		return err
 	}, nil
+}
+
+// Short raft timings of StartCluster's members: fail-over within about a
+// second. An election timeout of 500 ms also makes etcd's minimum lease TTL
+// 750 ms.
+const (
+	ClusterHeartbeat       = 50 * time.Millisecond
+	ClusterElectionTimeout = 500 * time.Millisecond
+)
+
+// Cluster is an n-member etcd cluster inside the test process, for tests of
+// fail-over: each member can be stopped and restarted on its data directory
+// and ports. (Stop is etcd's graceful stop, which hands leadership over
+// first; tests that must kill a leader outright run members as processes,
+// internal/testcluster.)
+type Cluster struct {
+	t       testing.TB
+	Configs []embedetcd.Config
+	// Servers holds the running members; nil for a stopped one.
+	Servers []*embedetcd.Server
+}
+
+// StartCluster starts an n-member cluster on free loopback ports (chosen
+// once and kept across restarts) with fsync off, the Cluster* timings and
+// data in t.TempDir(); opts apply to every member's config. Members still
+// running at the end of the test are closed.
+func StartCluster(t testing.TB, n int, opts ...Option) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, Configs: make([]embedetcd.Config, n), Servers: make([]*embedetcd.Server, n)}
+	var members []embedetcd.Member
+	for i := range c.Configs {
+		cfg := embedetcd.Config{
+			Name: fmt.Sprintf("m%d", i), DataDir: t.TempDir(), UnsafeNoFsync: true,
+			ClientPort: freePort(t), PeerPort: freePort(t),
+			HeartbeatInterval: ClusterHeartbeat, ElectionTimeout: ClusterElectionTimeout,
+		}
+		for _, o := range opts {
+			o(&cfg)
+		}
+		c.Configs[i] = cfg
+		host := cfg.PeerHost
+		if host == "" {
+			host = embedetcd.DefaultHost
+		}
+		members = append(members, embedetcd.Member{Name: cfg.Name, PeerURL: "http://" + net.JoinHostPort(host, strconv.Itoa(cfg.PeerPort))})
+	}
+	for i := range c.Configs {
+		c.Configs[i].Cluster = members
+	}
+	// Each member's start waits for a quorum: start them together.
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range c.Configs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.Servers[i], errs[i] = c.start(i)
+		}()
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for i := range c.Servers {
+			c.Stop(i)
+		}
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("etcdtest: start member %d: %v", i, err)
+		}
+	}
+	return c
+}
+
+func (c *Cluster) start(i int) (*embedetcd.Server, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return embedetcd.Start(ctx, c.Configs[i])
+}
+
+// Stop closes member i (no-op if it is stopped).
+func (c *Cluster) Stop(i int) {
+	if s := c.Servers[i]; s != nil {
+		c.Servers[i] = nil
+		if err := s.Close(); err != nil {
+			c.t.Errorf("etcdtest: close member %d: %v", i, err)
+		}
+	}
+}
+
+// Restart starts stopped member i again on its data directory and ports and
+// waits until it serves, which needs a quorum of members running.
+func (c *Cluster) Restart(i int) {
+	c.t.Helper()
+	if c.Servers[i] != nil {
+		c.t.Fatalf("etcdtest: member %d is running", i)
+	}
+	s, err := c.start(i)
+	if err != nil {
+		c.t.Fatalf("etcdtest: restart member %d: %v", i, err)
+	}
+	c.Servers[i] = s
+}
+
+// Hosts are the members' client addresses (host:port), in member order.
+func (c *Cluster) Hosts() []string {
+	var out []string
+	for _, cfg := range c.Configs {
+		host := cfg.ClientHost
+		if host == "" {
+			host = embedetcd.DefaultHost
+		}
+		out = append(out, net.JoinHostPort(host, strconv.Itoa(cfg.ClientPort)))
+	}
+	return out
+}
+
+// URI is the multi-endpoint metadata service URI of scope on the cluster:
+// etcd://h1:p1;h2:p2;h3:p3<scope>.
+func (c *Cluster) URI(scope string) string {
+	return "etcd://" + strings.Join(c.Hosts(), ";") + scope
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(embedetcd.DefaultHost, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
