@@ -148,7 +148,7 @@ func checkMixed(t *testing.T, d metadata.Driver, ids []int64, javaIDs, folioIDs 
 			t.Errorf("ledger %d: ensemble %v is not mixed (Java bookies %v, Folio bookies %v)", id, md.Ensembles[0].Ensemble, javaIDs, folioIDs)
 		}
 	}
-	t.Logf("ledgers %v: each on %d Java and Folio bookies", ids, 3)
+	t.Logf("ledgers %v: each ensemble holds Java and Folio bookies", ids)
 }
 
 var (
