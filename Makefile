@@ -9,7 +9,7 @@ SHELL := /bin/bash
 FUZZTIME ?= 100000x
 PROTOS := internal/wire/v3/protocolpb/bookkeeper_protocol.proto internal/metadata/formatpb/data_formats.proto
 
-.PHONY: all build test vet unit allocs sim fuzz-smoke compat fuzz proto proto-check bench sim-long
+.PHONY: all build test vet unit allocs sim fuzz-smoke compat bench-java fuzz proto proto-check bench sim-long
 
 all: build
 
@@ -49,6 +49,16 @@ fuzz-smoke:
 # at once on two cores would slow both past the per-package budget.
 compat:
 	cd compat && $(GO) vet ./... && $(GO) test -p 1 -count=1 -v -timeout 20m ./...
+
+# bench-java: Apache BookKeeper's own benchmark tools (BenchThroughputLatency,
+# BenchBookie, from org.apache.bookkeeper:bookkeeper-benchmark) against Java
+# bookies and then Folio bookies on one ZooKeeper, with the raw fdatasync
+# baseline of the same run (compat/benchjava; docs/performance.md). Not part
+# of CI. Knobs: FOLIO_BENCH_SECONDS, FOLIO_BENCH_ENTRY_SIZE,
+# FOLIO_BENCH_THROTTLES, FOLIO_BENCH_BOOKIES, FOLIO_BENCH_LATENCY_COUNT,
+# FOLIO_BENCH_THROUGHPUT_COUNT, FOLIO_BENCH_ORDER (Java,Folio or Folio,Java).
+bench-java:
+	cd compat && $(GO) test -tags benchjava -count=1 -v -timeout 30m -run TestBenchJava ./benchjava/
 
 # fuzz: the long run, not part of CI.
 fuzz:

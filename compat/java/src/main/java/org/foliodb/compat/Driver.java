@@ -21,13 +21,14 @@ import org.apache.bookkeeper.conf.ClientConfiguration;
 import org.apache.bookkeeper.net.BookieId;
 
 /**
- * A Java BookKeeper client (Apache BookKeeper's own org.apache.bookkeeper.client.api, on the etcd
- * metadata driver) driven from the command line by the Go interop tests. Every result is one JSON
- * object per line on stdout; logs go to stderr.
+ * A Java BookKeeper client (Apache BookKeeper's own org.apache.bookkeeper.client.api, on its etcd
+ * metadata driver for an etcd:// URI, on its built-in ZooKeeper driver for a zk:// one) driven from
+ * the command line by the Go interop tests. Every result is one JSON object per line on stdout;
+ * logs go to stderr.
  *
- * <p>Usage: {@code Driver <command> --uri etcd://HOST:PORT/SCOPE [--protocol v3|v2] [--client-conf FILE]
- * [options]}: {@code --client-conf} loads client configuration keys from a properties file (the
- * TLS keys, say) on top of the Driver's own settings.
+ * <p>Usage: {@code Driver <command> --uri etcd://HOST:PORT/SCOPE|zk://HOST:PORT/ROOT [--protocol v3|v2]
+ * [--client-conf FILE] [options]}: {@code --client-conf} loads client configuration keys from a
+ * properties file (the TLS keys, say) on top of the Driver's own settings.
  *
  * <ul>
  *   <li>{@code write [--digest CRC32C|CRC32|MAC|DUMMY[,...]] [--password P] [--ensemble 3] [--write-quorum 2]
@@ -44,6 +45,9 @@ import org.apache.bookkeeper.net.BookieId;
  *   <li>{@code meta --ledger ID[,ID...]}: Java's view of the ledger metadata.
  *   <li>{@code list}: every ledger id Java lists.
  *   <li>{@code delete --ledger ID}.
+ *   <li>{@code markur --ledger ID --missing BOOKIE[,BOOKIE...]} (ZooKeeper only): marks the ledger
+ *       under-replicated with those missing replicas through BookKeeper's own
+ *       LedgerUnderreplicationManager (what Java's auditor calls), so that the record is Java's.
  * </ul>
  *
  * <p>The process exits 0 when the command's JSON was printed (errors are part of it, "error" is
@@ -57,7 +61,6 @@ public final class Driver {
     private final List<String> flags = new ArrayList<>();
 
     public static void main(String[] args) throws Exception {
-        registerEtcdDrivers();
         if (args.length < 1) {
             usage("no command");
         }
@@ -76,6 +79,7 @@ public final class Driver {
                 usage("missing value for " + a);
             }
         }
+        registerDriversFor(d.opt("uri", null));
         int rc = d.run(args[0]);
         System.out.flush();
         // BookKeeper leaves non-daemon threads behind on some error paths.
@@ -83,10 +87,18 @@ public final class Driver {
     }
 
     /**
-     * The etcd driver is not registered by default (spec/metadata.md §2.1): the system properties
-     * name it, and loading the classes runs their static registration.
+     * Registers the metadata drivers the URI needs. The ZooKeeper drivers (zk, zk+TYPE) are
+     * BookKeeper's built-in default: nothing to do, and the etcd driver jar need not be on the
+     * classpath. The etcd driver is not registered by default (spec/metadata.md §2.1): the system
+     * properties name it, and loading the classes runs their static registration.
      */
-    static void registerEtcdDrivers() throws ClassNotFoundException {
+    static void registerDriversFor(String uri) throws ClassNotFoundException {
+        if (uri.startsWith("etcd:") || uri.startsWith("etcd+")) {
+            registerEtcdDrivers();
+        }
+    }
+
+    private static void registerEtcdDrivers() throws ClassNotFoundException {
         if (System.getProperty("bookkeeper.metadata.client.drivers") == null) {
             System.setProperty("bookkeeper.metadata.client.drivers", CLIENT_DRIVER);
         }
@@ -98,7 +110,7 @@ public final class Driver {
     }
 
     private static void usage(String why) {
-        System.err.println("usage: Driver write|read|tail|meta|list|delete --uri etcd://HOST:PORT/SCOPE ...: " + why);
+        System.err.println("usage: Driver write|read|tail|meta|list|delete|markur --uri etcd://HOST:PORT/SCOPE|zk://HOST:PORT/ROOT ...: " + why);
         System.exit(2);
     }
 
@@ -155,6 +167,7 @@ public final class Driver {
                 }
                 case "list" -> list(bk);
                 case "delete" -> delete(bk);
+                case "markur" -> markUnderreplicated(bk);
                 default -> usage("unknown command " + cmd);
             }
         }
@@ -419,6 +432,21 @@ public final class Driver {
             return;
         }
         emit(new Json().put("op", "delete").put("ledgerId", id).put("error", 0));
+    }
+
+    private void markUnderreplicated(BookKeeper bk) throws Exception {
+        long id = num("ledger", -1);
+        List<String> missing = List.of(opt("missing", null).split(","));
+        // The client API hides the metadata driver; the classic client behind it exposes its
+        // ledger manager factory (as BookKeeper's own tests use it).
+        var factory = ((org.apache.bookkeeper.client.BookKeeper) bk).getLedgerManagerFactory();
+        try (var urm = factory.newLedgerUnderreplicationManager()) {
+            urm.markLedgerUnderreplicatedAsync(id, missing).get(30, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            printError("markur", id, e);
+            return;
+        }
+        emit(new Json().put("op", "markur").put("ledgerId", id).put("error", 0));
     }
 
     // ------------------------------------------------------------------ output

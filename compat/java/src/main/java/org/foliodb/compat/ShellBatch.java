@@ -11,7 +11,7 @@ import org.apache.bookkeeper.util.LedgerIdFormatter;
  * {@link BookieShell} class) in one JVM, against the cluster at {@code --uri}: a JVM start per
  * command would cost seconds each.
  *
- * <p>Usage: {@code ShellBatch --uri etcd://HOST:PORT/SCOPE "listbookies -rw" "listledgers" ...}.
+ * <p>Usage: {@code ShellBatch --uri etcd://HOST:PORT/SCOPE|zk://HOST:PORT/ROOT "listbookies -rw" "listledgers" ...}.
  * Each argument after the URI is one command line, split at spaces. Before a command the program
  * prints {@code ### command: <line>}, after it {@code ### rc: <exit code>}; what the command
  * prints (on stdout, or logged at INFO by its command class, which the caller's log4j
@@ -23,10 +23,10 @@ public final class ShellBatch {
 
     public static void main(String[] args) throws Exception {
         if (args.length < 2 || !args[0].equals("--uri")) {
-            System.err.println("usage: ShellBatch --uri etcd://HOST:PORT/SCOPE COMMAND...");
+            System.err.println("usage: ShellBatch --uri etcd://HOST:PORT/SCOPE|zk://HOST:PORT/ROOT COMMAND...");
             System.exit(2);
         }
-        Driver.registerEtcdDrivers();
+        Driver.registerDriversFor(args[1]);
         PrintStream out = System.out;
         for (int i = 2; i < args.length; i++) {
             ServerConfiguration conf = new ServerConfiguration();
