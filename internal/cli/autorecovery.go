@@ -352,8 +352,12 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 			if n == 0 {
 				n = -1 // --workers 0: the auditor candidate only
 			}
+			sec, err := o.MetadataSecurity()
+			if err != nil {
+				return err
+			}
 			svc, err := autorecovery.StartService(ctx, autorecovery.ServiceConfig{
-				Driver: d, MetadataServiceURI: o.MetadataURI(), ID: bid, Workers: n, Logger: log, Metrics: metrics,
+				Driver: d, MetadataServiceURI: o.MetadataURI(), MetadataSecurity: sec, ID: bid, Workers: n, Logger: log, Metrics: metrics,
 				Auditor: autorecovery.AuditorConfig{SessionTTL: ttl, LostBookieRecoveryDelay: delay, BookieCheckInterval: checkInterval,
 					LedgerCheckInterval: ledgerCheck, LedgerVerificationPercentage: verifyPct,
 					PlacementPolicyCheckInterval: placementCheck, PlacementPolicy: policy, RepairPlacement: repairPlacement},
@@ -381,6 +385,7 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.MetadataServiceURI, "metadata-service-uri", "", "metadata store URI (default $"+MetadataURIEnv+", then "+DefaultMetadataURI+")")
+	o.metadataSec.register(f)
 	f.StringVar(&id, "id", "", "this process's id in the election and in locks, host:port (required)")
 	f.IntVar(&workers, "workers", 1, "replication workers")
 	f.StringVar(&metricsAddr, "metrics-address", "", "serve Prometheus metrics at http://ADDRESS/metrics, e.g. :8000 (default: none)")

@@ -35,12 +35,19 @@ func parseLedgerID(cmd *cobra.Command, raw string) (int64, error) {
 // hints as openMetadata.
 func newClient(ctx context.Context, o *ShellOptions) (*client.Client, error) {
 	uri := o.MetadataURI()
-	c, err := client.New(ctx, client.Config{MetadataServiceURI: uri, Logger: warnLogger(o)})
+	cfg, err := o.clientConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Logger = warnLogger(o)
+	c, err := client.New(ctx, cfg)
 	switch {
 	case err == nil:
 		return c, nil
 	case errors.Is(err, metadata.ErrBadURI), errors.Is(err, metadata.ErrNotBuilt):
 		return nil, WithHint(err, "set --metadata-service-uri or $"+MetadataURIEnv+", e.g. "+DefaultMetadataURI)
+	case securityHint(err) != "":
+		return nil, WithHint(fmt.Errorf("cannot connect to the cluster at %s: %w", uri, err), securityHint(err))
 	}
 	return nil, WithHint(fmt.Errorf("cannot connect to the cluster at %s: %w", uri, err),
 		"check that the metadata store is running and reachable")

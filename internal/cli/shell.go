@@ -2,6 +2,8 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/foliodb/folio/internal/metadata"
 )
 
 // Metadata service URI defaults (DESIGN.md §1).
@@ -16,6 +18,11 @@ type ShellOptions struct {
 	MetadataServiceURI string
 	Output             OutputFormat
 	env                Env
+
+	// metadataSec are the metadata store's TLS and authentication flags
+	// (metadatasec.go); security caches what they resolved to.
+	metadataSec metadataSecurityFlags
+	security    *metadata.Security
 }
 
 // MetadataURI is the URI the command should use: the flag when given, else
@@ -54,6 +61,7 @@ func newShellCommand(env Env) *cobra.Command {
 	pf.StringVar(&opts.MetadataServiceURI, "metadata-service-uri", "",
 		"metadata store URI, e.g. etcd://host1:2379;host2:2379/ledgers (default $"+MetadataURIEnv+", then "+DefaultMetadataURI+")")
 	pf.VarP(&opts.Output, "output", "o", "output format: text or json")
+	opts.metadataSec.register(pf)
 	for _, newCmd := range shellSubcommands {
 		cmd.AddCommand(newCmd(opts))
 	}

@@ -97,11 +97,17 @@ type Config struct {
 	RegistrationRetry time.Duration
 
 	// HTTPServerEnabled starts the admin HTTP server (httpServerEnabled;
-	// Folio's default is true, Java's false). HTTPServerHost and
-	// HTTPServerPort are where it listens (httpServerHost, httpServerPort).
+	// default false, as Java's). HTTPServerHost and HTTPServerPort are
+	// where it listens (httpServerHost, httpServerPort).
 	HTTPServerEnabled bool
 	HTTPServerHost    string
 	HTTPServerPort    int
+
+	// MetadataSecurity and HTTPSecurity are the metadata store
+	// connection's and the admin HTTP server's TLS and authentication
+	// (secconfig.go).
+	MetadataSecurity MetadataSecurityConfig
+	HTTPSecurity     HTTPSecurityConfig
 
 	// GCWaitTime is the period of the garbage collection of deleted ledgers
 	// (gcWaitTime, ms in the file). The first pass runs one period after
@@ -194,7 +200,6 @@ func DefaultConfig() Config {
 		MetadataServiceURI:    DefaultMetadataURI,
 		SessionTTL:            metadata.DefaultSessionTTL,
 		RegistrationRetry:     DefaultRegistrationRetry,
-		HTTPServerEnabled:     true,
 		HTTPServerPort:        DefaultHTTPServerPort,
 		GCWaitTime:            DefaultGCWaitTime,
 		DiskUsageThreshold:    DefaultDiskThreshold,
