@@ -153,6 +153,7 @@ func TestTLSRefusals(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()
 			err := openErr(t, c.uri, c.sec, 2*time.Second)
+			t.Logf("%v", err)
 			if !errors.Is(err, c.is) {
 				t.Errorf("error %v is not %v", err, c.is)
 			}
@@ -210,6 +211,7 @@ func TestAuthentication(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			err := openErr(t, c.uri, c.sec, 30*time.Second)
+			t.Logf("%v", err)
 			if !errors.Is(err, c.is) {
 				t.Errorf("error %v is not %v", err, c.is)
 			}
