@@ -275,6 +275,7 @@ func newSimpleTestCommand(o *ShellOptions) *cobra.Command {
 
 func newInspectLedgerCommand(o *ShellOptions) *cobra.Command {
 	var httpFlags []string
+	var httpSec adminHTTPFlags
 	cmd := &cobra.Command{
 		Use:   "inspectledger <ledger-id>",
 		Short: "Show what each bookie holds of a ledger and what recovery would conclude",
@@ -287,6 +288,8 @@ func newInspectLedgerCommand(o *ShellOptions) *cobra.Command {
 			"/api/v1/bookie/ledger/info, read-only), given with --http: BOOKIE_ID=HOST:PORT\n" +
 			"for one bookie, or HOST:PORT for a server of several bookies (folio\n" +
 			"standalone's, asked for every bookie). Without an answer it is unknown.\n" +
+			"For an https server write https://HOST:PORT; --http-tls-ca, --http-tls-cert,\n" +
+			"--http-tls-key and --http-token-file give what a secured server requires.\n" +
 			"With -o json: {\"ledgerId\", \"state\", \"bookies\": [...], \"fragments\": [...],\n" +
 			"\"recovery\": {\"outcome\": \"closed\"|\"end\"|\"undecided\", \"lastEntryId\", ...}}.",
 		Args: cobra.ExactArgs(1),
@@ -300,6 +303,9 @@ func newInspectLedgerCommand(o *ShellOptions) *cobra.Command {
 				if err := eps.ParseHTTPEndpoint(h); err != nil {
 					return Usagef(cmd, "--http %v", err)
 				}
+			}
+			if err := httpSec.apply(&eps); err != nil {
+				return err
 			}
 			ctx := cmd.Context()
 			d, err := openMetadata(ctx, o)
@@ -317,7 +323,8 @@ func newInspectLedgerCommand(o *ShellOptions) *cobra.Command {
 			return o.Printer(cmd).Print(ins, func(w io.Writer) error { return writeInspection(w, ins) })
 		},
 	}
-	cmd.Flags().StringArrayVar(&httpFlags, "http", nil, "admin HTTP server to read fence bits from: [BOOKIE_ID=]HOST:PORT (repeatable)")
+	cmd.Flags().StringArrayVar(&httpFlags, "http", nil, "admin HTTP server to read fence bits from: [BOOKIE_ID=][https://]HOST:PORT (repeatable)")
+	httpSec.register(cmd.Flags())
 	return cmd
 }
 

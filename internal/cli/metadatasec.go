@@ -2,10 +2,13 @@ package cli
 
 import (
 	"errors"
+	"net/http"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/foliodb/folio/client"
+	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/bookie/server"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/pki"
@@ -128,4 +131,39 @@ func securityHint(err error) string {
 		return "fix the metadata store security settings (--" + flagMetadataTLSCA + ", --" + flagMetadataUser + ", …)"
 	}
 	return ""
+}
+
+// adminHTTPFlags are the flags of a shell command that reads bookies'
+// admin HTTP servers: the TLS files for https servers and the token file
+// of servers with httpServerAuthTokenPath.
+type adminHTTPFlags struct {
+	ca, cert, key, tokenFile string
+}
+
+func (f *adminHTTPFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.ca, "http-tls-ca", "", "PEM CA certificates that sign the admin HTTP servers' certificates (https://; default: the system's roots)")
+	fs.StringVar(&f.cert, "http-tls-cert", "", "PEM client certificate for admin HTTP servers that require one")
+	fs.StringVar(&f.key, "http-tls-key", "", "PEM private key of --http-tls-cert")
+	fs.StringVar(&f.tokenFile, "http-token-file", "", "file holding the admin token (a bookie's httpServerAuthTokenPath)")
+}
+
+// apply reads the files into e's client and token.
+func (f *adminHTTPFlags) apply(e *admin.HTTPEndpoints) error {
+	files := pki.TLSFiles{CAFile: f.ca, CertFile: f.cert, KeyFile: f.key,
+		CASetting: "--http-tls-ca", CertSetting: "--http-tls-cert", KeySetting: "--http-tls-key"}
+	if files.Any() {
+		conf, err := files.ClientConfig()
+		if err != nil {
+			return err
+		}
+		e.Client = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: conf}}
+	}
+	if f.tokenFile != "" {
+		tok, err := pki.ReadSecret("--http-token-file", f.tokenFile)
+		if err != nil {
+			return err
+		}
+		e.Token = tok
+	}
+	return nil
 }

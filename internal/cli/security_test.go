@@ -316,6 +316,25 @@ func TestStandaloneTLSDir(t *testing.T) {
 		resp.Body.Close()
 		t.Fatal("the admin HTTP server served a client without a certificate")
 	}
+	// inspectledger reads the fence bits from the https server with the
+	// client certificate.
+	var ins struct {
+		Bookies []struct {
+			Fenced      *bool
+			FenceSource string
+		}
+	}
+	lid := strconv.FormatInt(ledgers[0]["ledgerId"], 10)
+	mustJSON(t, mustShell(t, sa.URI, append(slices.Clone(flags), "inspectledger", lid, "-o", "json", "--http", "https://"+httpAddr,
+		"--http-tls-ca", d.CA(), "--http-tls-cert", d.ClientCert(), "--http-tls-key", d.ClientKey())...), &ins)
+	if len(ins.Bookies) != 2 {
+		t.Fatalf("inspectledger: %+v", ins)
+	}
+	for _, b := range ins.Bookies {
+		if b.Fenced == nil || *b.Fenced || b.FenceSource != "https://"+httpAddr {
+			t.Errorf("inspectledger over https: %+v", b)
+		}
+	}
 	if resp, err := hc.Get("https://" + httpAddr + "/debug/pprof/"); err != nil || resp.StatusCode != 404 {
 		t.Errorf("pprof without --http-pprof: %v %v", resp, err)
 	} else {
