@@ -81,7 +81,7 @@ type readOnlyBody struct {
 // AdminOptions configure the admin HTTP handler's access.
 type AdminOptions struct {
 	// Token, when not empty, is required as `Authorization: Bearer
-	// <token>` by every route except OpenPaths (httpServerAuthTokenPath's
+	// <token>` by every route except openPaths (httpServerAuthTokenPath's
 	// content). A missing or wrong token is answered 401.
 	Token string
 	// Pprof serves /debug/pprof/ (httpServerPprofEnabled); without it
@@ -89,11 +89,11 @@ type AdminOptions struct {
 	Pprof bool
 }
 
-// OpenPaths are the routes served without the token: liveness, readiness
+// openPaths are the routes served without the token: liveness, readiness
 // and metrics, which probes and scrapers call without credentials. Each is
 // read-only. Exact paths: anything else, including a path that would be
 // cleaned to one of these, needs the token.
-var OpenPaths = []string{"/heartbeat", "/metrics", "/api/v1/bookie/state", "/api/v1/bookie/is_ready"}
+var openPaths = []string{"/heartbeat", "/metrics", "/api/v1/bookie/state", "/api/v1/bookie/is_ready"}
 
 // NewAdminHandler returns the admin HTTP handler of a process: /heartbeat,
 // /metrics (gatherer, Prometheus text format), BookKeeper's bookie
@@ -219,14 +219,14 @@ func NewAdminHandler(gatherer prometheus.Gatherer, targets func() []AdminTarget,
 	return requireToken(opts.Token, mux)
 }
 
-// requireToken answers 401 to a request for anything but OpenPaths that
+// requireToken answers 401 to a request for anything but openPaths that
 // does not carry the token. Both tokens are hashed before the
 // constant-time comparison, so that neither the content nor the length of
 // the token leaks through timing.
 func requireToken(token string, next http.Handler) http.Handler {
 	want := sha256.Sum256([]byte(token))
 	open := map[string]bool{}
-	for _, p := range OpenPaths {
+	for _, p := range openPaths {
 		open[p] = true
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

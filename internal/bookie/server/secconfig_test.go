@@ -202,7 +202,7 @@ func TestAdminHTTPSecurity(t *testing.T) {
 	base := "https://" + p.HTTPAddr()
 	c := httpsClient(t, ca, true)
 
-	for _, path := range OpenPaths {
+	for _, path := range openPaths {
 		if code, body, _, err := get(t, c, base+path, ""); err != nil || code != 200 {
 			t.Errorf("%s without the token: %d %s %v", path, code, body, err)
 		}
