@@ -492,7 +492,7 @@ var ledgerManagerTypes = map[string]string{
 // ledgerManagerFactoryClass), and refuses zkEnableSecurity.
 func (c *Config) resolveLegacyZooKeeper() error {
 	if c.ZKEnableSecurity {
-		return errors.New("zkEnableSecurity=true asks for ZooKeeper ACLs, which Folio does not support: its znodes would be open to anyone; remove the key (and run ZooKeeper without required authentication)")
+		return errZKEnableSecurity
 	}
 	if _, set := c.Props["metadataServiceUri"]; set && strings.TrimSpace(c.MetadataServiceURI) != "" {
 		return nil
