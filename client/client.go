@@ -62,7 +62,8 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	md, err := metadata.Open(ctx, cfg.MetadataServiceURI, metadata.Options{DialTimeout: cfg.ConnectTimeout, Logger: cfg.Logger})
+	md, err := metadata.Open(ctx, cfg.MetadataServiceURI, metadata.Options{DialTimeout: cfg.ConnectTimeout, Logger: cfg.Logger,
+		Security: metadata.Security{TLS: cfg.MetadataTLS, User: cfg.MetadataUser, Password: cfg.MetadataPassword}})
 	if err != nil {
 		return nil, fmt.Errorf("client: metadata store %s: %w", cfg.MetadataServiceURI, err)
 	}

@@ -31,8 +31,19 @@ const (
 // Config configures a Client. The zero value of each field is its default.
 type Config struct {
 	// MetadataServiceURI names the metadata store, as in BookKeeper:
-	// "etcd://host1:2379;host2:2379/ledgers". Required.
+	// "etcd://host1:2379;host2:2379/ledgers". Required. For TLS to etcd
+	// the URI is etcd+https://host1:2379;host2:2379/ledgers.
 	MetadataServiceURI string
+
+	// MetadataTLS is the TLS configuration of the connection to an
+	// etcd+https:// store: RootCAs that sign etcd's certificate (nil: the
+	// system's) and, for an etcd that requires client certificates, the
+	// client's in Certificates. Set with an etcd:// URI it is an error,
+	// not ignored. Not modified.
+	MetadataTLS *tls.Config
+	// MetadataUser and MetadataPassword authenticate to etcd (its user and
+	// password authentication); both or neither.
+	MetadataUser, MetadataPassword string
 
 	// Dialer opens TCP connections to bookies; nil means net.Dialer. Tests
 	// use it to cut a client off from chosen bookies.

@@ -18,26 +18,36 @@ import (
 // the BookKeeper protocol cannot make without changing state (a ledger's
 // fence bit).
 type HTTPEndpoints struct {
-	// ByBookie maps a bookie id to its admin server's host:port.
+	// ByBookie maps a bookie id to its admin server's host:port
+	// (https://host:port for a server that serves TLS).
 	ByBookie map[string]string
 	// Shared are admin servers serving several bookies (folio standalone):
 	// asked for every bookie without its own entry, with ?bookie=<id>.
 	Shared []string
 	// Client makes the requests; nil means a client with a 5 s timeout.
+	// For https servers it carries the TLS configuration (the CA, and the
+	// client certificate a server with a trust store requires).
 	Client *http.Client
+	// Token, when set, is sent as `Authorization: Bearer <token>` (a
+	// bookie with httpServerAuthTokenPath requires it).
+	Token string
 }
 
-// ParseHTTPEndpoint adds one `[BOOKIE_ID=]HOST:PORT` (the inspectledger
-// --http flag) to e.
+// ParseHTTPEndpoint adds one `[BOOKIE_ID=][https://]HOST:PORT` (the
+// inspectledger --http flag) to e; https:// marks a server that serves TLS.
 func (e *HTTPEndpoints) ParseHTTPEndpoint(s string) error {
 	id, addr, named := strings.Cut(s, "=")
 	if !named {
 		addr, id = id, ""
 	}
+	tls := strings.HasPrefix(addr, "https://")
 	addr = strings.TrimPrefix(strings.TrimPrefix(addr, "http://"), "https://")
 	addr = strings.TrimSuffix(addr, "/")
 	if _, port, err := net.SplitHostPort(addr); err != nil || !validPort(port) {
-		return fmt.Errorf("%q: want [BOOKIE_ID=]HOST:PORT of an admin HTTP server", s)
+		return fmt.Errorf("%q: want [BOOKIE_ID=][https://]HOST:PORT of an admin HTTP server", s)
+	}
+	if tls {
+		addr = "https://" + addr
 	}
 	if named {
 		if id == "" {
@@ -98,7 +108,7 @@ func FillFenceState(ctx context.Context, ins *LedgerInspection, e *HTTPEndpoints
 		go func() {
 			defer wg.Done()
 			for _, a := range addrs {
-				b, err := getLedgerInfo(ctx, hc, a, v.ID, ins.LedgerID)
+				b, err := getLedgerInfo(ctx, hc, a, e.Token, v.ID, ins.LedgerID)
 				if err != nil {
 					continue
 				}
@@ -112,12 +122,19 @@ func FillFenceState(ctx context.Context, ins *LedgerInspection, e *HTTPEndpoints
 	wg.Wait()
 }
 
-func getLedgerInfo(ctx context.Context, hc *http.Client, addr, bookie string, ledgerID int64) (*ledgerInfoBody, error) {
-	u := "http://" + addr + "/api/v1/bookie/ledger/info?" + url.Values{
+func getLedgerInfo(ctx context.Context, hc *http.Client, addr, token, bookie string, ledgerID int64) (*ledgerInfoBody, error) {
+	base := addr
+	if !strings.HasPrefix(base, "https://") {
+		base = "http://" + addr
+	}
+	u := base + "/api/v1/bookie/ledger/info?" + url.Values{
 		"bookie": {bookie}, "ledger_id": {strconv.FormatInt(ledgerID, 10)}}.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

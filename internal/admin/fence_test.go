@@ -20,6 +20,9 @@ func TestParseHTTPEndpoint(t *testing.T) {
 	if len(e.Shared) != 2 || e.Shared[1] != "h2:80" || e.ByBookie["10.0.0.1:3181"] != "h:9" {
 		t.Fatalf("%+v", e)
 	}
+	if err := e.ParseHTTPEndpoint("b:2=https://h3:8443/"); err != nil || e.ByBookie["b:2"] != "https://h3:8443" {
+		t.Fatalf("https endpoint: %v %+v", err, e)
+	}
 	for _, s := range []string{"", "nonsense", "=h:1", "b:1=h", "h:x"} {
 		if err := e.ParseHTTPEndpoint(s); err == nil {
 			t.Errorf("%q accepted", s)
@@ -66,5 +69,36 @@ func TestFillFenceState(t *testing.T) {
 	FillFenceState(context.Background(), ins2, &HTTPEndpoints{})
 	if ins2.Bookies[0].Fenced != nil {
 		t.Fatal("fence state without endpoints")
+	}
+}
+
+// FillFenceState over https with a token: the client's TLS configuration
+// and the token reach the server; without the token the bookie stays
+// unknown.
+func TestFillFenceStateHTTPSWithToken(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer s3cret" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		id, _ := strconv.ParseInt(r.URL.Query().Get("ledger_id"), 10, 64)
+		json.NewEncoder(w).Encode(map[string]any{"bookie": r.URL.Query().Get("bookie"), "ledgerId": id, "found": true, "fenced": true})
+	}))
+	defer srv.Close()
+	var e HTTPEndpoints
+	if err := e.ParseHTTPEndpoint(srv.URL); err != nil {
+		t.Fatal(err)
+	}
+	e.Client = srv.Client()
+	for _, token := range []string{"", "s3cret"} {
+		e.Token = token
+		ins := &LedgerInspection{LedgerID: 7, Bookies: []BookieLedgerView{{ID: "b:1"}}}
+		FillFenceState(context.Background(), ins, &e)
+		switch f := ins.Bookies[0].Fenced; {
+		case token == "" && f != nil:
+			t.Errorf("without the token: fenced %v", *f)
+		case token != "" && (f == nil || !*f || ins.Bookies[0].FenceSource != srv.URL):
+			t.Errorf("with the token: %+v", ins.Bookies[0])
+		}
 	}
 }

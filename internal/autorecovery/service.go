@@ -27,6 +27,9 @@ type ServiceConfig struct {
 	// MetadataServiceURI names the same store, for the client the workers
 	// fence and close OPEN ledgers with. Required.
 	MetadataServiceURI string
+	// MetadataSecurity is how that client connects to the store: the
+	// Driver's TLS and credentials.
+	MetadataSecurity metadata.Security
 	// ID names this process in the auditor election and in the workers'
 	// locks (host:port; a bookie uses its bookie id).
 	ID metadata.BookieID
@@ -97,7 +100,8 @@ func StartService(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 		bookies.Close()
 		return nil, err
 	}
-	cl, err := client.New(ctx, client.Config{MetadataServiceURI: cfg.MetadataServiceURI, TLS: cfg.BookieTLS, StartTLSTimeout: cfg.StartTLSTimeout})
+	cl, err := client.New(ctx, client.Config{MetadataServiceURI: cfg.MetadataServiceURI, TLS: cfg.BookieTLS, StartTLSTimeout: cfg.StartTLSTimeout,
+		MetadataTLS: cfg.MetadataSecurity.TLS, MetadataUser: cfg.MetadataSecurity.User, MetadataPassword: cfg.MetadataSecurity.Password})
 	if err != nil {
 		bookies.Close()
 		return nil, fmt.Errorf("autorecovery: client: %w", err)

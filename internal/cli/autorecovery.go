@@ -356,8 +356,12 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 			if n == 0 {
 				n = -1 // --workers 0: the auditor candidate only
 			}
+			sec, err := o.MetadataSecurity()
+			if err != nil {
+				return err
+			}
 			svc, err := autorecovery.StartService(ctx, autorecovery.ServiceConfig{
-				Driver: d, MetadataServiceURI: o.MetadataURI(), ID: bid, Workers: n, Logger: log, Metrics: metrics, BookieTLS: bookieTLS,
+				Driver: d, MetadataServiceURI: o.MetadataURI(), MetadataSecurity: sec, ID: bid, Workers: n, Logger: log, Metrics: metrics, BookieTLS: bookieTLS,
 				Auditor: autorecovery.AuditorConfig{SessionTTL: ttl, LostBookieRecoveryDelay: delay, BookieCheckInterval: checkInterval,
 					LedgerCheckInterval: ledgerCheck, LedgerVerificationPercentage: verifyPct,
 					PlacementPolicyCheckInterval: placementCheck, PlacementPolicy: policy, RepairPlacement: repairPlacement},
@@ -385,6 +389,7 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.MetadataServiceURI, "metadata-service-uri", "", "metadata store URI (default $"+MetadataURIEnv+", then "+DefaultMetadataURI+")")
+	o.metadataSec.register(f)
 	f.StringVar(&id, "id", "", "this process's id in the election and in locks, host:port (required)")
 	o.BookieTLS.register(f)
 	f.IntVar(&workers, "workers", 1, "replication workers")

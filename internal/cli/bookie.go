@@ -56,8 +56,11 @@ func newBookieCommand(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bookie --conf FILE",
 		Short: "Run a bookie",
-		Long: "Run one bookie: the BookKeeper protocol on bookiePort (default 3181) and the\n" +
-			"admin HTTP server on httpServerPort (default 8080). The configuration is a\n" +
+		Long: "Run one bookie: the BookKeeper protocol on bookiePort (default 3181) and, with\n" +
+			"httpServerEnabled=true, the admin HTTP server on httpServerPort (default 8080).\n" +
+			"Security settings (metadataServiceTls*, metadataServiceUser, httpServerTlsEnable,\n" +
+			"httpServerAuthTokenPath, ...) are checked before anything is contacted: a missing\n" +
+			"or unusable file, or a setting Folio cannot honour, stops the start. The configuration is a\n" +
 			"bk_server.conf-style file; $FOLIO_<KEY> variables (e.g. FOLIO_BOOKIE_PORT,\n" +
 			"FOLIO_METADATA_SERVICE_URI) and --set key=value override it, in that order.\n" +
 			"With autoRecoveryDaemonEnabled=true (or --autorecovery) the process also runs\n" +
@@ -169,7 +172,7 @@ func startBookieAutoRecovery(ctx context.Context, cfg server.Config, p *server.P
 	if err != nil {
 		return nil, fmt.Errorf("AutoRecovery: %w", err)
 	}
-	md, err := metadata.Open(ctx, cfg.MetadataServiceURI, metadata.Options{Logger: log})
+	md, err := metadata.Open(ctx, cfg.MetadataServiceURI, metadata.Options{Logger: log, Security: p.MetadataSecurity()})
 	if err != nil {
 		return nil, fmt.Errorf("AutoRecovery: open the metadata store %s: %w", cfg.MetadataServiceURI, err)
 	}
@@ -177,7 +180,7 @@ func startBookieAutoRecovery(ctx context.Context, cfg server.Config, p *server.P
 	metrics := autorecovery.NewMetrics(ard)
 	auditor, worker := autoRecoveryKnobs(cfg)
 	svc, err := autorecovery.StartService(ctx, autorecovery.ServiceConfig{
-		Driver: md, MetadataServiceURI: cfg.MetadataServiceURI, ID: p.ID(),
+		Driver: md, MetadataServiceURI: cfg.MetadataServiceURI, MetadataSecurity: p.MetadataSecurity(), ID: p.ID(),
 		Logger: log, Metrics: metrics, BookieTLS: bookieTLS, StartTLSTimeout: cfg.Security.StartTLSTimeoutOrDefault(),
 		Auditor: auditor, Worker: worker,
 	})
@@ -266,6 +269,17 @@ func newBookieFormatCommand(o *ShellOptions) *cobra.Command {
 			ctx := cmd.Context()
 			so := *o
 			so.MetadataServiceURI = cfg.MetadataServiceURI
+			if !o.metadataSec.given() {
+				// The configuration's metadata store settings, unless the
+				// shell's flags say otherwise.
+				sec, err := cfg.LoadMetadataSecurity()
+				if err != nil {
+					return WithHint(err, "fix the configuration file or give the shell's --metadata-tls-* and --metadata-user flags")
+				}
+				if !sec.IsZero() {
+					so.security = &sec
+				}
+			}
 			d, err := openMetadata(ctx, &so)
 			if err != nil {
 				return err

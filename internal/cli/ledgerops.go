@@ -36,16 +36,19 @@ func parseLedgerID(cmd *cobra.Command, raw string) (int64, error) {
 // hints as openMetadata.
 func newClient(ctx context.Context, o *ShellOptions) (*client.Client, error) {
 	uri := o.MetadataURI()
-	cfg, err := o.clientConfig(client.Config{MetadataServiceURI: uri, Logger: warnLogger(o)})
+	cfg, err := o.clientConfig()
 	if err != nil {
 		return nil, err
 	}
+	cfg.Logger = warnLogger(o)
 	c, err := client.New(ctx, cfg)
 	switch {
 	case err == nil:
 		return c, nil
 	case errors.Is(err, metadata.ErrBadURI), errors.Is(err, metadata.ErrNotBuilt):
 		return nil, WithHint(err, "set --metadata-service-uri or $"+MetadataURIEnv+", e.g. "+DefaultMetadataURI)
+	case securityHint(err) != "":
+		return nil, WithHint(fmt.Errorf("cannot connect to the cluster at %s: %w", uri, err), securityHint(err))
 	}
 	return nil, WithHint(fmt.Errorf("cannot connect to the cluster at %s: %w", uri, err),
 		"check that the metadata store is running and reachable")
@@ -278,6 +281,7 @@ func newSimpleTestCommand(o *ShellOptions) *cobra.Command {
 
 func newInspectLedgerCommand(o *ShellOptions) *cobra.Command {
 	var httpFlags []string
+	var httpSec adminHTTPFlags
 	cmd := &cobra.Command{
 		Use:   "inspectledger <ledger-id>",
 		Short: "Show what each bookie holds of a ledger and what recovery would conclude",
@@ -290,6 +294,8 @@ func newInspectLedgerCommand(o *ShellOptions) *cobra.Command {
 			"/api/v1/bookie/ledger/info, read-only), given with --http: BOOKIE_ID=HOST:PORT\n" +
 			"for one bookie, or HOST:PORT for a server of several bookies (folio\n" +
 			"standalone's, asked for every bookie). Without an answer it is unknown.\n" +
+			"For an https server write https://HOST:PORT; --http-tls-ca, --http-tls-cert,\n" +
+			"--http-tls-key and --http-token-file give what a secured server requires.\n" +
 			"With -o json: {\"ledgerId\", \"state\", \"bookies\": [...], \"fragments\": [...],\n" +
 			"\"recovery\": {\"outcome\": \"closed\"|\"end\"|\"undecided\", \"lastEntryId\", ...}}.",
 		Args: cobra.ExactArgs(1),
@@ -303,6 +309,9 @@ func newInspectLedgerCommand(o *ShellOptions) *cobra.Command {
 				if err := eps.ParseHTTPEndpoint(h); err != nil {
 					return Usagef(cmd, "--http %v", err)
 				}
+			}
+			if err := httpSec.apply(&eps); err != nil {
+				return err
 			}
 			ctx := cmd.Context()
 			d, err := openMetadata(ctx, o)
@@ -323,7 +332,8 @@ func newInspectLedgerCommand(o *ShellOptions) *cobra.Command {
 			return o.Printer(cmd).Print(ins, func(w io.Writer) error { return writeInspection(w, ins) })
 		},
 	}
-	cmd.Flags().StringArrayVar(&httpFlags, "http", nil, "admin HTTP server to read fence bits from: [BOOKIE_ID=]HOST:PORT (repeatable)")
+	cmd.Flags().StringArrayVar(&httpFlags, "http", nil, "admin HTTP server to read fence bits from: [BOOKIE_ID=][https://]HOST:PORT (repeatable)")
+	httpSec.register(cmd.Flags())
 	return cmd
 }
 

@@ -34,12 +34,18 @@ func openMetadata(ctx context.Context, o *ShellOptions) (metadata.Driver, error)
 // driver's warnings (requests retried while the store fails over) go to log.
 func openMetadataLogged(ctx context.Context, o *ShellOptions, log *slog.Logger) (metadata.Driver, error) {
 	uri := o.MetadataURI()
-	d, err := metadata.Open(ctx, uri, metadata.Options{Logger: log})
+	sec, err := o.MetadataSecurity()
+	if err != nil {
+		return nil, err
+	}
+	d, err := metadata.Open(ctx, uri, metadata.Options{Logger: log, Security: sec})
 	switch {
 	case err == nil:
 		return d, nil
 	case errors.Is(err, metadata.ErrBadURI), errors.Is(err, metadata.ErrNotBuilt):
 		return nil, WithHint(err, "set --metadata-service-uri or $"+MetadataURIEnv+", e.g. "+DefaultMetadataURI)
+	case securityHint(err) != "":
+		return nil, WithHint(fmt.Errorf("cannot open the metadata store %s: %w", uri, err), securityHint(err))
 	}
 	return nil, WithHint(fmt.Errorf("cannot open the metadata store %s: %w", uri, err),
 		"check that the metadata store is running and reachable")

@@ -101,13 +101,11 @@ func newRecoverLedgerCommand(o *ShellOptions) *cobra.Command {
 				return err
 			}
 			defer d.Close()
-			ccfg, err := o.clientConfig(client.Config{
-				MetadataServiceURI: o.MetadataURI(),
-				Logger:             slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn})),
-			})
+			ccfg, err := o.clientConfig()
 			if err != nil {
 				return err
 			}
+			ccfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			c, err := client.New(ctx, ccfg)
 			if err != nil {
 				return WithHint(err, "check that the metadata store is running and reachable")

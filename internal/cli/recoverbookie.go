@@ -84,10 +84,11 @@ func newRecoverBookieCommand(o *ShellOptions) *cobra.Command {
 			}
 			defer d.Close()
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			ccfg, err := o.clientConfig(client.Config{MetadataServiceURI: o.MetadataURI(), Logger: log})
+			ccfg, err := o.clientConfig()
 			if err != nil {
 				return err
 			}
+			ccfg.Logger = log
 			c, err := client.New(ctx, ccfg)
 			if err != nil {
 				return WithHint(err, "check that the metadata store is running and reachable")

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/foliodb/folio/internal/metadata"
 )
 
 // Metadata service URI defaults (DESIGN.md §1).
@@ -18,6 +20,11 @@ type ShellOptions struct {
 	// BookieTLS secures the bookie connections (shelltls.go).
 	BookieTLS bookieTLSFlags
 	env       Env
+
+	// metadataSec are the metadata store's TLS and authentication flags
+	// (metadatasec.go); security caches what they resolved to.
+	metadataSec metadataSecurityFlags
+	security    *metadata.Security
 }
 
 // MetadataURI is the URI the command should use: the flag when given, else
@@ -57,6 +64,7 @@ func newShellCommand(env Env) *cobra.Command {
 		"metadata store URI, e.g. etcd://host1:2379;host2:2379/ledgers (default $"+MetadataURIEnv+", then "+DefaultMetadataURI+")")
 	pf.VarP(&opts.Output, "output", "o", "output format: text or json")
 	opts.BookieTLS.register(pf)
+	opts.metadataSec.register(pf)
 	for _, newCmd := range shellSubcommands {
 		cmd.AddCommand(newCmd(opts))
 	}

@@ -62,14 +62,6 @@ func (f *bookieTLSFlags) config(env Env) (*tls.Config, error) {
 // bookieTLS is the TLS configuration of the shell's bookie connections.
 func (o *ShellOptions) bookieTLS() (*tls.Config, error) { return o.BookieTLS.config(o.env) }
 
-// clientConfig completes a client configuration with the shell's bookie
-// TLS settings.
-func (o *ShellOptions) clientConfig(cfg client.Config) (client.Config, error) {
-	t, err := o.bookieTLS()
-	cfg.TLS = t
-	return cfg, err
-}
-
 // newBookies returns direct bookie connections with the shell's TLS
 // settings.
 func (o *ShellOptions) newBookies(log *slog.Logger) (*admin.Bookies, error) {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/foliodb/folio/internal/pki"
 	"github.com/foliodb/folio/internal/standalone"
 )
 
@@ -52,5 +53,28 @@ func TestStandaloneScreenAutoRecoveryAndNoBookies(t *testing.T) {
 	writeStandaloneScreen(&b, standalone.Info{MetadataServiceURI: "etcd://x:1/l", Bookies: []standalone.BookieInfo{{ID: "127.0.0.1:3181"}}})
 	if out := b.String(); !strings.Contains(out, "autorecovery off") || strings.Contains(out, "none here") {
 		t.Errorf("screen without AutoRecovery:\n%s", out)
+	}
+}
+
+func TestStandaloneScreenTLS(t *testing.T) {
+	var b strings.Builder
+	d := pki.Dir{Path: "/tls"}
+	writeStandaloneScreen(&b, standalone.Info{
+		MetadataServiceURI: "etcd+https://127.0.0.1:2379/ledgers", HTTPAddr: "127.0.0.1:8080", HTTPScheme: "https", TLS: &d,
+	})
+	out := b.String()
+	for _, want := range []string{
+		"https://127.0.0.1:8080", "tls        /tls: CA ca.pem, client certificate client.pem, key client-key.pem",
+		"export FOLIO_METADATA_SERVICE_URI='etcd+https://127.0.0.1:2379/ledgers'",
+		"export FOLIO_METADATA_SERVICE_TLS_CA_FILE='/tls/ca.pem'",
+		"export FOLIO_METADATA_SERVICE_TLS_CERT_FILE='/tls/client.pem'",
+		"export FOLIO_METADATA_SERVICE_TLS_KEY_FILE='/tls/client-key.pem'",
+		"curl --cacert /tls/ca.pem --cert /tls/client.pem --key /tls/client-key.pem https://127.0.0.1:8080/heartbeat",
+		"MetadataTLS: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}}",
+		"--set metadataServiceTlsCaFile=/tls/ca.pem --set metadataServiceTlsCertFile=/tls/client.pem --set metadataServiceTlsKeyFile=/tls/client-key.pem",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("screen lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -35,19 +35,23 @@ var layers = map[string][]string{
 	"client":                         {"internal/ledger", "internal/transport", "internal/metadata", "internal/wire", "internal/digest"},
 	"internal/storage":               {},
 	"internal/bookie":                {"internal/storage", "internal/wire", "internal/digest"},
-	"internal/bookie/server":         {"internal/bookie", "internal/storage", "internal/wire", "internal/digest", "internal/metadata"},
+	"internal/bookie/server":         {"internal/bookie", "internal/storage", "internal/wire", "internal/digest", "internal/metadata", "internal/pki"},
 	"internal/admin":                 {"client", "internal/ledger", "internal/transport", "internal/metadata", "internal/wire", "internal/digest"},
 	"internal/autorecovery":          {"internal/admin", "client", "internal/ledger", "internal/transport", "internal/metadata", "internal/wire", "internal/digest"},
-	"internal/standalone":            {"internal/bookie", "internal/autorecovery", "internal/admin", "client", "internal/metadata", "internal/storage", "internal/wire"},
-	"internal/testcluster":           {"internal/standalone", "internal/bookie", "internal/admin", "internal/ledger", "internal/metadata", "internal/storage", "client", "internal/wire", "internal/digest"},
+	"internal/standalone":            {"internal/bookie", "internal/autorecovery", "internal/admin", "client", "internal/metadata", "internal/storage", "internal/wire", "internal/pki"},
+	"internal/testcluster":           {"internal/standalone", "internal/bookie", "internal/admin", "internal/ledger", "internal/metadata", "internal/storage", "client", "internal/wire", "internal/digest", "internal/pki"},
 	"internal/sim":                   {"internal/ledger", "internal/bookie", "internal/storage", "internal/metadata", "internal/wire", "internal/digest", "client", "internal/transport"},
 	"internal/metadata/formatpb":     {},
 	"internal/wire/v3/protocolpb":    {},
 	"internal/metadata/metadatatest": {"internal/metadata"},
 	"internal/clock":                 {},
+	"internal/pki":                   {}, // PEM files and a local CA: leaf, no Folio imports
 	"internal/benchbase":             {}, // imported by benchmarks only
 	"internal/tlsconf":               {}, // TLS from PEM files; tlstest: test certificates
 	"internal/scenario":              {}, // test-only: its tests import what they need
+
+	// Test helpers below a layer that need more than it.
+	"internal/metadata/etcd/etcdtest": {"internal/metadata", "internal/pki"}, // a TLS etcd with a test CA
 }
 
 // universal lists packages every package may import: leaf utilities with

@@ -87,6 +87,26 @@ var (
 	// scheme.
 	ErrBadURI = errors.New("bad metadata service URI")
 
+	// ErrBadSecurity: the security settings (Options.Security) contradict
+	// each other or the URI (TLS with a plaintext etcd:// URI, a user
+	// without a password), or the driver cannot honour them (the ZooKeeper
+	// driver has neither TLS nor authentication).
+	ErrBadSecurity = errors.New("bad metadata store security settings")
+
+	// ErrAuthFailed: the store refused the credentials (a wrong user or
+	// password), or requires authentication and none was given.
+	ErrAuthFailed = errors.New("metadata store authentication failed")
+
+	// ErrPermissionDenied: the store authenticated the client but its user
+	// may not read or write the cluster's keys.
+	ErrPermissionDenied = errors.New("metadata store permission denied")
+
+	// ErrTLS: the TLS connection to the store could not be made: the
+	// store's certificate is not trusted (or not valid for its address),
+	// the store refused the client certificate (or the lack of one), or
+	// one side speaks TLS and the other does not.
+	ErrTLS = errors.New("TLS connection to the metadata store failed")
+
 	// ErrNotBuilt: the URI names the ZooKeeper driver, which is not linked
 	// into this program (every `folio` command and the client link it; a
 	// program that imports only internal/metadata does not).

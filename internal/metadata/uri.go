@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -96,6 +97,43 @@ type Options struct {
 	// Logger receives the driver's own warnings (a request failing and
 	// being retried, and its eventual success); nil discards them.
 	Logger *slog.Logger
+
+	// Security protects the connection and authenticates to the store.
+	// A driver that cannot honour a setting refuses to open
+	// (ErrNotSupported) rather than connect with less than was asked.
+	Security Security
+}
+
+// Security is how a driver protects its connection to the store and who it
+// authenticates as. The zero value is a plaintext, anonymous connection.
+//
+// On etcd, the URI says whether the connection is TLS: etcd+https://… is,
+// etcd:// is not. TLS with an etcd:// URI is refused as ambiguous, and an
+// etcd+https:// URI without TLS uses the system's roots and no client
+// certificate.
+type Security struct {
+	// TLS is the client side of the connection: the CAs that sign the
+	// store's certificate (RootCAs) and the certificate presented to it
+	// (Certificates), for stores that require client certificates. The
+	// driver does not modify it.
+	TLS *tls.Config
+	// User and Password authenticate to the store (etcd's user/password
+	// authentication): both or neither.
+	User, Password string
+}
+
+// IsZero reports whether s asks for nothing.
+func (s Security) IsZero() bool { return s.TLS == nil && s.User == "" && s.Password == "" }
+
+// Check refuses a half-given user/password pair.
+func (s Security) Check() error {
+	switch {
+	case s.User != "" && s.Password == "":
+		return fmt.Errorf("%w: a metadata store user (%q) needs a password", ErrBadSecurity, s.User)
+	case s.User == "" && s.Password != "":
+		return fmt.Errorf("%w: a metadata store password is given without a user", ErrBadSecurity)
+	}
+	return nil
 }
 
 // Factory opens a driver for a parsed URI.

@@ -22,7 +22,14 @@
 //     listen only after their journal replay;
 //   - on ctx's end (SIGTERM, Ctrl-C) it stops AutoRecovery, then the
 //     bookies (they deregister), then the HTTP server, then etcd, within
-//     ShutdownTimeout.
+//     ShutdownTimeout;
+//   - with TLSDir (`--tls-dir DIR`, tls.go) a local CA and its
+//     certificates are generated in DIR once and reused on every restart;
+//     etcd then serves only TLS clients with a certificate of that CA (the
+//     URI is etcd+https://…), and the admin HTTP server serves https to
+//     clients with such a certificate, as BookKeeper's does with
+//     httpServerTlsEnable;
+//   - /debug/pprof is served only with HTTPPprof.
 package standalone
 
 import (
@@ -49,6 +56,7 @@ import (
 	"github.com/foliodb/folio/internal/bookie/server"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/metadata/etcd/embedetcd"
+	"github.com/foliodb/folio/internal/pki"
 )
 
 // Defaults of the standalone contract.
@@ -95,6 +103,12 @@ type Config struct {
 
 	// AutoRecovery configures the embedded AutoRecovery daemon.
 	AutoRecovery AutoRecoveryConfig
+
+	// TLSDir, when set, secures the cluster with a local CA kept there
+	// (tls.go).
+	TLSDir string
+	// HTTPPprof serves /debug/pprof on the admin HTTP server.
+	HTTPPprof bool
 }
 
 // AutoRecoveryConfig configures the AutoRecovery run inside a standalone.
@@ -135,6 +149,11 @@ type Info struct {
 	AutoRecoveryID string
 	// AutoRecoveryWorkers is the number of replication workers running.
 	AutoRecoveryWorkers int
+	// HTTPScheme is "https" with TLS, else "http".
+	HTTPScheme string
+	// TLS is the local CA directory with TLSDir, else nil: clients
+	// trust its CA and present its client certificate.
+	TLS *pki.Dir
 }
 
 // BookieInfo is one bookie of a standalone cluster.
@@ -227,6 +246,11 @@ func (c *Config) withDefaults() error {
 		return err
 	}
 	c.DataDir = abs
+	if c.TLSDir != "" {
+		if c.TLSDir, err = filepath.Abs(c.TLSDir); err != nil {
+			return err
+		}
+	}
 	for _, p := range []int{c.EtcdClientPort, c.EtcdPeerPort, c.BookiePortBase, c.HTTPPort} {
 		if p < 0 || p > 65535 {
 			return fmt.Errorf("port %d is not in 0..65535", p)
@@ -258,6 +282,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return fmt.Errorf("create the data directory: %w", err)
 	}
 	rec, err := loadPorts(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	sec, err := loadSecurity(&cfg)
 	if err != nil {
 		return err
 	}
@@ -309,6 +337,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		ClientHost: Host, ClientPort: pick(cfg.EtcdClientPort, rec.EtcdClient),
 		PeerHost: Host, PeerPort: pick(cfg.EtcdPeerPort, rec.EtcdPeer),
 		PortAttempts: 1,
+		ClientTLS:    sec.etcdTLS,
 	})
 	if err != nil {
 		return fmt.Errorf("start the embedded etcd: %w", err)
@@ -327,8 +356,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err := savePorts(cfg.DataDir, rec); err != nil {
 		return fmt.Errorf("record ports: %w", err)
 	}
-	uri := "etcd://" + etcdSrv.ClientAddr() + Scope
-	md, err := metadata.Open(ctx, uri, metadata.Options{})
+	uri := etcdSrv.MetadataURI(Scope)
+	md, err := metadata.Open(ctx, uri, metadata.Options{Security: sec.metadata})
 	if err != nil {
 		return fmt.Errorf("open the metadata store %s: %w", uri, err)
 	}
@@ -350,20 +379,17 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var bookiesMu sync.Mutex
 	var bookies []*server.Process
-	httpSrv := &http.Server{
-		Handler: server.NewAdminHandler(registry, func() []server.AdminTarget {
-			bookiesMu.Lock()
-			defer bookiesMu.Unlock()
-			out := make([]server.AdminTarget, 0, len(bookies))
-			for _, b := range bookies {
-				out = append(out, b)
-			}
-			return out
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	httpSrv := server.NewAdminServer(server.NewAdminHandler(registry, func() []server.AdminTarget {
+		bookiesMu.Lock()
+		defer bookiesMu.Unlock()
+		out := make([]server.AdminTarget, 0, len(bookies))
+		for _, b := range bookies {
+			out = append(out, b)
+		}
+		return out
+	}, server.AdminOptions{Pprof: cfg.HTTPPprof}), sec.httpTLS)
 	go func() {
-		if err := httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := server.ServeAdmin(httpSrv, httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("admin HTTP server failed", "err", err)
 		}
 	}()
@@ -404,7 +430,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	results := make(chan started, cfg.Bookies)
 	for i := range cfg.Bookies {
 		go func() {
-			bcfg, err := bookieConfig(&cfg, i, bookiePorts[i], uri)
+			bcfg, err := bookieConfig(&cfg, i, bookiePorts[i], uri, sec)
 			if err != nil {
 				results <- started{i, nil, err}
 				return
@@ -451,7 +477,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	arID := metadata.BookieID(httpLn.Addr().String())
 	if !cfg.AutoRecovery.Disabled {
-		if ar, err = startAutoRecovery(ctx, &cfg, md, uri, arID); err != nil {
+		if ar, err = startAutoRecovery(ctx, &cfg, md, uri, sec.metadata, arID); err != nil {
 			_ = stopAll()
 			return fmt.Errorf("start AutoRecovery: %w", err)
 		}
@@ -467,6 +493,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			EtcdLogFile:        etcdSrv.LogFile(),
 			HTTPAddr:           httpLn.Addr().String(),
 			DataDir:            cfg.DataDir,
+			HTTPScheme:         "http",
+			TLS:                sec.dir,
+		}
+		if sec.httpTLS != nil {
+			info.HTTPScheme = "https"
 		}
 		if ar != nil {
 			info.AutoRecoveryID, info.AutoRecoveryWorkers = string(arID), ar.Workers()
@@ -523,7 +554,7 @@ func bookieDir(cfg *Config, i int) string {
 }
 
 // bookieConfig is the configuration of bookie i.
-func bookieConfig(cfg *Config, i, port int, uri string) (server.Config, error) {
+func bookieConfig(cfg *Config, i, port int, uri string, sec security) (server.Config, error) {
 	bc := server.DefaultConfig()
 	dir := bookieDir(cfg, i)
 	bc.BookiePort = port
@@ -533,6 +564,7 @@ func bookieConfig(cfg *Config, i, port int, uri string) (server.Config, error) {
 	bc.JournalDirs = []string{filepath.Join(dir, "journal")}
 	bc.LedgerDirs = []string{filepath.Join(dir, "ledgers")}
 	bc.MetadataServiceURI = uri
+	bc.MetadataSecurity = sec.bookieMetadata
 	bc.HTTPServerEnabled = false
 	bc.ShutdownTimeout = max(cfg.ShutdownTimeout/2, time.Second)
 	for _, kv := range cfg.BookieSet {
@@ -580,10 +612,10 @@ func waitWritable(ctx context.Context, md metadata.Driver, procs []*server.Proce
 }
 
 // startAutoRecovery starts the auditor candidate and the workers under id.
-func startAutoRecovery(ctx context.Context, cfg *Config, md metadata.Driver, uri string, id metadata.BookieID) (*autorecovery.Service, error) {
+func startAutoRecovery(ctx context.Context, cfg *Config, md metadata.Driver, uri string, mdSec metadata.Security, id metadata.BookieID) (*autorecovery.Service, error) {
 	c := cfg.AutoRecovery
 	return autorecovery.StartService(ctx, autorecovery.ServiceConfig{
-		Driver: md, MetadataServiceURI: uri, ID: id, Workers: c.Workers,
+		Driver: md, MetadataServiceURI: uri, MetadataSecurity: mdSec, ID: id, Workers: c.Workers,
 		Logger: cfg.Logger.With("component", "autorecovery"),
 		Auditor: autorecovery.AuditorConfig{SessionTTL: c.SessionTTL, LostBookieRecoveryDelay: c.LostBookieRecoveryDelay,
 			BookieCheckInterval: c.BookieCheckInterval},

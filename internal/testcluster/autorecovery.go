@@ -26,7 +26,8 @@ func (c *Cluster) StartAutoRecovery(id string, extra ...string) *AutoRecovery {
 	c.t.Helper()
 	d := &AutoRecovery{t: c.t, log: filepath.Join(c.t.TempDir(), "autorecovery.log")}
 	args := append([]string{"autorecovery", "--metadata-service-uri", c.URI, "--id", id,
-		"--session-ttl", "2s", "--poll-interval", "100ms", "--open-ledger-rereplication-grace-period", "1s"}, extra...)
+		"--session-ttl", "2s", "--poll-interval", "100ms", "--open-ledger-rereplication-grace-period", "1s"}, c.MetadataFlags...)
+	args = append(args, extra...)
 	d.cmd, d.wait = startProcessCmd(c.t, exec.Command(Binary(c.t), args...), d.log)
 	c.t.Cleanup(d.Kill)
 	return d

@@ -133,8 +133,17 @@ type Cluster struct {
 	// Settings are key=value pairs given to every bookie (--set).
 	Settings []string
 
-	etcdOpts *EtcdOptions
-	existing bool // WithExistingCluster: Start does not initialise the scope
+	// Secure is the etcd of WithSecureEtcd (Etcd is the same server).
+	// Security is what an in-process client or driver needs to reach it,
+	// and MetadataFlags what `folio shell` and `folio autorecovery` need
+	// besides the URI (both empty without WithSecureEtcd).
+	Secure        *etcdtest.Secure
+	Security      metadata.Security
+	MetadataFlags []string
+
+	etcdOpts   *EtcdOptions
+	secureOpts *etcdtest.SecureOptions
+	existing   bool // WithExistingCluster: Start does not initialise the scope
 }
 
 // Option adjusts a Cluster before its bookies start.
@@ -167,6 +176,16 @@ func WithEtcdCluster(o EtcdOptions) Option {
 	return func(c *Cluster) { c.etcdOpts = &o }
 }
 
+// WithSecureEtcd runs the cluster on an embedded etcd that serves only TLS
+// and, as o says, requires client certificates and etcd users
+// (etcdtest.StartSecure). The bookies get the metadataServiceTls* keys (and
+// metadataServiceUser, metadataServicePasswordPath), StartAutoRecovery and
+// MetadataFlags the matching flags, and Security is what an in-process
+// client needs.
+func WithSecureEtcd(o etcdtest.SecureOptions) Option {
+	return func(c *Cluster) { c.secureOpts = &o }
+}
+
 // Start starts an etcd and n bookie processes and waits until each is
 // registered writable. Everything is stopped by t.Cleanup (bookies with
 // SIGKILL: a test that wants a graceful stop calls Bookie.Terminate).
@@ -181,6 +200,8 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	}
 	switch {
 	case c.URI != "":
+	case c.secureOpts != nil:
+		c.startSecure(*c.secureOpts)
 	case c.etcdOpts != nil:
 		c.EtcdCluster = StartEtcdCluster(t, *c.etcdOpts)
 		c.URI = c.EtcdCluster.URI(etcdtest.Scope(t))
@@ -190,7 +211,7 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 	defer cancel()
-	md, err := metadata.Open(ctx, c.URI, metadata.Options{})
+	md, err := metadata.Open(ctx, c.URI, metadata.Options{Security: c.Security})
 	if err != nil {
 		t.Fatalf("testcluster: open %s: %v", c.URI, err)
 	}
@@ -207,6 +228,27 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 		b.WaitRegistered(false)
 	}
 	return c
+}
+
+// startSecure starts the etcd of WithSecureEtcd and sets what the bookies,
+// tools and clients need to reach it.
+func (c *Cluster) startSecure(o etcdtest.SecureOptions) {
+	t := c.t
+	c.Secure = etcdtest.StartSecure(t, o)
+	c.Etcd = c.Secure.Server
+	c.URI = etcdtest.URI(c.Etcd, etcdtest.Scope(t))
+	c.Security = c.Secure.Security(t)
+	d := c.Secure.Dir
+	c.Settings = append(c.Settings, "metadataServiceTlsCaFile="+d.CA(), "metadataServiceTlsCertFile="+d.ClientCert(), "metadataServiceTlsKeyFile="+d.ClientKey())
+	c.MetadataFlags = []string{"--metadata-tls-ca", d.CA(), "--metadata-tls-cert", d.ClientCert(), "--metadata-tls-key", d.ClientKey()}
+	if o.Auth {
+		pw := filepath.Join(t.TempDir(), "etcd-password")
+		if err := os.WriteFile(pw, []byte(etcdtest.Password+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c.Settings = append(c.Settings, "metadataServiceUser="+etcdtest.User, "metadataServicePasswordPath="+pw)
+		c.MetadataFlags = append(c.MetadataFlags, "--metadata-user", etcdtest.User, "--metadata-password-file", pw)
+	}
 }
 
 // Bookie is one bookie process with its directory, ports and id, which stay

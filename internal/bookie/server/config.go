@@ -97,11 +97,17 @@ type Config struct {
 	RegistrationRetry time.Duration
 
 	// HTTPServerEnabled starts the admin HTTP server (httpServerEnabled;
-	// Folio's default is true, Java's false). HTTPServerHost and
-	// HTTPServerPort are where it listens (httpServerHost, httpServerPort).
+	// default false, as Java's). HTTPServerHost and HTTPServerPort are
+	// where it listens (httpServerHost, httpServerPort).
 	HTTPServerEnabled bool
 	HTTPServerHost    string
 	HTTPServerPort    int
+
+	// MetadataSecurity and HTTPSecurity are the metadata store
+	// connection's and the admin HTTP server's TLS and authentication
+	// (secconfig.go).
+	MetadataSecurity MetadataSecurityConfig
+	HTTPSecurity     HTTPSecurityConfig
 
 	// GCWaitTime is the period of the garbage collection of deleted ledgers
 	// (gcWaitTime, ms in the file). The first pass runs one period after
@@ -198,7 +204,6 @@ func DefaultConfig() Config {
 		MetadataServiceURI:    DefaultMetadataURI,
 		SessionTTL:            metadata.DefaultSessionTTL,
 		RegistrationRetry:     DefaultRegistrationRetry,
-		HTTPServerEnabled:     true,
 		HTTPServerPort:        DefaultHTTPServerPort,
 		GCWaitTime:            DefaultGCWaitTime,
 		DiskUsageThreshold:    DefaultDiskThreshold,
@@ -491,7 +496,7 @@ var ledgerManagerTypes = map[string]string{
 // ledgerManagerFactoryClass), and refuses zkEnableSecurity.
 func (c *Config) resolveLegacyZooKeeper() error {
 	if c.ZKEnableSecurity {
-		return errors.New("zkEnableSecurity=true asks for ZooKeeper ACLs, which Folio does not support: its znodes would be open to anyone; remove the key (and run ZooKeeper without required authentication)")
+		return errZKEnableSecurity
 	}
 	if _, set := c.Props["metadataServiceUri"]; set && strings.TrimSpace(c.MetadataServiceURI) != "" {
 		return nil

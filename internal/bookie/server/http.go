@@ -1,14 +1,19 @@
 package server
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -73,12 +78,30 @@ type readOnlyBody struct {
 	ReadOnly *bool `json:"readOnly"`
 }
 
+// AdminOptions configure the admin HTTP handler's access.
+type AdminOptions struct {
+	// Token, when not empty, is required as `Authorization: Bearer
+	// <token>` by every route except openPaths (httpServerAuthTokenPath's
+	// content). A missing or wrong token is answered 401.
+	Token string
+	// Pprof serves /debug/pprof/ (httpServerPprofEnabled); without it
+	// those paths are 404.
+	Pprof bool
+}
+
+// openPaths are the routes served without the token: liveness, readiness
+// and metrics, which probes and scrapers call without credentials. Each is
+// read-only. Exact paths: anything else, including a path that would be
+// cleaned to one of these, needs the token.
+var openPaths = []string{"/heartbeat", "/metrics", "/api/v1/bookie/state", "/api/v1/bookie/is_ready"}
+
 // NewAdminHandler returns the admin HTTP handler of a process: /heartbeat,
 // /metrics (gatherer, Prometheus text format), BookKeeper's bookie
-// endpoints and /debug/pprof/. targets lists the process's bookies (one for
-// `folio bookie`, N for `folio standalone`); the bookie endpoints take
-// ?bookie=<id> to choose one and need it when there are several.
-func NewAdminHandler(gatherer prometheus.Gatherer, targets func() []AdminTarget) http.Handler {
+// endpoints and, with opts.Pprof, /debug/pprof/. targets lists the
+// process's bookies (one for `folio bookie`, N for `folio standalone`); the
+// bookie endpoints take ?bookie=<id> to choose one and need it when there
+// are several.
+func NewAdminHandler(gatherer prometheus.Gatherer, targets func() []AdminTarget, opts AdminOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/heartbeat", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -86,6 +109,21 @@ func NewAdminHandler(gatherer prometheus.Gatherer, targets func() []AdminTarget)
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 
+	// BookKeeper's BookieIsReadyService: 200 while the bookie runs and is
+	// not shutting down, else 503.
+	mux.HandleFunc("/api/v1/bookie/is_ready", func(w http.ResponseWriter, r *http.Request) {
+		t, ok := pickTarget(w, r, targets, http.MethodGet)
+		if !ok {
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if st := t.State(); !st.Running || st.ShuttingDown {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "Bookie is not fully started yet\n")
+			return
+		}
+		io.WriteString(w, "OK\n")
+	})
 	mux.HandleFunc("/api/v1/bookie/info", func(w http.ResponseWriter, r *http.Request) {
 		t, ok := pickTarget(w, r, targets, http.MethodGet)
 		if !ok {
@@ -168,12 +206,58 @@ func NewAdminHandler(gatherer prometheus.Gatherer, targets func() []AdminTarget)
 		writeJSON(w, http.StatusOK, body)
 	})
 
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	return mux
+	if opts.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	if opts.Token == "" {
+		return mux
+	}
+	return requireToken(opts.Token, mux)
+}
+
+// requireToken answers 401 to a request for anything but openPaths that
+// does not carry the token. Both tokens are hashed before the
+// constant-time comparison, so that neither the content nor the length of
+// the token leaks through timing.
+func requireToken(token string, next http.Handler) http.Handler {
+	want := sha256.Sum256([]byte(token))
+	open := map[string]bool{}
+	for _, p := range openPaths {
+		open[p] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if open[r.URL.Path] {
+			next.ServeHTTP(w, r)
+			return
+		}
+		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		gotSum := sha256.Sum256([]byte(strings.TrimSpace(got)))
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(gotSum[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="folio"`)
+			httpError(w, http.StatusUnauthorized, "this endpoint needs the admin token: send Authorization: Bearer <the content of httpServerAuthTokenPath>")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// NewAdminServer returns the http.Server of an admin handler: TLS when
+// tlsConf is set (serve it with ServeAdmin).
+func NewAdminServer(h http.Handler, tlsConf *tls.Config) *http.Server {
+	return &http.Server{Handler: h, TLSConfig: tlsConf, ReadHeaderTimeout: 10 * time.Second}
+}
+
+// ServeAdmin serves srv on ln, over TLS when srv.TLSConfig is set, until
+// srv is shut down (http.ErrServerClosed).
+func ServeAdmin(srv *http.Server, ln net.Listener) error {
+	if srv.TLSConfig != nil {
+		return srv.ServeTLS(ln, "", "")
+	}
+	return srv.Serve(ln)
 }
 
 // pickTarget checks the method and chooses the bookie a request is about.

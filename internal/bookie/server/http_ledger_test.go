@@ -35,7 +35,7 @@ func TestLedgerInfoEndpoint(t *testing.T) {
 		5: {Fenced: true, LastAddConfirmed: 8, LastEntryID: 9, HasExplicitLAC: true},
 	}}
 	b := &ledgerTarget{id: "127.0.0.1:3182", ledgers: map[int64]storage.LedgerInfo{5: {LastAddConfirmed: 7, LastEntryID: 9}}}
-	srv := httptest.NewServer(NewAdminHandler(prometheus.NewRegistry(), func() []AdminTarget { return []AdminTarget{a, b} }))
+	srv := httptest.NewServer(NewAdminHandler(prometheus.NewRegistry(), func() []AdminTarget { return []AdminTarget{a, b} }, AdminOptions{}))
 	defer srv.Close()
 	get := func(q string) (int, LedgerInfoBody) {
 		t.Helper()

@@ -58,6 +58,7 @@ type ProcessOptions struct {
 // serves. Shutdown reverses it (see there).
 type Process struct {
 	cfg      Config
+	sec      Security
 	id       metadata.BookieID
 	log      *slog.Logger
 	md       metadata.Driver
@@ -93,11 +94,17 @@ type Process struct {
 
 // StartProcess starts a bookie. On error everything started is stopped
 // again. A *CookieError means the bookie must not start (see CheckCookies).
+// The configuration, its security files included (LoadSecurity), is
+// checked before anything is contacted or opened.
 func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Process, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Process{cfg: cfg, log: opts.Logger, failed: make(chan struct{})}
+	sec, err := cfg.LoadSecurity()
+	if err != nil {
+		return nil, err
+	}
+	p := &Process{cfg: cfg, sec: sec, log: opts.Logger, failed: make(chan struct{})}
 	if p.log == nil {
 		p.log = slog.Default()
 	}
@@ -122,7 +129,7 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 	// The metadata store.
 	p.md = opts.Driver
 	if p.md == nil {
-		d, err := metadata.Open(ctx, cfg.MetadataServiceURI, metadata.Options{Logger: p.log})
+		d, err := metadata.Open(ctx, cfg.MetadataServiceURI, metadata.Options{Logger: p.log, Security: sec.Metadata})
 		if err != nil {
 			return nil, fmt.Errorf("open the metadata store %s: %w", cfg.MetadataServiceURI, err)
 		}
@@ -239,12 +246,9 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 		if err != nil {
 			return nil, fmt.Errorf("admin HTTP server on port %d: %w", cfg.HTTPServerPort, err)
 		}
-		p.http = &http.Server{
-			Handler:           NewAdminHandler(p.registry, func() []AdminTarget { return []AdminTarget{p} }),
-			ReadHeaderTimeout: 10 * time.Second,
-		}
+		p.http = NewAdminServer(NewAdminHandler(p.registry, func() []AdminTarget { return []AdminTarget{p} }, sec.HTTP), sec.HTTPTLS)
 		go func() {
-			if err := p.http.Serve(p.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := ServeAdmin(p.http, p.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				p.log.Error("admin HTTP server failed", "err", err)
 			}
 		}()
@@ -306,6 +310,19 @@ func (p *Process) Err() error {
 	default:
 		return nil
 	}
+}
+
+// MetadataSecurity is how the process connects to its metadata store (for
+// AutoRecovery run in the same process, which opens its own connection).
+func (p *Process) MetadataSecurity() metadata.Security { return p.sec.Metadata }
+
+// HTTPScheme is the admin HTTP server's scheme: "https" with
+// httpServerTlsEnable, else "http".
+func (p *Process) HTTPScheme() string {
+	if p.sec.HTTPTLS != nil {
+		return "https"
+	}
+	return "http"
 }
 
 // ID is the bookie id (host:port).

@@ -221,7 +221,10 @@ func httpDo(t *testing.T, method, url, body string) (int, string) {
 
 func TestProcessHTTPEndpoints(t *testing.T) {
 	uri, md := procEtcd(t)
-	p := procStart(t, procConfig(t, uri), ProcessOptions{})
+	cfg := procConfig(t, uri)
+	cfg.HTTPServerEnabled = true
+	cfg.HTTPSecurity.PprofEnabled = true
+	p := procStart(t, cfg, ProcessOptions{})
 	base := "http://" + p.HTTPAddr()
 	waitFor(t, "registration", func() bool { w, _ := registered(t, md, p.ID()); return w })
 
@@ -245,6 +248,9 @@ func TestProcessHTTPEndpoints(t *testing.T) {
 	var info BookieInfo
 	if code != 200 || json.Unmarshal([]byte(body), &info) != nil || info.TotalSpace == 0 {
 		t.Errorf("info: %d %s", code, body)
+	}
+	if code, body := httpDo(t, "GET", base+"/api/v1/bookie/is_ready", ""); code != 200 || body != "OK\n" {
+		t.Errorf("is_ready: %d %q", code, body)
 	}
 	var st BookieState
 	code, body = httpDo(t, "GET", base+"/api/v1/bookie/state", "")

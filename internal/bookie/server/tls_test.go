@@ -19,21 +19,21 @@ import (
 	v3 "github.com/foliodb/folio/internal/wire/v3"
 )
 
-// pki is a test CA with the bookie's files and a factory of client
+// testPKI is a test CA with the bookie's files and a factory of client
 // configurations.
-type pki struct {
+type testPKI struct {
 	t      *testing.T
 	ca     *tlstest.CA
 	bookie tlstest.Files
 }
 
-func newPKI(t *testing.T) *pki {
+func newPKI(t *testing.T) *testPKI {
 	ca := tlstest.NewCA(t, "folio-test-ca")
-	return &pki{t: t, ca: ca, bookie: ca.Write(t, t.TempDir(), "bookie", ca.Issue(t, tlstest.Leaf{CommonName: "bookie", OU: "0:bookie"}))}
+	return &testPKI{t: t, ca: ca, bookie: ca.Write(t, t.TempDir(), "bookie", ca.Issue(t, tlstest.Leaf{CommonName: "bookie", OU: "0:bookie"}))}
 }
 
 // server returns the bookie's TLS configuration.
-func (p *pki) server(clientAuth bool, refresh time.Duration, clk clock.Clock) *tls.Config {
+func (p *testPKI) server(clientAuth bool, refresh time.Duration, clk clock.Clock) *tls.Config {
 	p.t.Helper()
 	cfg, err := tlsconf.NewServer(tlsconf.Options{Files: tlsconf.Files{Cert: p.bookie.Cert, Key: p.bookie.Key, CA: p.bookie.CA},
 		ClientAuth: clientAuth, RefreshPeriod: refresh, Clock: clk})
@@ -45,7 +45,7 @@ func (p *pki) server(clientAuth bool, refresh time.Duration, clk clock.Clock) *t
 
 // client returns a client configuration trusting the CA, presenting a
 // certificate issued with leaf unless noCert.
-func (p *pki) client(leaf tlstest.Leaf, noCert bool) *tls.Config {
+func (p *testPKI) client(leaf tlstest.Leaf, noCert bool) *tls.Config {
 	p.t.Helper()
 	o := tlsconf.Options{Files: tlsconf.Files{CA: p.bookie.CA}}
 	if !noCert {

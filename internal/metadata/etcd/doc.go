@@ -3,7 +3,9 @@
 // and byte for byte, so Java BookKeeper clients and bookies can share the
 // cluster (spec/metadata.md §2). It registers itself for the `etcd` URI
 // scheme: metadata.Open(ctx, "etcd://h1:2379;h2:2379/ledgers", …) (import
-// this package for its side effect).
+// this package for its side effect). etcd+https://h1:2379/ledgers connects
+// over TLS, with metadata.Options.Security's CA, client certificate and
+// user (security.go; Java's driver has neither).
 //
 // # Keys
 //

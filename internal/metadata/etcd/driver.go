@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,6 +38,9 @@ func init() {
 			RetryBackoff:    opts.RetryBackoff,
 			RetryBackoffMax: opts.RetryBackoffMax,
 			Log:             opts.Logger,
+			TLS:             opts.Security.TLS,
+			Username:        opts.Security.User,
+			Password:        opts.Security.Password,
 		})
 	})
 }
@@ -44,8 +48,8 @@ func init() {
 // Config configures a Driver. Every timing knob has a default for its zero
 // value.
 type Config struct {
-	// Endpoints are etcd client URLs (http://host:port). Required by New;
-	// Open fills them from the URI.
+	// Endpoints are etcd client URLs (http://host:port, or https://host:port
+	// for TLS). Required by New; Open fills them from the URI (security.go).
 	Endpoints []string
 	// Scope is the key prefix of the cluster, the metadata URI's path, e.g.
 	// "/ledgers": non-empty, starting with '/', without a trailing '/'.
@@ -86,6 +90,18 @@ type Config struct {
 	// and tests must not print client chatter to the terminal).
 	Logger *zap.Logger
 
+	// TLS is the client TLS configuration for https:// endpoints: the CAs
+	// that sign etcd's certificate and the client certificate etcd may
+	// require. Nil with https:// endpoints means the system's roots and no
+	// client certificate; set with http:// endpoints it is refused
+	// (security.go). Not modified.
+	TLS *tls.Config
+	// Username and Password authenticate to etcd (both or neither). When
+	// they are set and etcd has authentication disabled, the driver works
+	// and logs a warning to Log: clients get their credentials before an
+	// operator enables etcd's authentication.
+	Username, Password string
+
 	// Client, if set, is used instead of dialling Endpoints; the Driver
 	// does not close it.
 	Client *clientv3.Client
@@ -125,12 +141,19 @@ func Open(ctx context.Context, u *metadata.URI, cfg Config) (*Driver, error) {
 	if len(u.Hosts) == 0 {
 		return nil, fmt.Errorf("%w %q: no etcd hosts", metadata.ErrBadURI, u.String())
 	}
+	if u.UserInfo != "" {
+		return nil, fmt.Errorf("%w %q: user information in an etcd URI is not used (Java ignores it; Folio refuses rather than connect anonymously): give the user and the password file in the security settings (metadataServiceUser, metadataServicePasswordPath; --metadata-user, --metadata-password-file)", metadata.ErrBadURI, u.String())
+	}
+	scheme, err := endpointScheme(u)
+	if err != nil {
+		return nil, err
+	}
 	cfg.Endpoints = nil
 	for _, h := range u.Hosts {
 		if _, _, err := net.SplitHostPort(h); err != nil {
 			h = net.JoinHostPort(strings.Trim(h, "[]"), DefaultPort)
 		}
-		cfg.Endpoints = append(cfg.Endpoints, "http://"+h)
+		cfg.Endpoints = append(cfg.Endpoints, scheme+"://"+h)
 	}
 	cfg.Scope = u.Scope
 	return New(ctx, cfg)
@@ -169,31 +192,75 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 		if len(cfg.Endpoints) == 0 {
 			return nil, fmt.Errorf("%w: no etcd endpoints", metadata.ErrBadURI)
 		}
+		if err := checkSecurity(cfg.Endpoints, cfg.TLS, cfg.Username, cfg.Password); err != nil {
+			return nil, err
+		}
+		// With a user, the client authenticates here (within DialTimeout).
 		cli, err := clientv3.New(clientv3.Config{
 			Endpoints:   cfg.Endpoints,
 			DialTimeout: cfg.DialTimeout,
 			Logger:      cfg.Logger,
+			TLS:         cfg.TLS,
+			Username:    cfg.Username,
+			Password:    cfg.Password,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("etcd %s: connect: %w", strings.Join(cfg.Endpoints, ","), err)
+			return nil, d.connectErr(ctx, "connect", err)
 		}
 		d.cli, d.ownClient = cli, true
 	}
-	// Probe: one cheap read, so that a wrong address fails now with a clear
-	// message rather than at the first real operation.
+	// Probe: one cheap read, so that a wrong address, certificate or
+	// credential fails now with a clear message rather than at the first
+	// real operation.
 	pctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	_, err := d.cli.Get(pctx, d.k.scope, clientv3.WithCountOnly())
 	cancel()
+	if err == nil && cfg.Username != "" {
+		// Credentials sent to an etcd without authentication are not
+		// checked: say so, once.
+		actx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
+		st, aerr := d.cli.AuthStatus(actx)
+		cancel()
+		if aerr == nil && !st.Enabled {
+			cfg.Log.Warn("etcd has authentication disabled: the metadata store user and password are not checked, and anyone who reaches etcd can change the cluster's metadata (etcdctl auth enable)",
+				"endpoints", strings.Join(cfg.Endpoints, ","), "user", cfg.Username)
+		}
+	}
 	if err != nil {
 		if d.ownClient {
 			_ = d.cli.Close()
 		}
-		return nil, fmt.Errorf("etcd %s is not reachable (is etcd running there?): %w", strings.Join(d.cli.Endpoints(), ","), err)
+		return nil, d.connectErr(ctx, "read "+d.k.scope, err)
 	}
 	d.nextBucket.Store(uint32(rand.IntN(NumBuckets)))
 	d.closeCtx, d.cancel = context.WithCancel(context.Background())
 	d.mu.sessions = map[*session]struct{}{}
 	return d, nil
+}
+
+// connectErr explains a failure to connect or to probe: a refused
+// credential or permission as such, else whatever diagnose finds at the
+// endpoints, else that etcd is not reachable. Every message names the
+// endpoints.
+func (d *Driver) connectErr(ctx context.Context, what string, err error) error {
+	eps := strings.Join(d.cfg.Endpoints, ",")
+	if len(eps) == 0 && d.cli != nil {
+		eps = strings.Join(d.cli.Endpoints(), ",")
+	}
+	if serr := securityErr(err); isSecurityErr(serr) {
+		who := ""
+		if d.cfg.Username != "" {
+			who = fmt.Sprintf(" as user %q", d.cfg.Username)
+		}
+		return fmt.Errorf("etcd %s: %s%s: %w", eps, what, who, serr)
+	}
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return fmt.Errorf("etcd %s: %s: %w", eps, what, err)
+	}
+	if derr := diagnose(context.WithoutCancel(ctx), d.cfg.Endpoints, d.cfg.TLS, d.cfg.DialTimeout); derr != nil {
+		return fmt.Errorf("etcd %s: %s: %w", eps, what, derr)
+	}
+	return fmt.Errorf("etcd %s is not reachable (is etcd running there?): %s: %w", eps, what, err)
 }
 
 // Client returns the underlying etcd client (for tools and tests).
@@ -244,6 +311,9 @@ func (d *Driver) checkOpen() error {
 // storeErr wraps an error of the etcd client with what was being done, and
 // maps the driver-closed case to ErrClosed.
 func (d *Driver) storeErr(what string, err error) error {
+	if err := securityErr(err); isSecurityErr(err) {
+		return fmt.Errorf("etcd: %s: %w", what, err)
+	}
 	if errors.Is(err, context.Canceled) && d.closeCtx.Err() != nil {
 		return fmt.Errorf("etcd: %s: %w", what, metadata.ErrClosed)
 	}

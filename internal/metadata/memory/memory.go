@@ -359,7 +359,10 @@ func ForgetNamed(name string) {
 }
 
 func init() {
-	metadata.RegisterDriver("memory", func(_ context.Context, u *metadata.URI, _ metadata.Options) (metadata.Driver, error) {
+	metadata.RegisterDriver("memory", func(_ context.Context, u *metadata.URI, opts metadata.Options) (metadata.Driver, error) {
+		if !opts.Security.IsZero() {
+			return nil, fmt.Errorf("%w: the memory driver has no TLS or authentication", metadata.ErrBadSecurity)
+		}
 		name := ""
 		if len(u.Hosts) > 0 {
 			name = u.Hosts[0]

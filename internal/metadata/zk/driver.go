@@ -32,8 +32,28 @@ const (
 
 func init() {
 	metadata.RegisterDriver(Scheme, func(ctx context.Context, u *metadata.URI, opts metadata.Options) (metadata.Driver, error) {
+		if err := refuseSecurity(opts.Security); err != nil {
+			return nil, err
+		}
 		return Open(ctx, u, Config{DialTimeout: opts.DialTimeout})
 	})
+}
+
+// refuseSecurity refuses TLS and authentication settings: the driver has
+// neither, and connecting without what was asked for would leave the
+// cluster less protected than its operator believes.
+func refuseSecurity(sec metadata.Security) error {
+	var asked []string
+	if sec.TLS != nil {
+		asked = append(asked, "TLS (metadataServiceTls*, --metadata-tls-*)")
+	}
+	if sec.User != "" || sec.Password != "" {
+		asked = append(asked, "a user and password (metadataServiceUser, metadataServicePasswordPath; --metadata-user, --metadata-password-file)")
+	}
+	if len(asked) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s asked for, but Folio's ZooKeeper driver supports neither TLS nor authentication: remove those settings, or use an etcd metadata store", metadata.ErrBadSecurity, strings.Join(asked, " and "))
 }
 
 // Config configures a Driver. Every timing knob has a default for its zero

@@ -1,6 +1,7 @@
 package zk_test
 
 import (
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -114,6 +115,14 @@ func TestURITypes(t *testing.T) {
 		}
 		if strings.Contains(uri, "secret") && (err == nil || strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "authentication")) {
 			t.Errorf("%s: %v: want a refusal that names authentication and does not print the password", uri, err)
+		}
+	}
+	// TLS and user/password settings are refused before any connection:
+	// the driver has neither.
+	for _, sec := range []metadata.Security{{TLS: &tls.Config{}}, {User: "u", Password: "p"}} {
+		_, err := metadata.Open(ctx, "zk://127.0.0.1:1/ledgers", metadata.Options{Security: sec})
+		if !errors.Is(err, metadata.ErrBadSecurity) || !strings.Contains(err.Error(), "ZooKeeper driver supports neither TLS nor authentication") {
+			t.Errorf("security %+v: %v", sec, err)
 		}
 	}
 }

@@ -25,6 +25,11 @@
 //   - A member of a multi-member cluster keeps its name and peer URL for
 //     life: etcd records the membership in the data directory, and a member
 //     restarted on it rejoins with the same identity.
+//   - With Config.ClientTLS clients connect over TLS (https:// client URL;
+//     the metadata URI is etcd+https://), and with ClientCertAuth only
+//     clients with a certificate signed by the trusted CA get in. With
+//     Config.Auth etcd's authentication is turned on at the member's first
+//     start (security.go); a restart keeps the users and roles it stored.
 package embedetcd
 
 import (
@@ -74,8 +79,8 @@ type Config struct {
 	Name string
 
 	// ClientHost and ClientPort are where clients connect (plain http, as
-	// Java BookKeeper's jetcd driver requires). Host default DefaultHost;
-	// port 0 picks a free port.
+	// Java BookKeeper's jetcd driver requires, unless ClientTLS). Host
+	// default DefaultHost; port 0 picks a free port.
 	ClientHost string
 	ClientPort int
 	// PeerHost and PeerPort are the raft peer listener; same defaults.
@@ -130,6 +135,11 @@ type Config struct {
 	// intervals. It also sets etcd's minimum lease TTL: 1.5 × it (etcd
 	// raises shorter lease TTLs to that).
 	ElectionTimeout time.Duration
+
+	// ClientTLS, when set, serves clients over TLS only (security.go).
+	ClientTLS *TLS
+	// Auth, when set, turns on etcd's authentication (security.go).
+	Auth *Auth
 }
 
 // Member is one member of a multi-member cluster: its name and its peer URL
@@ -216,6 +226,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if et < 5*hb {
 		return c, fmt.Errorf("embedetcd: election timeout %v must be at least 5 heartbeat intervals (%v)", et, hb)
+	}
+	if err := c.checkSecurity(); err != nil {
+		return c, err
 	}
 	if len(c.Cluster) > 0 {
 		if err := c.checkCluster(); err != nil {
@@ -341,7 +354,7 @@ func startOnce(ctx context.Context, cfg Config, logFile *os.File, logger *zap.Lo
 			return nil, err
 		}
 	}
-	clientURL := url.URL{Scheme: "http", Host: net.JoinHostPort(cfg.ClientHost, strconv.Itoa(clientPort))}
+	clientURL := url.URL{Scheme: cfg.clientScheme(), Host: net.JoinHostPort(cfg.ClientHost, strconv.Itoa(clientPort))}
 	peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort(cfg.PeerHost, strconv.Itoa(peerPort))}
 
 	ec := embed.NewConfig()
@@ -376,6 +389,7 @@ func startOnce(ctx context.Context, cfg Config, logFile *os.File, logger *zap.Lo
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(logger)
 	// No metrics or pprof listeners: Folio exposes its own admin HTTP server.
 	ec.EnablePprof = false
+	cfg.applySecurity(ec)
 
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
@@ -397,6 +411,10 @@ func startOnce(ctx context.Context, cfg Config, logFile *os.File, logger *zap.Lo
 	case <-ctx.Done():
 		e.Close()
 		return nil, fmt.Errorf("embedetcd: start: %w", ctx.Err())
+	}
+	if err := cfg.enableAuth(ctx, e); err != nil {
+		e.Close()
+		return nil, err
 	}
 	cfg.ClientPort, cfg.PeerPort = clientPort, peerPort
 	return &Server{
@@ -432,14 +450,15 @@ func isAddrInUse(err error) bool {
 	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
 }
 
-// Endpoints returns the client URLs, e.g. ["http://127.0.0.1:2379"].
+// Endpoints returns the client URLs, e.g. ["http://127.0.0.1:2379"]
+// (https:// with ClientTLS).
 func (s *Server) Endpoints() []string { return []string{s.clientURL} }
 
-// ClientURL is the single client URL (http://host:port).
+// ClientURL is the single client URL (http://host:port, or https://).
 func (s *Server) ClientURL() string { return s.clientURL }
 
 // ClientAddr is the client listener as host:port, the form used in an
-// etcd:// metadata service URI.
+// etcd:// (or, with ClientTLS, etcd+https://) metadata service URI.
 func (s *Server) ClientAddr() string {
 	return net.JoinHostPort(s.cfg.ClientHost, strconv.Itoa(s.clientPort))
 }

@@ -75,10 +75,11 @@ func Start(t testing.TB, opts ...Option) *embedetcd.Server {
 	return srv
 }
 
-// URI is the metadata service URI of scope on srv: etcd://host:port<scope>.
-// scope must start with "/" and not end with one (spec/metadata.md §2.1).
+// URI is the metadata service URI of scope on srv: etcd://host:port<scope>
+// (etcd+https:// when srv serves TLS). scope must start with "/" and not
+// end with one (spec/metadata.md §2.1).
 func URI(srv *embedetcd.Server, scope string) string {
-	return "etcd://" + srv.ClientAddr() + scope
+	return srv.MetadataURI(scope)
 }
 
 var scopeSeq atomic.Int64
