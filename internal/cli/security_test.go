@@ -272,7 +272,8 @@ func TestStandaloneTLSDir(t *testing.T) {
 		screen, _ := os.ReadFile(sa.LogPath())
 		return strings.Contains(string(screen), "FOLIO_METADATA_SERVICE_TLS_CA_FILE='"+d.CA()+"'")
 	})
-	flags := []string{"--metadata-tls-ca", d.CA(), "--metadata-tls-cert", d.ClientCert(), "--metadata-tls-key", d.ClientKey()}
+	mdFlags := []string{"--metadata-tls-ca", d.CA(), "--metadata-tls-cert", d.ClientCert(), "--metadata-tls-key", d.ClientKey()}
+	flags := append(slices.Clone(mdFlags), "--tls-ca", d.CA(), "--tls-cert", d.ClientCert(), "--tls-key", d.ClientKey())
 	var bookies []admin.BookieStatus
 	mustJSON(t, mustShell(t, sa.URI, append(slices.Clone(flags), "listbookies", "-o", "json")...), &bookies)
 	if len(bookies) != 2 {
@@ -281,7 +282,8 @@ func TestStandaloneTLSDir(t *testing.T) {
 	mustShell(t, sa.URI, append(slices.Clone(flags), "simpletest", "--ensemble", "2", "--write-quorum", "2", "--ack-quorum", "2", "--entries", "10", "--keep")...)
 	// The environment variables the screen prints work as the flags do.
 	env := []string{"FOLIO_METADATA_SERVICE_URI=" + sa.URI, "FOLIO_METADATA_SERVICE_TLS_CA_FILE=" + d.CA(),
-		"FOLIO_METADATA_SERVICE_TLS_CERT_FILE=" + d.ClientCert(), "FOLIO_METADATA_SERVICE_TLS_KEY_FILE=" + d.ClientKey()}
+		"FOLIO_METADATA_SERVICE_TLS_CERT_FILE=" + d.ClientCert(), "FOLIO_METADATA_SERVICE_TLS_KEY_FILE=" + d.ClientKey(),
+		"FOLIO_TLS_CA=" + d.CA(), "FOLIO_TLS_CERT=" + d.ClientCert(), "FOLIO_TLS_KEY=" + d.ClientKey()}
 	code, out, errOut := runFolio(t, env, "shell", "listledgers", "-o", "json")
 	var ledgers []map[string]int64
 	if code != 0 {
@@ -291,6 +293,11 @@ func TestStandaloneTLSDir(t *testing.T) {
 	if len(ledgers) != 1 {
 		t.Fatalf("ledgers: %v", ledgers)
 	}
+	lid := strconv.FormatInt(ledgers[0]["ledgerId"], 10)
+	// The bookies admit only TLS clients with the CA's certificate: without
+	// the bookie TLS flags (etcd's alone) the reads are refused.
+	code, _, errOut = shell(t, sa.URI, append(slices.Clone(mdFlags), "readledger", lid)...)
+	wantFailure(t, "readledger in plaintext from TLS bookies", code, errOut, "a bookie refused this client (unauthorized)", "--tls-ca")
 	// Without the client certificate etcd refuses.
 	code, _, errOut = shell(t, sa.URI, "--metadata-tls-ca", d.CA(), "listbookies")
 	wantFailure(t, "shell without the client certificate", code, errOut, "refused the client certificate")
@@ -324,7 +331,6 @@ func TestStandaloneTLSDir(t *testing.T) {
 			FenceSource string
 		}
 	}
-	lid := strconv.FormatInt(ledgers[0]["ledgerId"], 10)
 	mustJSON(t, mustShell(t, sa.URI, append(slices.Clone(flags), "inspectledger", lid, "-o", "json", "--http", "https://"+httpAddr,
 		"--http-tls-ca", d.CA(), "--http-tls-cert", d.ClientCert(), "--http-tls-key", d.ClientKey())...), &ins)
 	if len(ins.Bookies) != 2 {
@@ -357,6 +363,16 @@ func TestStandaloneTLSDir(t *testing.T) {
 	mustJSON(t, out, &again)
 	if len(again) != 1 || again[0]["ledgerId"] != ledgers[0]["ledgerId"] {
 		t.Fatalf("ledgers after the restart: %v, before %v", again, ledgers)
+	}
+	// The entries, read over TLS with the environment's certificate.
+	code, out, errOut = runFolio(t, env, "shell", "readledger", lid, "-o", "json")
+	if code != 0 {
+		t.Fatalf("readledger over TLS after the restart: %d %s", code, errOut)
+	}
+	var entries []json.RawMessage
+	mustJSON(t, out, &entries)
+	if len(entries) != 10 {
+		t.Fatalf("readledger after the restart: %d entries, want 10", len(entries))
 	}
 	if screen, _ := os.ReadFile(sa.LogPath()); !strings.Contains(string(screen), "using the local CA and certificates") {
 		t.Errorf("the restart did not say it reused the CA:\n%s", screen) // logged before the readiness line

@@ -98,6 +98,9 @@ func writeStandaloneScreen(w io.Writer, info standalone.Info) {
 		if d := info.TLS; d != nil {
 			tlsSet = fmt.Sprintf(" --set %s=%s --set %s=%s --set %s=%s", server.KeyMetadataTLSCAFile, d.CA(),
 				server.KeyMetadataTLSCertFile, d.ClientCert(), server.KeyMetadataTLSKeyFile, d.ClientKey())
+			for _, kv := range standalone.BookieTLSSettings(*d) {
+				tlsSet += " --set " + kv
+			}
 		}
 		fmt.Fprintf(&b, "  bookies    none here (--bookies 0): start them with `folio bookie --set metadataServiceUri=%s%s`\n", info.MetadataServiceURI, tlsSet)
 	}
@@ -122,7 +125,11 @@ func writeStandaloneScreen(w io.Writer, info standalone.Info) {
 		fmt.Fprintf(&b, "  export %s='%s'\n", server.EnvName(server.KeyMetadataTLSCAFile), d.CA())
 		fmt.Fprintf(&b, "  export %s='%s'\n", server.EnvName(server.KeyMetadataTLSCertFile), d.ClientCert())
 		fmt.Fprintf(&b, "  export %s='%s'\n", server.EnvName(server.KeyMetadataTLSKeyFile), d.ClientKey())
-		fmt.Fprintf(&b, "  (or the flags --metadata-tls-ca, --metadata-tls-cert, --metadata-tls-key)\n")
+		fmt.Fprintf(&b, "  export %s='%s'\n", TLSCAEnv, d.CA())
+		fmt.Fprintf(&b, "  export %s='%s'\n", TLSCertEnv, d.ClientCert())
+		fmt.Fprintf(&b, "  export %s='%s'\n", TLSKeyEnv, d.ClientKey())
+		fmt.Fprintf(&b, "  (or the flags --metadata-tls-ca, --metadata-tls-cert, --metadata-tls-key for etcd,\n")
+		fmt.Fprintf(&b, "   --tls-ca, --tls-cert, --tls-key for the bookies, which admit only TLS clients with this certificate)\n")
 	}
 	fmt.Fprintf(&b, "  folio shell listbookies\n  folio shell simpletest --keep\n  folio shell listledgers\n\n")
 	if d := info.TLS; d != nil {
@@ -135,7 +142,8 @@ func writeStandaloneScreen(w io.Writer, info standalone.Info) {
 		fmt.Fprintf(&b, "  roots := x509.NewCertPool(); roots.AppendCertsFromPEM(ca)\n")
 		fmt.Fprintf(&b, "  cert, _ := tls.LoadX509KeyPair(%q, %q)\n", d.ClientCert(), d.ClientKey())
 		fmt.Fprintf(&b, "  c, err := client.New(ctx, client.Config{MetadataServiceURI: %q,\n", info.MetadataServiceURI)
-		fmt.Fprintf(&b, "      MetadataTLS: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}}})\n")
+		fmt.Fprintf(&b, "      MetadataTLS: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}},\n")
+		fmt.Fprintf(&b, "      TLS:         &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}}})\n")
 	} else {
 		fmt.Fprintf(&b, "  c, err := client.New(ctx, client.Config{MetadataServiceURI: %q})\n", info.MetadataServiceURI)
 	}

@@ -70,7 +70,9 @@ func TestStandaloneScreenTLS(t *testing.T) {
 		"export FOLIO_METADATA_SERVICE_TLS_CERT_FILE='/tls/client.pem'",
 		"export FOLIO_METADATA_SERVICE_TLS_KEY_FILE='/tls/client-key.pem'",
 		"curl --cacert /tls/ca.pem --cert /tls/client.pem --key /tls/client-key.pem https://127.0.0.1:8080/heartbeat",
-		"MetadataTLS: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}}",
+		"MetadataTLS: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}},",
+		"TLS:         &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}}})",
+		"export FOLIO_TLS_CA='/tls/ca.pem'", "export FOLIO_TLS_CERT='/tls/client.pem'", "export FOLIO_TLS_KEY='/tls/client-key.pem'",
 		"--set metadataServiceTlsCaFile=/tls/ca.pem --set metadataServiceTlsCertFile=/tls/client.pem --set metadataServiceTlsKeyFile=/tls/client-key.pem",
 	} {
 		if !strings.Contains(out, want) {

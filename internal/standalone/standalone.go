@@ -477,7 +477,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	arID := metadata.BookieID(httpLn.Addr().String())
 	if !cfg.AutoRecovery.Disabled {
-		if ar, err = startAutoRecovery(ctx, &cfg, md, uri, sec.metadata, arID); err != nil {
+		if ar, err = startAutoRecovery(ctx, &cfg, md, uri, sec, arID); err != nil {
 			_ = stopAll()
 			return fmt.Errorf("start AutoRecovery: %w", err)
 		}
@@ -567,7 +567,7 @@ func bookieConfig(cfg *Config, i, port int, uri string, sec security) (server.Co
 	bc.MetadataSecurity = sec.bookieMetadata
 	bc.HTTPServerEnabled = false
 	bc.ShutdownTimeout = max(cfg.ShutdownTimeout/2, time.Second)
-	for _, kv := range cfg.BookieSet {
+	for _, kv := range append(slices.Clone(sec.bookieSettings), cfg.BookieSet...) {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
 			return bc, fmt.Errorf("bookie setting %q: want key=value", kv)
@@ -612,10 +612,10 @@ func waitWritable(ctx context.Context, md metadata.Driver, procs []*server.Proce
 }
 
 // startAutoRecovery starts the auditor candidate and the workers under id.
-func startAutoRecovery(ctx context.Context, cfg *Config, md metadata.Driver, uri string, mdSec metadata.Security, id metadata.BookieID) (*autorecovery.Service, error) {
+func startAutoRecovery(ctx context.Context, cfg *Config, md metadata.Driver, uri string, sec security, id metadata.BookieID) (*autorecovery.Service, error) {
 	c := cfg.AutoRecovery
 	return autorecovery.StartService(ctx, autorecovery.ServiceConfig{
-		Driver: md, MetadataServiceURI: uri, MetadataSecurity: mdSec, ID: id, Workers: c.Workers,
+		Driver: md, MetadataServiceURI: uri, MetadataSecurity: sec.metadata, BookieTLS: sec.bookieClientTLS, ID: id, Workers: c.Workers,
 		Logger: cfg.Logger.With("component", "autorecovery"),
 		Auditor: autorecovery.AuditorConfig{SessionTTL: c.SessionTTL, LostBookieRecoveryDelay: c.LostBookieRecoveryDelay,
 			BookieCheckInterval: c.BookieCheckInterval},

@@ -28,7 +28,13 @@ import (
 //     (etcd's --client-cert-auth); the metadata URI is etcd+https://…;
 //   - the admin HTTP server serves https and requires a client
 //     certificate of the CA, as BookKeeper's does with httpServerTlsEnable;
-//   - the bookies and AutoRecovery reach etcd with the client certificate.
+//   - the bookies and AutoRecovery reach etcd with the client certificate;
+//   - the bookies serve START_TLS with the server certificate, require a
+//     client certificate of the CA (tlsClientAuthentication) and authorise
+//     connections by its role (BookKeeper's BookieAuthZFactory, role
+//     "folio"): a plaintext client, or one with a certificate of another CA
+//     or role, is refused every request; AutoRecovery's bookie connections
+//     use TLS with the client certificate.
 
 // security is what a standalone's parts get from TLSDir; the zero value
 // (no TLSDir) is plaintext everywhere.
@@ -45,6 +51,11 @@ type security struct {
 	bookieMetadata server.MetadataSecurityConfig
 	// httpTLS is the admin HTTP server's TLS.
 	httpTLS *tls.Config
+	// bookieSettings are the bookies' tls* and authorisation keys
+	// (BookieTLSSettings), applied before the --bookie-set ones.
+	bookieSettings []string
+	// bookieClientTLS secures AutoRecovery's bookie connections.
+	bookieClientTLS *tls.Config
 }
 
 // loadSecurity makes or checks cfg.TLSDir and loads what the parts need.
@@ -81,21 +92,16 @@ func loadSecurity(cfg *Config) (security, error) {
 			ClientCAs:    clientTLS.RootCAs,
 			ClientAuth:   tls.RequireAndVerifyClientCert,
 		},
+		bookieSettings:  BookieTLSSettings(d),
+		bookieClientTLS: clientTLS.Clone(),
 	}, nil
 }
 
 // BookieTLSSettings are the bookie configuration keys (BookKeeper's,
 // spec/security.md §2) that make a bookie serve START_TLS with d's server
-// certificate and require client certificates of d's CA: what a secure
-// standalone's bookies need for their own connections.
-//
-// Run does not apply them: the bookie configuration of this tree does not
-// read BookKeeper's tls* keys (bookie TLS comes with START_TLS support),
-// and a key it does not read would be logged and ignored, leaving the
-// bookies plaintext under a --tls-dir that promises TLS. Once
-// server.Config reads them, bookieConfig appends these to the bookies'
-// settings, and the standalone's AutoRecovery client gets the client
-// certificate for its bookie connections as well.
+// certificate, require client certificates of d's CA, and admit only
+// connections whose certificate carries the role pki.LocalClientRole
+// (BookieAuthZFactory): what a secure standalone's bookies run with.
 func BookieTLSSettings(d pki.Dir) []string {
 	return []string{
 		"tlsProviderFactoryClass=org.apache.bookkeeper.tls.TLSContextFactory",
@@ -105,5 +111,7 @@ func BookieTLSSettings(d pki.Dir) []string {
 		"tlsTrustStoreType=PEM",
 		"tlsTrustStore=" + d.CA(),
 		"tlsClientAuthentication=true",
+		"bookieAuthProviderFactoryClass=org.apache.bookkeeper.tls.BookieAuthZFactory",
+		"authorizedRoles=" + pki.LocalClientRole,
 	}
 }

@@ -3,6 +3,7 @@ package standalone
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/foliodb/folio/internal/bookie/server"
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/pki"
 )
 
@@ -31,6 +33,8 @@ func TestBookieTLSSettings(t *testing.T) {
 		"tlsProviderFactoryClass": "org.apache.bookkeeper.tls.TLSContextFactory",
 		"tlsKeyStoreType":         "PEM", "tlsKeyStore": d.ServerKey(), "tlsCertificatePath": d.ServerCert(),
 		"tlsTrustStoreType": "PEM", "tlsTrustStore": d.CA(), "tlsClientAuthentication": "true",
+		"bookieAuthProviderFactoryClass": "org.apache.bookkeeper.tls.BookieAuthZFactory",
+		"authorizedRoles":                pki.LocalClientRole,
 	}
 	for k, v := range want {
 		if got[k] != v {
@@ -73,6 +77,19 @@ func TestTLSDirRefusedWhenIncomplete(t *testing.T) {
 	}
 	if _, err := bc.LoadSecurity(); err != nil {
 		t.Fatalf("the bookies' security settings: %v", err)
+	}
+	srvTLS, authz, err := bc.Security.ServerTLS(clock.Real{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("the bookies' TLS: %v", err)
+	}
+	if srvTLS == nil || srvTLS.GetConfigForClient == nil || authz == nil {
+		t.Fatalf("the bookies do not serve TLS with authorisation: %+v %v", srvTLS, authz)
+	}
+	if hello, err := srvTLS.GetConfigForClient(&tls.ClientHelloInfo{}); err != nil || hello.ClientAuth != tls.RequireAndVerifyClientCert {
+		t.Errorf("the bookies do not require client certificates: %v %v", hello, err)
+	}
+	if c := sec.bookieClientTLS; c == nil || c.RootCAs == nil || len(c.Certificates) != 1 {
+		t.Errorf("AutoRecovery's bookie connections are not secured: %+v", c)
 	}
 	if bc.MetadataSecurity != (server.MetadataSecurityConfig{TLSCAFile: sec.dir.CA(), TLSCertFile: sec.dir.ClientCert(), TLSKeyFile: sec.dir.ClientKey()}) {
 		t.Errorf("bookie metadata security %+v", bc.MetadataSecurity)
