@@ -65,7 +65,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	md, err := metadata.Open(ctx, cfg.MetadataServiceURI, metadata.Options{DialTimeout: cfg.ConnectTimeout, Logger: cfg.Logger,
 		Security: metadata.Security{TLS: cfg.MetadataTLS, User: cfg.MetadataUser, Password: cfg.MetadataPassword}})
 	if err != nil {
-		return nil, fmt.Errorf("client: metadata store %s: %w", cfg.MetadataServiceURI, err)
+		return nil, publicError(fmt.Errorf("client: metadata store %s: %w", cfg.MetadataServiceURI, err))
 	}
 	proto := wire.ProtocolV3
 	if cfg.UseV2WireProtocol {

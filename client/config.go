@@ -126,7 +126,7 @@ type Config struct {
 
 func (c *Config) setDefaults() error {
 	if c.MetadataServiceURI == "" {
-		return fmt.Errorf("client: Config.MetadataServiceURI is required")
+		return fmt.Errorf("client: Config.MetadataServiceURI is required: %w", ErrInvalidConfig)
 	}
 	setDuration(&c.AddEntryTimeout, DefaultAddEntryTimeout)
 	setDuration(&c.ReadEntryTimeout, DefaultReadEntryTimeout)
@@ -235,11 +235,11 @@ func (o *LedgerOptions) withDefaults() (LedgerOptions, error) {
 		r.DigestType = DigestCRC32C
 	}
 	if !(r.EnsembleSize >= r.WriteQuorumSize && r.WriteQuorumSize >= r.AckQuorumSize && r.AckQuorumSize >= 1) {
-		return r, fmt.Errorf("client: need EnsembleSize ≥ WriteQuorumSize ≥ AckQuorumSize ≥ 1, got %d/%d/%d",
-			r.EnsembleSize, r.WriteQuorumSize, r.AckQuorumSize)
+		return r, fmt.Errorf("client: need EnsembleSize ≥ WriteQuorumSize ≥ AckQuorumSize ≥ 1, got %d/%d/%d: %w",
+			r.EnsembleSize, r.WriteQuorumSize, r.AckQuorumSize, ErrInvalidConfig)
 	}
 	if r.DigestType < DigestCRC32 || r.DigestType > DigestDummy {
-		return r, fmt.Errorf("client: unknown digest type %v", r.DigestType)
+		return r, fmt.Errorf("client: unknown digest type %v: %w", r.DigestType, ErrInvalidConfig)
 	}
 	return r, nil
 }

@@ -33,6 +33,18 @@ var (
 	// the bookie has no TLS, the handshake failed (certificate missing,
 	// expired, of another CA), or the bookie refused the certificate.
 	ErrTLS = errors.New("bookie connection security failed")
+	// ErrMetadataAuth: the metadata store refused the client's
+	// credentials (Config.MetadataUser and MetadataPassword, or the client
+	// certificate's user) or their permissions on the cluster's keys.
+	ErrMetadataAuth = errors.New("metadata store refused the client's credentials")
+	// ErrMetadataTLS: the connection to the metadata store could not be
+	// secured as Config.MetadataTLS asks: the store has no TLS, its
+	// certificate does not verify, or it refused the client certificate.
+	ErrMetadataTLS = errors.New("metadata store connection security failed")
+	// ErrInvalidConfig: the Config or LedgerOptions are invalid or
+	// contradict each other (a TLS setting with a plaintext metadata URI,
+	// a malformed URI, impossible quorum sizes); nothing was contacted.
+	ErrInvalidConfig = errors.New("invalid client configuration")
 	// ErrNotEnoughBookies: too few writable bookies to create the ensemble
 	// or to replace a failed bookie.
 	ErrNotEnoughBookies = errors.New("not enough writable bookies")
@@ -69,6 +81,9 @@ var errorTable = []struct {
 	{ErrLedgerFenced, -101, []error{ledger.ErrLedgerFenced}},                              // LedgerFencedException
 	{ErrUnauthorized, -102, []error{ledger.ErrUnauthorized}},                              // UnauthorizedAccessException
 	{ErrTLS, -24, []error{transport.ErrTLS}},                                              // SecurityException
+	{ErrInvalidConfig, -14, []error{metadata.ErrBadSecurity, metadata.ErrBadURI}},         // IncorrectParameterException
+	{ErrMetadataAuth, -18, []error{metadata.ErrAuthFailed, metadata.ErrPermissionDenied}}, // MetaStoreException
+	{ErrMetadataTLS, -18, []error{metadata.ErrTLS}},                                       // MetaStoreException
 	{ErrMetadataVersion, -17, []error{ledger.ErrMetadataVersion, metadata.ErrBadVersion}}, // MetadataVersionException
 	{ErrLedgerRecovery, -10, []error{ledger.ErrLedgerRecovery}},                           // LedgerRecoveryException
 	{ErrLedgerClosed, -11, []error{ledger.ErrLedgerClosed}},                               // LedgerClosedException

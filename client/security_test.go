@@ -49,15 +49,18 @@ func TestMetadataSecurity(t *testing.T) {
 	noCert.MetadataTLS.Certificates = nil
 	plain := good
 	plain.MetadataServiceURI = strings.Replace(uri, "etcd+https://", "etcd://", 1)
+	elsewhere := good
+	elsewhere.MetadataServiceURI = etcdtest.URI(srv.Server, "/elsewhere")
 	for _, tc := range []struct {
 		name string
 		cfg  client.Config
 		is   error
 		want string
 	}{
-		{"wrong password", wrongPW, metadata.ErrAuthFailed, ep},
-		{"no client certificate", noCert, metadata.ErrTLS, ep},
-		{"TLS with a plaintext URI", plain, metadata.ErrBadSecurity, "etcd+https://"},
+		{"wrong password", wrongPW, client.ErrMetadataAuth, ep},
+		{"no client certificate", noCert, client.ErrMetadataTLS, ep},
+		{"scope outside the user's permission", elsewhere, client.ErrMetadataAuth, "permission"},
+		{"TLS with a plaintext URI", plain, client.ErrInvalidConfig, "etcd+https://"},
 	} {
 		tc.cfg.ConnectTimeout = 3 * time.Second
 		c, err := client.New(ctx, tc.cfg)
@@ -68,6 +71,10 @@ func TestMetadataSecurity(t *testing.T) {
 		}
 		if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "client: metadata store ") {
 			t.Errorf("%s: %v", tc.name, err)
+		}
+		wantCode := map[error]int{client.ErrMetadataAuth: -18, client.ErrMetadataTLS: -18, client.ErrInvalidConfig: -14}[tc.is]
+		if got := client.Code(err); got != wantCode {
+			t.Errorf("%s: Code %d, want %d", tc.name, got, wantCode)
 		}
 	}
 }
