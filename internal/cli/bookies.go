@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/foliodb/folio/internal/admin"
+	"github.com/foliodb/folio/internal/bookie/server"
 )
 
 func init() {
@@ -141,7 +142,7 @@ func humanBytes(n int64) string {
 }
 
 func newBookieSanityCommand(o *ShellOptions) *cobra.Command {
-	var bookie string
+	var bookie, conf string
 	var entries int
 	cmd := &cobra.Command{
 		Use:   "bookiesanity",
@@ -149,12 +150,26 @@ func newBookieSanityCommand(o *ShellOptions) *cobra.Command {
 		Long: "BookKeeper's bookiesanity: create a ledger whose ensemble is one bookie alone,\n" +
 			"add entries to it directly, read them back, compare, delete the ledger.\n" +
 			"--bookie names the bookie (host:port); without it every writable bookie is\n" +
-			"checked in turn. Exit code 1 if any check fails.\n" +
+			"checked in turn. --conf FILE checks the bookie that bk_server.conf (with its\n" +
+			"$FOLIO_* variables) describes, as BookKeeper's bookiesanity checks the local\n" +
+			"bookie: its id, and its metadataServiceUri and metadata store security unless\n" +
+			"the flags or their variables give them (a container health check).\n" +
+			"Exit code 1 if any check fails.\n" +
 			"With -o json: [{\"bookie\", \"ledgerId\", \"entriesWritten\", \"entriesRead\", \"ok\", \"error\"?}, ...].",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if entries < 1 {
 				return Usagef(cmd, "--entries must be at least 1, got %d", entries)
+			}
+			if conf != "" {
+				if bookie != "" {
+					return Usagef(cmd, "--conf and --bookie both name the bookie to check: give one")
+				}
+				id, err := o.useBookieConfig(conf)
+				if err != nil {
+					return err
+				}
+				bookie = id
 			}
 			ctx := cmd.Context()
 			d, err := openMetadata(ctx, o)
@@ -210,6 +225,34 @@ func newBookieSanityCommand(o *ShellOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&bookie, "bookie", "", "the bookie to check, host:port (default: every writable bookie)")
+	cmd.Flags().StringVar(&conf, "conf", "", "check the bookie this bk_server.conf describes (its id; its metadata store unless given)")
 	cmd.Flags().IntVarP(&entries, "entries", "n", 10, "entries to write and read")
 	return cmd
+}
+
+// useBookieConfig reads the bookie configuration file conf (with the
+// $FOLIO_* variables, as `folio bookie` reads it) and returns the bookie id
+// it describes. The file's metadataServiceUri and metadata store security
+// settings become the shell's, unless the flags or their variables give
+// them.
+func (o *ShellOptions) useBookieConfig(conf string) (string, error) {
+	cfg, err := server.LoadConfig(conf, server.Overrides{Getenv: o.env.Getenv}, warnLogger(o))
+	if err != nil {
+		return "", WithHint(err, "--conf names the bookie's configuration file (bk_server.conf)")
+	}
+	id, err := cfg.BookieID(cfg.BookiePort)
+	if err != nil {
+		return "", WithHint(fmt.Errorf("%s: the bookie id: %w", conf, err), "check bookiePort, advertisedAddress and listeningInterface in "+conf)
+	}
+	if o.MetadataServiceURI == "" && (o.env.Getenv == nil || o.env.Getenv(MetadataURIEnv) == "") {
+		o.MetadataServiceURI = cfg.MetadataServiceURI
+		if !o.metadataSec.given() && o.security == nil {
+			sec, err := cfg.LoadMetadataSecurity()
+			if err != nil {
+				return "", err
+			}
+			o.security = &sec
+		}
+	}
+	return string(id), nil
 }

@@ -91,6 +91,29 @@ func TestShellEndToEnd(t *testing.T) {
 		t.Fatalf("bookieinfo:\n%s", out)
 	}
 	mustShell(t, uri, "bookiesanity", "-n", "5")
+	// bookiesanity --conf checks the bookie a bk_server.conf describes,
+	// with that file's metadata store (no --metadata-service-uri here): a
+	// container's health check.
+	_, port, _ := strings.Cut(sa.BookieIDs[1], ":")
+	conf := filepath.Join(t.TempDir(), "bk_server.conf")
+	confText := "bookiePort=" + port + "\nadvertisedAddress=127.0.0.1\nallowLoopback=true\nmetadataServiceUri=" + uri +
+		"\njournalDirectories=/nonexistent/journal\nledgerDirectories=/nonexistent/ledgers\n"
+	if err := os.WriteFile(conf, []byte(confText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runFolio(t, nil, "shell", "bookiesanity", "--conf", conf, "-n", "3", "-o", "json")
+	var sanity []admin.SanityResult
+	if code != 0 {
+		t.Fatalf("bookiesanity --conf: exit %d: %s", code, errOut)
+	}
+	mustJSON(t, out, &sanity)
+	if len(sanity) != 1 || sanity[0].Bookie != sa.BookieIDs[1] || !sanity[0].OK || sanity[0].EntriesRead != 3 {
+		t.Fatalf("bookiesanity --conf: %+v, want bookie %s checked", sanity, sa.BookieIDs[1])
+	}
+	code, _, errOut = runFolio(t, nil, "shell", "bookiesanity", "--conf", conf, "--bookie", sa.BookieIDs[0])
+	if code != 2 || !strings.Contains(errOut, "--conf and --bookie") {
+		t.Fatalf("bookiesanity --conf --bookie: exit %d: %s", code, errOut)
+	}
 
 	// simpletest deletes its ledger; with --keep the ledger stays.
 	var st admin.SimpleTestResult
@@ -99,7 +122,7 @@ func TestShellEndToEnd(t *testing.T) {
 		t.Fatalf("simpletest: %+v", st)
 	}
 	deleted := st.LedgerID
-	out := mustShell(t, uri, "simpletest", "-e", "3", "-w", "3", "-a", "2", "-n", "300", "--keep")
+	out = mustShell(t, uri, "simpletest", "-e", "3", "-w", "3", "-a", "2", "-n", "300", "--keep")
 	if !strings.Contains(out, "simpletest ok") || !strings.Contains(out, "kept ledger ") {
 		t.Fatalf("simpletest --keep:\n%s", out)
 	}
