@@ -28,13 +28,15 @@ func (v ClusterView) print(cmd *cobra.Command, o *ShellOptions, verb string) err
 }
 
 func newInitNewClusterCommand(o *ShellOptions) *cobra.Command {
-	return &cobra.Command{
+	var ifAbsent bool
+	cmd := &cobra.Command{
 		Use:   "initnewcluster",
 		Short: "Initialise a new cluster in the metadata store",
 		Long: "Write the cluster layout, a new instance id and the empty placeholder keys\n" +
 			"into the metadata store, in one atomic step. Fails if a cluster already\n" +
 			"exists there, as BookKeeper's initnewcluster does; use metaformat --force\n" +
-			"to wipe one.",
+			"to wipe one. With --if-absent an existing cluster is success (exit 0, its\n" +
+			"instance id printed, nothing written): for init jobs that run on every deploy.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -45,6 +47,12 @@ func newInitNewClusterCommand(o *ShellOptions) *cobra.Command {
 			defer d.Close()
 			id, err := d.InitNewCluster(ctx)
 			switch {
+			case errors.Is(err, metadata.ErrClusterExists) && ifAbsent:
+				existing, err := d.ReadInstanceID(ctx)
+				if err != nil {
+					return fmt.Errorf("a cluster exists at %s, but its instance id cannot be read: %w", o.MetadataURI(), err)
+				}
+				return ClusterView{MetadataServiceURI: o.MetadataURI(), InstanceID: existing}.print(cmd, o, "already initialised")
 			case errors.Is(err, metadata.ErrClusterExists):
 				return WithHint(fmt.Errorf("a cluster already exists at %s", o.MetadataURI()),
 					"to wipe it and start over, stop its bookies and run `folio shell metaformat --force` (this deletes all ledger metadata)")
@@ -54,6 +62,8 @@ func newInitNewClusterCommand(o *ShellOptions) *cobra.Command {
 			return ClusterView{MetadataServiceURI: o.MetadataURI(), InstanceID: id}.print(cmd, o, "initialised")
 		},
 	}
+	cmd.Flags().BoolVar(&ifAbsent, "if-absent", false, "succeed without writing when a cluster already exists")
+	return cmd
 }
 
 func newWhatIsInstanceIDCommand(o *ShellOptions) *cobra.Command {

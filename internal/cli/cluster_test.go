@@ -45,6 +45,12 @@ func TestInitNewClusterAndMetaFormatOnEtcd(t *testing.T) {
 	if code != ExitFail || out != "" || !strings.Contains(errOut, "already exists") || !strings.Contains(errOut, "hint: ") {
 		t.Fatalf("second initnewcluster: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
+	// --if-absent: an existing cluster is success, left as it was.
+	code, out, errOut = shell("initnewcluster", "--if-absent", "-o", "json")
+	var again ClusterView
+	if code != ExitOK || json.Unmarshal([]byte(out), &again) != nil || again != first {
+		t.Fatalf("initnewcluster --if-absent on an existing cluster: exit %d, stdout %q (want %+v), stderr %q", code, out, first, errOut)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
