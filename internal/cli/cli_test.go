@@ -156,6 +156,21 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+// TestVersionLinked: the version and commit `make release` links in are
+// what `folio version` reports, ahead of the build information.
+func TestVersionLinked(t *testing.T) {
+	defer func(v, c string) { version, commit = v, c }(version, commit)
+	version, commit = "v1.2.3", "0123456789abcdef0123456789abcdef01234567"
+	v := BuildVersion()
+	if v.Version != "v1.2.3" || v.Commit != commit || v.Modified || v.Protocol != "4.17" {
+		t.Fatalf("BuildVersion with linked values: %+v", v)
+	}
+	code, out, _ := run(t, nil, "version")
+	if want := "folio v1.2.3 (BookKeeper 4.17 protocol, " + v.GoVersion + ", commit " + commit + ")\n"; code != ExitOK || out != want {
+		t.Fatalf("version: exit %d, %q, want %q", code, out, want)
+	}
+}
+
 func ExampleTable() {
 	t := Table{Headers: []string{"BOOKIE", "STATE"}}
 	t.Append("127.0.0.1:3181", "writable")
