@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/foliodb/folio/client"
+	"github.com/foliodb/folio/internal/bookie/server"
 	"github.com/foliodb/folio/internal/cli"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/testcluster"
@@ -307,6 +311,13 @@ func TestScenarios(t *testing.T) {
 		if end != 99 {
 			t.Fatalf("recovered end %d, want 99", end)
 		}
+		// Recovery returns once a covering set has the fence; the request
+		// reached every bookie of the ensemble, so wait until each reports
+		// it before killing them (only a fence a bookie confirmed must
+		// survive its restart).
+		for _, b := range ensembleOf(t, cl, id) {
+			waitFenced(t, b, id)
+		}
 		restartAll(cl)
 		checkProbe(t, w)
 		for _, b := range ensembleOf(t, cl, id) {
@@ -318,6 +329,34 @@ func TestScenarios(t *testing.T) {
 		// The restarts came after the close.
 		checkRecoveryHistory(t, cl, id, true, end)
 	})
+}
+
+// waitFenced waits until bookie b reports ledger id fenced on its admin
+// HTTP server (GET /api/v1/bookie/ledger/info reads without fencing).
+func waitFenced(t *testing.T, b *testcluster.Bookie, id int64) {
+	t.Helper()
+	ctx := ctxFor(t)
+	url := fmt.Sprintf("http://%s/api/v1/bookie/ledger/info?ledger_id=%d", b.HTTPAddr(), id)
+	var last string
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if resp, err := http.DefaultClient.Do(req); err != nil {
+			last = err.Error()
+		} else {
+			var info server.LedgerInfoBody
+			err := json.NewDecoder(resp.Body).Decode(&info)
+			resp.Body.Close()
+			if err == nil && info.Fenced {
+				return
+			}
+			last = fmt.Sprintf("%d %+v %v", resp.StatusCode, info, err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("bookie %s never reported ledger %d fenced: %s", b.ID, id, last)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // restartAll SIGKILLs every bookie, then restarts them all.
