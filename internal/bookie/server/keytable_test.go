@@ -520,3 +520,20 @@ func TestLogKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestOperationsDocKeyTable: docs/operations.md carries the key table as
+// the code generates it.
+func TestOperationsDocKeyTable(t *testing.T) {
+	const path = "../../../docs/operations.md"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ReplaceKeyTable(string(b))
+	if err != nil {
+		t.Fatalf("docs/operations.md: %v", err)
+	}
+	if want != string(b) {
+		t.Errorf("docs/operations.md's bk_server.conf key table differs from the code's (keytable.go); regenerate it with `make docs` (go run ./internal/bookie/server/cmd/keytable -w docs/operations.md)")
+	}
+}
