@@ -448,11 +448,32 @@ func (c *Config) SetFrom(key, value, source string) error {
 			return fmt.Errorf("config key %s (%s): %w", key, source, err)
 		}
 	}
+	if key == "journalDirectories" || key == "journalDirectory" {
+		c.resolveJournalDirs()
+	}
 	if _, lwmSet := c.Props["diskUsageLwmThreshold"]; key == "diskUsageThreshold" && !lwmSet {
 		// BookKeeper's default of the low water mark is the threshold.
 		c.DiskUsageLwmThreshold = c.DiskUsageThreshold
 	}
 	return nil
+}
+
+// resolveJournalDirs applies BookKeeper's rule for the two journal keys
+// (getJournalDirNames): journalDirectories when it lists a directory,
+// whatever the order the keys were set in; else journalDirectory.
+func (c *Config) resolveJournalDirs() {
+	for _, k := range []string{"journalDirectories", "journalDirectory"} {
+		v, ok := c.Props[k]
+		if !ok {
+			continue
+		}
+		var dirs []string
+		_ = listKey(func(*Config) *[]string { return &dirs })(c, v)
+		if len(dirs) > 0 || k == "journalDirectory" {
+			c.JournalDirs = dirs
+			return
+		}
+	}
 }
 
 // Overrides are the sources applied on top of a config file, in order:

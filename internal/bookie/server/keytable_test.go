@@ -537,3 +537,30 @@ func TestOperationsDocKeyTable(t *testing.T) {
 		t.Errorf("docs/operations.md's bk_server.conf key table differs from the code's (keytable.go); regenerate it with `make docs` (go run ./internal/bookie/server/cmd/keytable -w docs/operations.md)")
 	}
 }
+
+// TestJournalDirectoriesWins: as in BookKeeper, journalDirectories (when
+// it lists a directory) wins over journalDirectory whatever their order,
+// so the BookKeeper image's BK_journalDirectory does not override the
+// sample's journalDirectories (Java journals to /tmp/bk-txn there too).
+func TestJournalDirectoriesWins(t *testing.T) {
+	for _, c := range []struct {
+		set  []string
+		want []string
+	}{
+		{[]string{"journalDirectories=/a,/b", "journalDirectory=/c"}, []string{"/a", "/b"}},
+		{[]string{"journalDirectory=/c", "journalDirectories=/a"}, []string{"/a"}},
+		{[]string{"journalDirectory=/c"}, []string{"/c"}},
+		{[]string{"journalDirectories=", "journalDirectory=/c"}, []string{"/c"}},
+		{[]string{"journalDirectory=/c", "journalDirectories="}, []string{"/c"}},
+	} {
+		cfg, err := LoadConfig("", Overrides{Set: append([]string{"ledgerDirectories=/l"}, c.set...)}, nil)
+		if err != nil || !slices.Equal(cfg.JournalDirs, c.want) {
+			t.Errorf("%v: %v, %v; want %v", c.set, cfg.JournalDirs, err, c.want)
+		}
+	}
+	env := map[string]string{"BK_journalDirectory": "/data/bookkeeper/journal", "BK_ledgerDirectories": "/data/bookkeeper/ledgers"}
+	cfg, err := LoadConfig("testdata/bookkeeper-4.17.4-bk_server.conf", Overrides{Getenv: func(k string) string { return env[k] }}, nil)
+	if err != nil || !slices.Equal(cfg.JournalDirs, []string{"/tmp/bk-txn"}) || !slices.Equal(cfg.LedgerDirs, []string{"/data/bookkeeper/ledgers"}) {
+		t.Errorf("BookKeeper image: journal %v ledgers %v, %v", cfg.JournalDirs, cfg.LedgerDirs, err)
+	}
+}
