@@ -9,7 +9,7 @@ SHELL := /bin/bash
 FUZZTIME ?= 100000x
 PROTOS := internal/wire/v3/protocolpb/bookkeeper_protocol.proto internal/metadata/formatpb/data_formats.proto
 
-.PHONY: all build test vet unit allocs sim fuzz-smoke compat bench-java fuzz proto proto-check bench sim-long release
+.PHONY: all build test vet unit allocs sim fuzz-smoke compat bench-java fuzz proto proto-check bench sim-long release docs
 
 all: build
 
@@ -63,6 +63,11 @@ bench-java:
 # fuzz: the long run, not part of CI.
 fuzz:
 	./scripts/fuzz.sh 10000000x
+
+# docs regenerates the generated parts of docs/ (the bk_server.conf key
+# table in docs/operations.md; internal/bookie/server's tests check it).
+docs:
+	$(GO) run ./internal/bookie/server/cmd/keytable -w docs/operations.md
 
 # proto regenerates the committed Go code from the .proto files.
 proto:

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -301,6 +300,7 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 		delay, grace, checkInterval, ttl, poll time.Duration
 		ledgerCheck, placementCheck            time.Duration
 		repairPlacement                        bool
+		lf                                     logFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "autorecovery",
@@ -315,6 +315,9 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 			"SIGTERM or Ctrl-C stops it; its locks and election pass to the others.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := lf.check(cmd); err != nil {
+				return err
+			}
 			bid := metadata.BookieID(id)
 			if err := metadata.ValidateBookieID(bid); err != nil {
 				return Usagef(cmd, "--id %q: %v (use host:port)", id, err)
@@ -331,7 +334,7 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			log := slog.New(slog.NewTextHandler(env.Stderr, nil))
+			log := lf.logger(env.Stderr, "", "")
 			d, err := openMetadataLogged(ctx, o, log)
 			if err != nil {
 				return err
@@ -411,6 +414,7 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 		"mark closed ledgers that do not adhere to the placement policy and move their data to compliant bookies")
 	f.DurationVar(&ttl, "session-ttl", autorecovery.DefaultSessionTTL, "lease TTL of the election and the locks")
 	f.DurationVar(&poll, "poll-interval", autorecovery.DefaultPollInterval, "pause of an idle replication worker")
+	lf.register(cmd)
 	return cmd
 }
 

@@ -34,11 +34,23 @@ func (f *bookieFlags) register(cmd *cobra.Command) {
 }
 
 func (f *bookieFlags) load(env Env, log *slog.Logger) (server.Config, error) {
-	cfg, err := server.LoadConfig(f.conf, server.Overrides{Getenv: env.Getenv, Set: f.set}, log)
+	cfg, err := server.LoadConfig(f.conf, server.Overrides{Getenv: env.Getenv, Environ: env.Environ, Set: f.set}, log)
 	if err != nil {
-		return cfg, WithHint(err, "fix the configuration file or the overrides ($FOLIO_<KEY>, --set key=value)")
+		return cfg, WithHint(err, "fix the configuration file or the overrides ($BK_<key>, $PULSAR_PREFIX_<key>, $FOLIO_<KEY>, --set key=value)")
 	}
 	return cfg, nil
+}
+
+// loadLogged loads the configuration with the logger the flags and the
+// configuration's logLevel and logFormat ask for (the flags win), so that
+// the configuration's own warnings come out in that form.
+func (f *bookieFlags) loadLogged(env Env, lf *logFlags, w io.Writer) (server.Config, *slog.Logger, error) {
+	// A first, silent load reads logLevel and logFormat; its errors are
+	// the second load's, which reports them.
+	pre, _ := server.LoadConfig(f.conf, server.Overrides{Getenv: env.Getenv, Environ: env.Environ, Set: f.set}, nil)
+	log := lf.logger(w, pre.LogLevel, pre.LogFormat)
+	cfg, err := f.load(env, log)
+	return cfg, log, err
 }
 
 // cookieHint turns a cookie refusal into the CLI's error-with-hint.
@@ -52,7 +64,8 @@ func cookieHint(err error) error {
 
 func newBookieCommand(env Env) *cobra.Command {
 	var f bookieFlags
-	var readOnly, withAutoRecovery bool
+	var lf logFlags
+	var readOnly, withAutoRecovery, printConfig bool
 	cmd := &cobra.Command{
 		Use:   "bookie --conf FILE",
 		Short: "Run a bookie",
@@ -61,29 +74,40 @@ func newBookieCommand(env Env) *cobra.Command {
 			"Security settings (metadataServiceTls*, metadataServiceUser, httpServerTlsEnable,\n" +
 			"httpServerAuthTokenPath, ...) are checked before anything is contacted: a missing\n" +
 			"or unusable file, or a setting Folio cannot honour, stops the start. The configuration is a\n" +
-			"bk_server.conf-style file; $FOLIO_<KEY> variables (e.g. FOLIO_BOOKIE_PORT,\n" +
-			"FOLIO_METADATA_SERVICE_URI) and --set key=value override it, in that order.\n" +
+			"bk_server.conf-style file; $BK_<key> (the BookKeeper image's convention), then\n" +
+			"$PULSAR_PREFIX_<key> (Pulsar's), then $FOLIO_<KEY> variables (e.g. FOLIO_BOOKIE_PORT,\n" +
+			"FOLIO_METADATA_SERVICE_URI), then --set key=value override it, in that order.\n" +
+			"BookKeeper keys Folio does not support refuse the start when they would change what\n" +
+			"the bookie does (docs/operations.md, bk_server.conf keys); --print-config shows every\n" +
+			"key's effective value and source.\n" +
 			"With autoRecoveryDaemonEnabled=true (or --autorecovery) the process also runs\n" +
 			"AutoRecovery under the bookie's id: an auditor candidate and a replication\n" +
 			"worker, as `folio autorecovery` does.\n" +
 			"SIGTERM or Ctrl-C stops it gracefully (AutoRecovery first).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			if err := lf.check(cmd); err != nil {
+				return err
+			}
 			if readOnly {
 				f.set = append(f.set, "readOnlyModeOnStartup=true")
 			}
 			if cmd.Flags().Changed("autorecovery") {
 				f.set = append(f.set, "autoRecoveryDaemonEnabled="+strconv.FormatBool(withAutoRecovery))
 			}
-			cfg, err := f.load(env, log)
+			cfg, log, err := f.loadLogged(env, &lf, cmd.ErrOrStderr())
 			if err != nil {
 				return err
+			}
+			if printConfig {
+				return cfg.WriteEffective(cmd.OutOrStdout())
 			}
 			return runBookie(cmd.Context(), cfg, log)
 		},
 	}
 	f.register(cmd)
+	lf.register(cmd)
+	cmd.Flags().BoolVar(&printConfig, "print-config", false, "print the effective configuration (every key, its value and its source) and exit; a configuration the bookie would refuse exits 1")
 	cmd.Flags().BoolVar(&readOnly, "readonly", false, "start in read-only mode")
 	cmd.Flags().BoolVar(&withAutoRecovery, "autorecovery", false, "also run AutoRecovery in this process (autoRecoveryDaemonEnabled; --autorecovery=false overrides the file)")
 	return cmd

@@ -24,6 +24,10 @@ type Env struct {
 	Stderr io.Writer
 	// Getenv looks up an environment variable ("" when unset).
 	Getenv func(string) string
+	// Environ lists the environment as KEY=value (os.Environ); nil: only
+	// the variables Getenv is asked for (PULSAR_PREFIX_<key> then applies
+	// only to known keys).
+	Environ func() []string
 }
 
 // Main runs the folio command line args (without the program name) and

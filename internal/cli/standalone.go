@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -19,6 +18,7 @@ func newStandaloneCommand(env Env) *cobra.Command {
 	var (
 		arOn      bool
 		arWorkers int
+		lf        logFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "standalone [--bookies N] [--data-dir DIR]",
@@ -41,7 +41,10 @@ func newStandaloneCommand(env Env) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Stdout = cmd.OutOrStdout()
-			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			if err := lf.check(cmd); err != nil {
+				return err
+			}
+			cfg.Logger = lf.logger(cmd.ErrOrStderr(), "", "")
 			stderr := cmd.ErrOrStderr()
 			cfg.OnReady = func(info standalone.Info) { writeStandaloneScreen(stderr, info) }
 			if cfg.Bookies < 0 {
@@ -62,6 +65,7 @@ func newStandaloneCommand(env Env) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
+	lf.register(cmd)
 	f.IntVar(&cfg.Bookies, "bookies", standalone.DefaultBookies, "number of bookies")
 	f.StringVar(&cfg.DataDir, "data-dir", standalone.DefaultDataDir, "directory for etcd's and the bookies' data")
 	f.IntVar(&cfg.EtcdClientPort, "etcd-client-port", standalone.DefaultEtcdClientPort, "etcd client port (0: pick a free one, kept in DIR)")

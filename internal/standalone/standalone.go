@@ -572,9 +572,12 @@ func bookieConfig(cfg *Config, i, port int, uri string, sec security) (server.Co
 		if !ok {
 			return bc, fmt.Errorf("bookie setting %q: want key=value", kv)
 		}
-		if err := bc.Set(strings.TrimSpace(k), v, cfg.Logger); err != nil {
+		if err := bc.SetFrom(strings.TrimSpace(k), v, "--bookie-set"); err != nil {
 			return bc, err
 		}
+	}
+	if err := bc.CheckKeys(cfg.Logger); err != nil {
+		return bc, err
 	}
 	return bc, bc.Validate()
 }

@@ -142,9 +142,21 @@ type Config struct {
 	// (tlsconfig.go).
 	Security SecurityConfig
 
+	// LogLevel and LogFormat configure the process's log (Folio's logLevel:
+	// debug, info, warn or error; logFormat: text or json). The command
+	// that runs the bookie applies them; --log-level and --log-format
+	// override them.
+	LogLevel  string
+	LogFormat string
+
 	// Props holds every property as read (file, environment, flags), for
 	// the storage engine's own keys.
 	Props map[string]string
+	// Sources says where each property of Props was set: the file and
+	// line ("/etc/bk_server.conf:12"), the environment variable
+	// ("BK_gcWaitTime", "PULSAR_PREFIX_gcWaitTime", "FOLIO_GC_WAIT_TIME")
+	// or "--set". A key absent from it has its default.
+	Sources map[string]string
 }
 
 // AutoRecoveryConfig configures the AutoRecovery a bookie runs in its own
@@ -219,7 +231,10 @@ func DefaultConfig() Config {
 			RateLimitBytesPerSecond:            -1,
 			PollInterval:                       DefaultAutoRecoveryPollInterval,
 		},
-		Props: map[string]string{},
+		LogLevel:  "info",
+		LogFormat: "text",
+		Props:     map[string]string{},
+		Sources:   map[string]string{},
 	}
 }
 
@@ -356,31 +371,25 @@ var configKeys = []configKey{
 	{"rwRereplicateBackoffMs", msKey(func(c *Config) *time.Duration { return &c.AutoRecovery.RereplicateBackoff })},
 	{"replicationRateByBytes", intKey(func(c *Config) *int { return &c.AutoRecovery.RateLimitBytesPerSecond })},
 	{"autoRecoveryPollInterval", msKey(func(c *Config) *time.Duration { return &c.AutoRecovery.PollInterval })},
+	// cfg slice: logging.
+	{"logLevel", oneOfKey(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},
+	{"logFormat", oneOfKey(func(c *Config) *string { return &c.LogFormat }, "text", "json")},
 }
 
-// ignoredKeys are BookKeeper keys that Folio reads without complaint but
-// does not act on (its storage has no such knob, or the default is the only
-// behaviour). Anything neither here nor in configKeys draws a warning.
-var ignoredKeys = []string{
-	"ledgerStorageClass", "entryLogFilePreallocationEnabled", "logSizeLimit", "journalFormatVersionToWrite",
-	"fileInfoFormatVersionToWrite", "journalMaxSizeMB", "journalMaxBackups", "journalPreAllocSizeMB",
-	"journalWriteBufferSizeKB", "journalRemoveFromPageCache", "journalAdaptiveGroupWrites",
-	"journalMaxGroupWaitMSec", "journalBufferedWritesThreshold", "numAddWorkerThreads",
-	"numReadWorkerThreads", "numHighPriorityWorkerThreads", "maxPendingReadRequestsPerThread",
-	"maxPendingAddRequestsPerThread",
-	"httpServerClass", "extraServerComponents", "flushInterval", "minorCompactionThreshold",
-	"minorCompactionInterval", "majorCompactionThreshold", "majorCompactionInterval",
-	"compactionMaxOutstandingRequests", "compactionRate", "isThrottleByBytes", "compactionRateByEntries",
-	"compactionRateByBytes", "openFileLimit", "pageSize", "pageLimit", "dbStorage_writeCacheMaxSizeMb",
-	"dbStorage_readAheadCacheMaxSizeMb", "dbStorage_rocksDB_blockCacheSize", "statsProviderClass",
-	"prometheusStatsHttpPort", "prometheusStatsHttpAddress", "enableStatistics", "rereplicationEntryBatchSize",
-	"lockReleaseOfFailedLedgerGracePeriod", "bookieDeathWatchInterval", "serverTcpNoDelay",
-	"serverSockKeepalive", "serverSockLinger", "byteBufAllocatorSizeMax", "nettyMaxFrameSizeBytes",
-	"journalSyncData", "journalPageCacheFlushIntervalMSec", "skipListSizeLimit", "skipListArenaChunkSize",
-	"entryLogSizeLimit", "verifyMetadataOnGC", "gcOverreplicatedLedgerWaitTime", "storageserver.grpc.port",
-	"dlog.bkcEnsembleSize", "dlog.bkcWriteQuorumSize", "dlog.bkcAckQuorumSize", "storage.range.store.dirs",
-	"storage.serve.readonly.tables", "storage.cluster.controller.schedule.interval.ms",
-	"allowStorageExpansion", "bookieId", "ledgerManagerFactoryClass",
+// propsKeys are implemented keys read from Config.Props where they are
+// used (besides storageKeys).
+var propsKeys = []string{"ledgerManagerFactoryClass"}
+
+// oneOfKey reads one of a few words, case-insensitively.
+func oneOfKey(f func(*Config) *string, words ...string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		w := strings.ToLower(strings.TrimSpace(v))
+		if !slices.Contains(words, w) {
+			return fmt.Errorf("want one of %s: %q", strings.Join(words, ", "), v)
+		}
+		*f(c) = w
+		return nil
+	}
 }
 
 func findKey(name string) (configKey, bool) {
@@ -414,69 +423,115 @@ func EnvName(key string) string {
 	return b.String()
 }
 
-// Set applies one property. Keys Folio uses are checked (a bad value is an
-// error naming the key); BookKeeper keys Folio does not use are kept in
-// Props silently; anything else is kept and logged as a warning, never an
-// error, so a bk_server.conf from a Java bookie loads.
-func (c *Config) Set(key, value string, log *slog.Logger) error {
+// Set applies one property given on the command line (source "--set");
+// see SetFrom.
+func (c *Config) Set(key, value string, _ *slog.Logger) error {
+	return c.SetFrom(key, value, "--set")
+}
+
+// SetFrom applies one property set at source (a file and line, an
+// environment variable, "--set"). Keys Folio implements are checked (a bad
+// value is an error naming the key); every other key is kept in Props for
+// CheckKeys, which refuses, warns about or accepts it, so that a
+// bk_server.conf from a Java bookie loads.
+func (c *Config) SetFrom(key, value, source string) error {
 	if c.Props == nil {
 		c.Props = map[string]string{}
 	}
+	if c.Sources == nil {
+		c.Sources = map[string]string{}
+	}
 	c.Props[key] = value
+	c.Sources[key] = source
 	if k, ok := findKey(key); ok {
 		if err := k.set(c, value); err != nil {
-			return fmt.Errorf("config key %s: %w", key, err)
+			return fmt.Errorf("config key %s (%s): %w", key, source, err)
 		}
-		return nil
 	}
-	if !slices.Contains(ignoredKeys, key) && log != nil {
-		log.Warn("unknown configuration key; ignored", "key", key)
+	if key == "journalDirectories" || key == "journalDirectory" {
+		c.resolveJournalDirs()
+	}
+	if _, lwmSet := c.Props["diskUsageLwmThreshold"]; key == "diskUsageThreshold" && !lwmSet {
+		// BookKeeper's default of the low water mark is the threshold.
+		c.DiskUsageLwmThreshold = c.DiskUsageThreshold
 	}
 	return nil
 }
 
-// Overrides are the sources applied on top of a config file, in order.
+// resolveJournalDirs applies BookKeeper's rule for the two journal keys
+// (getJournalDirNames): journalDirectories when it lists a directory,
+// whatever the order the keys were set in; else journalDirectory.
+func (c *Config) resolveJournalDirs() {
+	for _, k := range []string{"journalDirectories", "journalDirectory"} {
+		v, ok := c.Props[k]
+		if !ok {
+			continue
+		}
+		var dirs []string
+		_ = listKey(func(*Config) *[]string { return &dirs })(c, v)
+		if len(dirs) > 0 || k == "journalDirectory" {
+			c.JournalDirs = dirs
+			return
+		}
+	}
+}
+
+// Overrides are the sources applied on top of a config file, in order:
+// BK_<key>, PULSAR_PREFIX_<key> and FOLIO_<KEY> variables, then Set.
 type Overrides struct {
-	// Getenv looks up FOLIO_* variables (nil: none).
+	// Getenv looks up environment variables (nil: none).
 	Getenv func(string) string
+	// Environ lists the environment as KEY=value (os.Environ). With it,
+	// every PULSAR_PREFIX_<key> variable applies, unknown keys included
+	// (as Pulsar's apply-config-from-env.py adds them); without it only
+	// the keys of the key table and of the file are looked up.
+	Environ func() []string
 	// Set are key=value pairs from the command line, applied last.
 	Set []string
 }
 
-// LoadConfig returns DefaultConfig with the file at path (may be "")
-// applied, then the environment (FOLIO_<KEY> for every key Folio uses),
-// then the command-line pairs. log receives warnings about unknown keys.
+// LoadConfig returns DefaultConfig with, in increasing precedence, the
+// file at path (may be ""), the environment and the command-line pairs
+// applied (see applyEnv), then checks every key (CheckKeys: refused keys
+// are an error naming the key and where it was set) and the values
+// (Validate). log receives the key warnings and the line listing the keys
+// irrelevant to Folio.
 func LoadConfig(path string, ov Overrides, log *slog.Logger) (Config, error) {
 	c := DefaultConfig()
+	var fileKeys []string
 	if path != "" {
 		f, err := os.Open(path)
 		if err != nil {
 			return c, fmt.Errorf("reading the bookie configuration: %w", err)
 		}
-		defer f.Close()
-		if err := c.Load(f, log); err != nil {
+		props, err := ParseProperties(f)
+		f.Close()
+		if err != nil {
 			return c, fmt.Errorf("configuration %s: %w", path, err)
 		}
-	}
-	if ov.Getenv != nil {
-		for _, k := range configKeys {
-			if v := ov.Getenv(EnvName(k.name)); v != "" {
-				if err := c.Set(k.name, v, log); err != nil {
-					return c, fmt.Errorf("environment %s: %w", EnvName(k.name), err)
-				}
+		for _, p := range props {
+			if err := c.SetFrom(p.Key, p.Value, fmt.Sprintf("%s:%d", path, p.Line)); err != nil {
+				return c, err // names the key, the file and the line
 			}
+			fileKeys = append(fileKeys, p.Key)
 		}
+	}
+	if err := c.applyEnv(ov, fileKeys); err != nil {
+		return c, err
 	}
 	for _, kv := range ov.Set {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || strings.TrimSpace(k) == "" {
 			return c, fmt.Errorf("override %q: want key=value", kv)
 		}
-		if err := c.Set(strings.TrimSpace(k), v, log); err != nil {
+		if err := c.SetFrom(strings.TrimSpace(k), v, "--set"); err != nil {
 			return c, err
 		}
 	}
 	if err := c.resolveLegacyZooKeeper(); err != nil {
+		return c, err
+	}
+	if err := c.CheckKeys(log); err != nil {
 		return c, err
 	}
 	return c, c.Validate()
@@ -521,14 +576,14 @@ func (c *Config) resolveLegacyZooKeeper() error {
 	return nil
 }
 
-// Load applies a .properties stream to c.
-func (c *Config) Load(r io.Reader, log *slog.Logger) error {
+// Load applies a .properties stream to c (source "line N").
+func (c *Config) Load(r io.Reader, _ *slog.Logger) error {
 	props, err := ParseProperties(r)
 	if err != nil {
 		return err
 	}
 	for _, p := range props {
-		if err := c.Set(p.Key, p.Value, log); err != nil {
+		if err := c.SetFrom(p.Key, p.Value, fmt.Sprintf("line %d", p.Line)); err != nil {
 			return fmt.Errorf("line %d: %w", p.Line, err)
 		}
 	}
