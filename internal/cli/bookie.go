@@ -71,7 +71,7 @@ func newBookieCommand(env Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			if readOnly {
-				f.set = append(f.set, "readOnlyModeOnStartup=true")
+				f.set = append(f.set, "forceReadOnlyBookie=true")
 			}
 			if cmd.Flags().Changed("autorecovery") {
 				f.set = append(f.set, "autoRecoveryDaemonEnabled="+strconv.FormatBool(withAutoRecovery))
@@ -84,7 +84,7 @@ func newBookieCommand(env Env) *cobra.Command {
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().BoolVar(&readOnly, "readonly", false, "start in read-only mode")
+	cmd.Flags().BoolVar(&readOnly, "readonly", false, "run read-only for the life of the process (forceReadOnlyBookie=true, Java's bookie -readOnly)")
 	cmd.Flags().BoolVar(&withAutoRecovery, "autorecovery", false, "also run AutoRecovery in this process (autoRecoveryDaemonEnabled; --autorecovery=false overrides the file)")
 	return cmd
 }
