@@ -19,7 +19,7 @@ import (
 // about equal shares), then ledger 9 alone in logs of its own. Ledgers 2,
 // 4 and 9 are then deleted: the interleaved logs are about half live, and
 // ledger 9's logs are wholly dead.
-func compactionStore(t *testing.T, p *CompactionPolicy) (*Store, Config, *clock.Manual) {
+func compactionStore(t *testing.T, p *CompactionPolicy, opts ...func(*Config)) (*Store, Config, *clock.Manual) {
 	t.Helper()
 	dir := t.TempDir()
 	clk := clock.NewManual(time.Unix(1_000_000, 0))
@@ -30,6 +30,9 @@ func compactionStore(t *testing.T, p *CompactionPolicy) (*Store, Config, *clock.
 	cfg.MaxEntryLogBytes = 64 << 10
 	cfg.CompactionBytesPerSecond = -1
 	cfg.Compaction = p
+	for _, o := range opts {
+		o(&cfg)
+	}
 	s := mustOpen(t, vfs.Default, cfg)
 	for e := int64(0); e < 120; e++ {
 		for l := int64(1); l <= 4; l++ {
@@ -186,4 +189,51 @@ func TestCompactionPolicyRefusesThresholdAboveOne(t *testing.T) {
 	if _, err := cfg.withDefaults(); err == nil {
 		t.Fatal("a major threshold of 1.5 was accepted")
 	}
+}
+
+// TestReadsDuringCompaction: readers of the live ledgers never see an
+// error or "no such entry" while major compactions move their entries and
+// remove the old logs (the index points at the old copy until the new one
+// is durable, and a read that lost the race with the removal looks the
+// entry up again).
+func TestReadsDuringCompaction(t *testing.T) {
+	// Without a read cache every read goes to the entry logs.
+	s, _, _ := compactionStore(t, &CompactionPolicy{MajorThreshold: 0.7, MajorInterval: time.Hour},
+		func(c *Config) { c.ReadCacheBytes, c.ReadAheadBytes = -1, -1 })
+	defer s.Close()
+	stop := make(chan struct{})
+	errs := make(chan error, 4)
+	for r := 0; r < 4; r++ {
+		go func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				l, e := int64(1+2*(i%2)), int64((i*7+r)%120)
+				got, err := s.ReadEntry(l, e)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if want := entryBody(l, e, e-1, 0, 700); string(got) != string(want) {
+					errs <- errors.New("wrong body")
+					return
+				}
+			}
+		}()
+	}
+	st, kind, err := s.GCTick(true)
+	close(stop)
+	for range 4 {
+		if rerr := <-errs; rerr != nil {
+			t.Fatalf("read during compaction: %v", rerr)
+		}
+	}
+	if err != nil || kind != CompactionMajor || st.EntriesMoved == 0 {
+		t.Fatalf("forced tick: kind %s, %+v, %v", kind, st, err)
+	}
+	checkLive(t, s)
 }
