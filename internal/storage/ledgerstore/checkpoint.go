@@ -3,6 +3,7 @@ package ledgerstore
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/foliodb/folio/internal/storage/entrylog"
 	"github.com/foliodb/folio/internal/storage/journal"
@@ -109,8 +110,9 @@ type CompactionKind string
 const (
 	// CompactionNone: only wholly dead logs were removed.
 	CompactionNone CompactionKind = "none"
-	// CompactionSuspended: the disk is full and isForceGCAllowWhenNoSpace
-	// is off; only wholly dead logs were removed.
+	// CompactionSuspended: a compaction was held back (the disk is full
+	// and isForceGCAllowWhenNoSpace is off, or SuspendCompaction); only
+	// wholly dead logs were removed.
 	CompactionSuspended CompactionKind = "suspended"
 	CompactionMinor     CompactionKind = "minor"
 	CompactionMajor     CompactionKind = "major"
@@ -132,31 +134,91 @@ func (s *Store) GCTick(force bool) (GCStats, CompactionKind, error) {
 	s.gcState.mu.Lock()
 	noSpace := s.gcState.noSpace
 	lastMinor, lastMajor := s.gcState.lastMinor, s.gcState.lastMajor
+	suspendMinor, suspendMajor := s.gcState.suspendMinor, s.gcState.suspendMajor
 	s.gcState.mu.Unlock()
 	if noSpace && p.ForceWhenNoSpace {
 		force = true
 	}
+	majorDue := (force && p.forceable(p.majorOn(), p.MajorThreshold)) || (p.majorOn() && now.Sub(lastMajor) >= p.MajorInterval)
+	minorDue := (force && p.forceable(p.minorOn(), p.MinorThreshold)) || (p.minorOn() && now.Sub(lastMinor) >= p.MinorInterval)
 	kind, threshold := CompactionNone, deadOnly
 	switch {
 	case noSpace && !p.ForceWhenNoSpace:
 		kind = CompactionSuspended
-	case (force && p.forceable(p.majorOn(), p.MajorThreshold)) || (p.majorOn() && now.Sub(lastMajor) >= p.MajorInterval):
+	case majorDue && !suspendMajor:
 		kind, threshold = CompactionMajor, p.MajorThreshold
-	case (force && p.forceable(p.minorOn(), p.MinorThreshold)) || (p.minorOn() && now.Sub(lastMinor) >= p.MinorInterval):
+	case minorDue && !suspendMinor:
 		kind, threshold = CompactionMinor, p.MinorThreshold
+	case majorDue || minorDue:
+		kind = CompactionSuspended
 	}
+	s.gcState.mu.Lock()
+	s.gcState.running, s.gcState.forcing = kind, force
+	s.gcState.mu.Unlock()
 	st, err := s.gcWith(threshold)
+	s.gcState.mu.Lock()
+	s.gcState.running, s.gcState.forcing = "", false
 	if err == nil {
-		s.gcState.mu.Lock()
 		switch kind {
 		case CompactionMajor:
 			s.gcState.lastMajor, s.gcState.lastMinor = now, now
+			s.gcState.majorCount++
 		case CompactionMinor:
 			s.gcState.lastMinor = now
+			s.gcState.minorCount++
 		}
-		s.gcState.mu.Unlock()
 	}
+	s.gcState.mu.Unlock()
 	return st, kind, err
+}
+
+// SuspendCompaction suspends major and/or minor compaction until
+// ResumeCompaction (BookKeeper's PUT /api/v1/bookie/gc/suspend_compaction);
+// wholly dead logs are still removed. A suspended major compaction that is
+// due lets a due minor one run, as in Java.
+func (s *Store) SuspendCompaction(major, minor bool) {
+	s.gcState.mu.Lock()
+	defer s.gcState.mu.Unlock()
+	s.gcState.suspendMajor = s.gcState.suspendMajor || major
+	s.gcState.suspendMinor = s.gcState.suspendMinor || minor
+}
+
+// ResumeCompaction lifts SuspendCompaction for the kinds given.
+func (s *Store) ResumeCompaction(major, minor bool) {
+	s.gcState.mu.Lock()
+	defer s.gcState.mu.Unlock()
+	s.gcState.suspendMajor = s.gcState.suspendMajor && !major
+	s.gcState.suspendMinor = s.gcState.suspendMinor && !minor
+}
+
+// CompactionStatus is the state of the GC loop's compactions (what
+// BookKeeper's gc_details and suspend_compaction report).
+type CompactionStatus struct {
+	// Running is the kind of the tick in progress, "" when none; Forcing
+	// says it is forced (manual, or isForceGCAllowWhenNoSpace).
+	Running CompactionKind
+	Forcing bool
+	// LastMajor and LastMinor are when the last compaction of each kind
+	// finished its pass (Open counts as one); MajorCount and MinorCount
+	// count them since Open.
+	LastMajor, LastMinor   time.Time
+	MajorCount, MinorCount int64
+	// MajorSuspended and MinorSuspended are SuspendCompaction's requests;
+	// NoSpace is SetNoSpace's last verdict.
+	MajorSuspended, MinorSuspended bool
+	NoSpace                        bool
+}
+
+// CompactionStatus returns the GC loop's compaction state.
+func (s *Store) CompactionStatus() CompactionStatus {
+	s.gcState.mu.Lock()
+	defer s.gcState.mu.Unlock()
+	g := &s.gcState
+	return CompactionStatus{
+		Running: g.running, Forcing: g.forcing, LastMajor: g.lastMajor, LastMinor: g.lastMinor,
+		MajorCount: g.majorCount, MinorCount: g.minorCount,
+		MajorSuspended: g.suspendMajor, MinorSuspended: g.suspendMinor, NoSpace: g.noSpace,
+	}
 }
 
 // SetNoSpace tells the store whether its disk is full (the bookie's disk

@@ -237,3 +237,33 @@ func TestReadsDuringCompaction(t *testing.T) {
 	}
 	checkLive(t, s)
 }
+
+// TestSuspendCompaction: the admin's suspension of major compaction lets a
+// due minor one run and holds the major one back until resumed; the status
+// reports counts, times and suspensions.
+func TestSuspendCompaction(t *testing.T) {
+	s, _, clk := compactionStore(t, &CompactionPolicy{MinorThreshold: 0.3, MinorInterval: time.Hour, MajorThreshold: 0.7, MajorInterval: 24 * time.Hour})
+	defer s.Close()
+	s.SuspendCompaction(true, false)
+	clk.Advance(25 * time.Hour)
+	if _, kind, err := s.GCTick(false); err != nil || kind != CompactionMinor {
+		t.Fatalf("major suspended, both due: kind %s, %v; want minor", kind, err)
+	}
+	s.SuspendCompaction(false, true)
+	clk.Advance(2 * time.Hour)
+	if st, kind, err := s.GCTick(false); err != nil || kind != CompactionSuspended || st.EntriesMoved != 0 {
+		t.Fatalf("both suspended: kind %s, %+v, %v", kind, st, err)
+	}
+	if cs := s.CompactionStatus(); !cs.MajorSuspended || !cs.MinorSuspended || cs.MinorCount != 1 || cs.MajorCount != 0 || cs.Running != "" {
+		t.Fatalf("status while suspended: %+v", cs)
+	}
+	s.ResumeCompaction(true, true)
+	st, kind, err := s.GCTick(false)
+	if err != nil || kind != CompactionMajor || st.EntriesMoved == 0 {
+		t.Fatalf("resumed: kind %s, %+v, %v", kind, st, err)
+	}
+	if cs := s.CompactionStatus(); cs.MajorSuspended || cs.MinorSuspended || cs.MajorCount != 1 || !cs.LastMajor.Equal(clk.Now()) || !cs.LastMinor.Equal(clk.Now()) {
+		t.Fatalf("status after the major compaction: %+v", cs)
+	}
+	checkLive(t, s)
+}

@@ -49,6 +49,14 @@ type Store struct {
 		// kind ran (Open counts as one: the first comes an interval later).
 		lastMinor, lastMajor time.Time
 		noSpace              bool
+		// suspendMinor and suspendMajor are the admin's requests
+		// (SuspendCompaction).
+		suspendMinor, suspendMajor bool
+		// running is the kind of the tick in progress ("" when none);
+		// forcing says it was forced.
+		running                CompactionKind
+		forcing                bool
+		minorCount, majorCount int64
 	}
 
 	// hook, if set (tests only, through setHook), is called at named points
