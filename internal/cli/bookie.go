@@ -90,7 +90,7 @@ func newBookieCommand(env Env) *cobra.Command {
 				return err
 			}
 			if readOnly {
-				f.set = append(f.set, "readOnlyModeOnStartup=true")
+				f.set = append(f.set, "forceReadOnlyBookie=true")
 			}
 			if cmd.Flags().Changed("autorecovery") {
 				f.set = append(f.set, "autoRecoveryDaemonEnabled="+strconv.FormatBool(withAutoRecovery))
@@ -108,7 +108,7 @@ func newBookieCommand(env Env) *cobra.Command {
 	f.register(cmd)
 	lf.register(cmd)
 	cmd.Flags().BoolVar(&printConfig, "print-config", false, "print the effective configuration (every key, its value and its source) and exit; a configuration the bookie would refuse exits 1")
-	cmd.Flags().BoolVar(&readOnly, "readonly", false, "start in read-only mode")
+	cmd.Flags().BoolVar(&readOnly, "readonly", false, "run read-only for the life of the process (forceReadOnlyBookie=true, Java's bookie -readOnly)")
 	cmd.Flags().BoolVar(&withAutoRecovery, "autorecovery", false, "also run AutoRecovery in this process (autoRecoveryDaemonEnabled; --autorecovery=false overrides the file)")
 	return cmd
 }

@@ -26,6 +26,16 @@ const (
 	DefaultGCWaitTime     = 10 * time.Minute
 	DefaultDiskThreshold  = 0.95
 	DefaultDiskCheck      = 10 * time.Second
+	// Storage defaults (BookKeeper's logSizeLimit, journalMaxSizeMB,
+	// journalMaxBackups and compaction keys).
+	DefaultEntryLogSizeLimit        = 1 << 30
+	MaxEntryLogSizeLimit            = 1 << 30
+	DefaultJournalMaxSizeMB         = 2048
+	DefaultJournalMaxBackups        = 5
+	DefaultMinorCompactionThreshold = 0.2
+	DefaultMinorCompactionInterval  = 3600 * time.Second
+	DefaultMajorCompactionThreshold = 0.8
+	DefaultMajorCompactionInterval  = 86400 * time.Second
 	// DefaultShutdownTimeout bounds a graceful stop (Folio's own knob).
 	DefaultShutdownTimeout = 8 * time.Second
 	// DefaultRegistrationRetry is the pause between failed attempts to
@@ -126,9 +136,66 @@ type Config struct {
 	// turns read-only (readOnlyModeEnabled, default true); when false it
 	// shuts down instead, as Java does.
 	ReadOnlyModeEnabled bool
-	// ForceReadOnly starts the bookie read-only (readOnlyModeOnStartup /
-	// `bookie -readOnly`).
+	// ForceReadOnly starts the bookie read-only, as if an admin had asked
+	// for it: `PUT .../state/readonly {"readOnly": false}` makes it writable
+	// (Folio's readOnlyModeOnStartup; BookKeeper 4.17 has no such key).
 	ForceReadOnly bool
+	// ForceReadOnlyBookie runs the bookie read-only for the life of the
+	// process (forceReadOnlyBookie, default false; `folio bookie
+	// --readonly`, Java's `bookie -readOnly`): registered under readonly,
+	// refusing adds, serving reads; nothing makes it writable, as Java's
+	// ReadOnlyBookie. It needs readOnlyModeEnabled=true (Java refuses the
+	// same combination).
+	ForceReadOnlyBookie bool
+	// ReadOnlyModeOnAnyDiskFull: the bookie turns read-only as soon as any
+	// ledger directory is full (readOnlyModeOnAnyDiskFullEnabled, default
+	// false). Folio places a ledger's entries in one ledger directory (ledger
+	// id mod count), so a full directory cannot hand its ledgers to another
+	// one: Folio turns read-only when any directory is full either way. With
+	// a single ledger directory "any" and "all" are the same; with several,
+	// false is a documented deviation (Folio turns read-only earlier than
+	// Java, never later) and draws a warning at start.
+	ReadOnlyModeOnAnyDiskFull bool
+	// AllowStorageExpansion accepts a configuration that adds ledger or
+	// index directories to a bookie with data (allowStorageExpansion,
+	// default false). Folio cannot spread existing ledgers over new
+	// directories, so an expansion is refused at start naming the key;
+	// without the key the cookie mismatch is refused, as in Java.
+	AllowStorageExpansion bool
+
+	// Storage keys (BookKeeper's names and units).
+	//
+	// EntryLogSizeLimit seals an entry log at this many bytes (logSizeLimit,
+	// default and maximum 1 GiB as BookKeeper's; Folio's older
+	// entryLogSizeLimit is an alias).
+	EntryLogSizeLimit int64
+	// JournalMaxSizeMB rotates a journal file at this size (journalMaxSizeMB,
+	// MB, default 2048). JournalMaxBackups is how many journal files no
+	// longer needed by replay are kept after a checkpoint
+	// (journalMaxBackups, default 5).
+	JournalMaxSizeMB  int64
+	JournalMaxBackups int
+	// Compaction of entry logs (BookKeeper's GarbageCollectorThread): each
+	// GC period (gcWaitTime) wholly dead entry logs are removed; a major
+	// compaction (logs below MajorCompactionThreshold live) runs when
+	// MajorCompactionInterval has passed since the last one, else a minor
+	// one (MinorCompactionThreshold) when MinorCompactionInterval has. A
+	// threshold or interval ≤ 0 disables that kind
+	// (minorCompactionThreshold 0.2, minorCompactionInterval 3600 s,
+	// majorCompactionThreshold 0.8, majorCompactionInterval 86400 s).
+	MinorCompactionThreshold float64
+	MinorCompactionInterval  time.Duration
+	MajorCompactionThreshold float64
+	MajorCompactionInterval  time.Duration
+	// ForceGCAllowWhenNoSpace: while the disk is full, compaction runs
+	// forced (every GC period, ignoring the intervals) to win space back;
+	// when false it is suspended while full (isForceGCAllowWhenNoSpace,
+	// default false).
+	ForceGCAllowWhenNoSpace bool
+	// ForceAllowCompaction lets a manual GC (`PUT /api/v1/bookie/gc`)
+	// compact with a kind's threshold even when that kind is disabled by its
+	// interval (forceAllowCompaction, default false).
+	ForceAllowCompaction bool
 
 	// ShutdownTimeout bounds a graceful stop: in-flight requests get this
 	// long before their connections are closed (Folio's shutdownTimeout, ms).
@@ -223,6 +290,14 @@ func DefaultConfig() Config {
 		DiskCheckInterval:     DefaultDiskCheck,
 		ReadOnlyModeEnabled:   true,
 		ShutdownTimeout:       DefaultShutdownTimeout,
+		// Storage keys: BookKeeper's defaults.
+		EntryLogSizeLimit:        DefaultEntryLogSizeLimit,
+		JournalMaxSizeMB:         DefaultJournalMaxSizeMB,
+		JournalMaxBackups:        DefaultJournalMaxBackups,
+		MinorCompactionThreshold: DefaultMinorCompactionThreshold,
+		MinorCompactionInterval:  DefaultMinorCompactionInterval,
+		MajorCompactionThreshold: DefaultMajorCompactionThreshold,
+		MajorCompactionInterval:  DefaultMajorCompactionInterval,
 		AutoRecovery: AutoRecoveryConfig{
 			BookieCheckInterval:                DefaultAuditorBookieCheckInterval,
 			LedgerCheckInterval:                DefaultAuditorLedgerCheckInterval,
@@ -314,6 +389,65 @@ func percentKey(f func(*Config) *int) func(*Config, string) error {
 	}
 }
 
+// logSizeKey reads logSizeLimit (and Folio's alias entryLogSizeLimit):
+// bytes, 1 to 1 GiB (BookKeeper's range; 0 would seal a log per entry).
+func logSizeKey(c *Config, v string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n <= 0 || n > MaxEntryLogSizeLimit {
+		return fmt.Errorf("want bytes from 1 to %d: %q", MaxEntryLogSizeLimit, v)
+	}
+	c.EntryLogSizeLimit = n
+	return nil
+}
+
+func positiveInt64Key(f func(*Config) *int64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("want a positive integer: %q", v)
+		}
+		*f(c) = n
+		return nil
+	}
+}
+
+func nonNegativeIntKey(f func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 {
+			return fmt.Errorf("want a non-negative integer: %q", v)
+		}
+		*f(c) = n
+		return nil
+	}
+}
+
+// thresholdKey reads a compaction threshold: a fraction up to 1; 0 or
+// less disables that compaction (BookKeeper refuses above 1).
+func thresholdKey(f func(*Config) *float64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || math.IsNaN(x) || x > 1 {
+			return fmt.Errorf("want a fraction up to 1 (0 or less disables): %q", v)
+		}
+		*f(c) = x
+		return nil
+	}
+}
+
+// signedSecondsKey reads a compaction interval in seconds; 0 or less
+// disables that compaction, as in BookKeeper.
+func signedSecondsKey(f func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n > int64(math.MaxInt64/time.Second) || n < -int64(math.MaxInt64/time.Second) {
+			return fmt.Errorf("want seconds: %q", v)
+		}
+		*f(c) = time.Duration(n) * time.Second
+		return nil
+	}
+}
+
 func stringKey(f func(*Config) *string) func(*Config, string) error {
 	return func(c *Config, v string) error { *f(c) = strings.TrimSpace(v); return nil }
 }
@@ -374,6 +508,20 @@ var configKeys = []configKey{
 	// cfg slice: logging.
 	{"logLevel", oneOfKey(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},
 	{"logFormat", oneOfKey(func(c *Config) *string { return &c.LogFormat }, "text", "json")},
+	// wip-store: storage and bookie-state keys (issue 19, slice "store").
+	{"forceReadOnlyBookie", boolKey(func(c *Config) *bool { return &c.ForceReadOnlyBookie })},
+	{"readOnlyModeOnAnyDiskFullEnabled", boolKey(func(c *Config) *bool { return &c.ReadOnlyModeOnAnyDiskFull })},
+	{"allowStorageExpansion", boolKey(func(c *Config) *bool { return &c.AllowStorageExpansion })},
+	{"logSizeLimit", logSizeKey},
+	{"entryLogSizeLimit", logSizeKey},
+	{"journalMaxSizeMB", positiveInt64Key(func(c *Config) *int64 { return &c.JournalMaxSizeMB })},
+	{"journalMaxBackups", nonNegativeIntKey(func(c *Config) *int { return &c.JournalMaxBackups })},
+	{"minorCompactionThreshold", thresholdKey(func(c *Config) *float64 { return &c.MinorCompactionThreshold })},
+	{"minorCompactionInterval", signedSecondsKey(func(c *Config) *time.Duration { return &c.MinorCompactionInterval })},
+	{"majorCompactionThreshold", thresholdKey(func(c *Config) *float64 { return &c.MajorCompactionThreshold })},
+	{"majorCompactionInterval", signedSecondsKey(func(c *Config) *time.Duration { return &c.MajorCompactionInterval })},
+	{"isForceGCAllowWhenNoSpace", boolKey(func(c *Config) *bool { return &c.ForceGCAllowWhenNoSpace })},
+	{"forceAllowCompaction", boolKey(func(c *Config) *bool { return &c.ForceAllowCompaction })},
 }
 
 // propsKeys are implemented keys read from Config.Props where they are
@@ -630,6 +778,7 @@ func (c *Config) Validate() error {
 	if err := c.Security.CheckStartupUser(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.validateStore()...)
 	seen := map[string]bool{}
 	for _, d := range c.AllDirs() {
 		if seen[d] {
@@ -638,6 +787,33 @@ func (c *Config) Validate() error {
 		seen[d] = true
 	}
 	return errors.Join(errs...)
+}
+
+// validateStore checks the storage and read-only keys as BookKeeper does
+// (GarbageCollectorThread's compaction checks, ReadOnlyBookie's).
+func (c *Config) validateStore() []error {
+	var errs []error
+	if c.ForceReadOnlyBookie && !c.ReadOnlyModeEnabled {
+		errs = append(errs, errors.New("forceReadOnlyBookie=true needs readOnlyModeEnabled=true (a bookie cannot run read-only with read-only mode disabled; Java refuses the same)"))
+	}
+	a, aok := c.Props["logSizeLimit"]
+	b, bok := c.Props["entryLogSizeLimit"]
+	if aok && bok && strings.TrimSpace(a) != strings.TrimSpace(b) {
+		errs = append(errs, fmt.Errorf("logSizeLimit=%s and entryLogSizeLimit=%s disagree: set only logSizeLimit (entryLogSizeLimit is Folio's older name for it)", a, b))
+	}
+	minorOn := c.MinorCompactionThreshold > 0 && c.MinorCompactionInterval > 0
+	majorOn := c.MajorCompactionThreshold > 0 && c.MajorCompactionInterval > 0
+	if minorOn && c.MinorCompactionInterval < c.GCWaitTime {
+		errs = append(errs, fmt.Errorf("minorCompactionInterval %v is shorter than gcWaitTime %v (compaction runs within a GC pass)", c.MinorCompactionInterval, c.GCWaitTime))
+	}
+	if majorOn && c.MajorCompactionInterval < c.GCWaitTime {
+		errs = append(errs, fmt.Errorf("majorCompactionInterval %v is shorter than gcWaitTime %v (compaction runs within a GC pass)", c.MajorCompactionInterval, c.GCWaitTime))
+	}
+	if minorOn && majorOn && (c.MinorCompactionInterval >= c.MajorCompactionInterval || c.MinorCompactionThreshold >= c.MajorCompactionThreshold) {
+		errs = append(errs, fmt.Errorf("minor compaction (threshold %v, interval %v) must be more frequent and less aggressive than major (threshold %v, interval %v)",
+			c.MinorCompactionThreshold, c.MinorCompactionInterval, c.MajorCompactionThreshold, c.MajorCompactionInterval))
+	}
+	return errs
 }
 
 // AllDirs returns the journal, ledger and index directories, in that order:

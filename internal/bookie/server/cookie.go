@@ -73,6 +73,55 @@ func cookiesMatch(a, b *metadata.Cookie) error {
 	return nil
 }
 
+// expansion returns the ledger and index directories the configuration
+// (master) adds to the stored cookie when that is the only difference (the
+// check BookKeeper's allowStorageExpansion relaxes: Cookie.verifyIsSuperSet),
+// else nil.
+func expansion(stored, master *metadata.Cookie) []string {
+	if stored.BookieID != master.BookieID || !slices.Equal(stored.JournalDirs, master.JournalDirs) ||
+		(stored.InstanceID != "" && master.InstanceID != "" && stored.InstanceID != master.InstanceID) {
+		return nil
+	}
+	var added []string
+	for _, p := range [][2][]string{{stored.LedgerDirs, master.LedgerDirs}, {stored.IndexDirs, master.IndexDirs}} {
+		for _, d := range p[0] {
+			if !slices.Contains(p[1], d) {
+				return nil // a directory was removed: not an expansion
+			}
+		}
+		for _, d := range p[1] {
+			if !slices.Contains(p[0], d) {
+				added = append(added, d)
+			}
+		}
+	}
+	return added
+}
+
+// expansionError refuses to add directories to a bookie with data. Java
+// accepts it with allowStorageExpansion=true; Folio places each ledger in
+// the ledger directory ledger id mod their count (recorded on disk), so a
+// new directory would move ledgers away from their entries and index: a
+// read could answer "no such entry" for an acknowledged entry.
+func expansionError(cfg *Config, id metadata.BookieID, added []string) error {
+	hint := "remove the new directories from the configuration; to use more disks, decommission the bookie " +
+		"(AutoRecovery or `folio shell recover " + string(id) + "` re-replicates its ledgers), reset it with " +
+		"`folio shell bookieformat --force` and start it with every directory"
+	if cfg.AllowStorageExpansion {
+		return &CookieError{
+			Why: fmt.Sprintf("the configuration adds directories %s to bookie %s, which holds data, and sets allowStorageExpansion=true: "+
+				"Folio does not support storage expansion (a ledger's entries and index stay in the ledger directory chosen by ledger id mod the number of directories)",
+				strings.Join(added, ", "), id),
+			Hint: hint,
+		}
+	}
+	return &CookieError{
+		Why: fmt.Sprintf("the configuration adds directories %s to bookie %s, which holds data: its cookie lists fewer directories "+
+			"(allowStorageExpansion=false, as BookKeeper refuses it; Folio does not support expansion at all)", strings.Join(added, ", "), id),
+		Hint: hint,
+	}
+}
+
 // readDirCookie reads <dir>/current/VERSION; (nil, nil) if absent.
 func readDirCookie(dir string) (*metadata.Cookie, error) {
 	p := filepath.Join(CurrentDir(dir), VersionFile)
@@ -185,6 +234,9 @@ func CheckCookies(ctx context.Context, md metadata.Driver, cfg *Config, id metad
 			}
 		}
 		if err := cookiesMatch(storeCookie, master); err != nil {
+			if added := expansion(storeCookie, master); len(added) > 0 {
+				return false, expansionError(cfg, id, added)
+			}
 			return false, &CookieError{
 				Why: fmt.Sprintf("the metadata store's cookie of %s (%s) does not match this bookie's configuration (%v): "+
 					"the directories, the address or the cluster changed since the bookie was first started", id, metadata.CookieKeyOf(md, id), err),

@@ -124,7 +124,6 @@ const (
 	rFolio      = "Folio's key"
 	rSame       = "as BookKeeper"
 	rPlacement  = "only read by a rack-, region- or zone-aware ensemble placement policy; Folio's AutoRecovery inside the bookie places replacements at random among writable bookies (rack-aware checks: `folio autorecovery --rack-locations`)"
-	rStore      = "implemented in wip-store"
 	rShell2     = "implemented in wip-shell2"
 	rHTTP       = "implemented in wip-http"
 )
@@ -287,8 +286,8 @@ var bkKeys = []KeyInfo{
 	// Journal settings.
 	impl("journalDirectories", "/tmp/bk-txn", rSame),
 	impl("journalDirectory", "/tmp/bk-txn", rSame+" (deprecated by journalDirectories)"),
-	irr("journalMaxSizeMB", "2048", rStore),
-	irr("journalMaxBackups", "5", rStore),
+	impl("journalMaxSizeMB", "2048", "journal file rotation size in MiB"),
+	impl("journalMaxBackups", "5", "journal files kept after the checkpoint no longer needs them"),
 	impl("journalMaxGroupWaitMSec", "0", "the journal's group commit wait; Folio's default 0 groups what queues during the previous fsync (BookKeeper: 2)"),
 	irr("journalFormatVersionToWrite", "6", rJournal),
 	irr("journalPreAllocSizeMB", "16", rJournal),
@@ -322,14 +321,14 @@ var bkKeys = []KeyInfo{
 	irr("pageSize", "8192", rInterleave),
 	irr("pageLimit", "-1", rInterleave),
 	impl("flushInterval", "10000", "milliseconds between checkpoints (write cache flushed, journal trimmed)"),
-	irr("allowStorageExpansion", "false", rStore),
+	impl("allowStorageExpansion", "false", "adding ledger or index directories to a bookie with data is refused whatever the value (the error names the new directories); expansion itself is not implemented"),
 	irr("minUsableSizeForIndexFileCreation", "104857600", "Java's space reserve for index files: Folio's read-only switch follows diskUsageThreshold"),
 	irr("minUsableSizeForEntryLogCreation", "1.2 × logSizeLimit", "Java's space reserve for entry logs: Folio's read-only switch follows diskUsageThreshold"),
 	irr("minUsableSizeForHighPriorityWrites", "minUsableSizeForEntryLogCreation", "Java's space reserve for high-priority writes: Folio's read-only switch follows diskUsageThreshold"),
 
 	// Entry log settings.
-	impl("entryLogSizeLimit", "1073741824", rFolio+": bytes at which an entry log is sealed (BookKeeper's logSizeLimit)"),
-	irr("logSizeLimit", "1073741824", rStore),
+	impl("entryLogSizeLimit", "1073741824", rFolio+": older Folio name of logSizeLimit (an alias; both set to different values is refused)"),
+	impl("logSizeLimit", "1073741824", "bytes at which an entry log is sealed (at most 1 GiB)"),
 	irr("entryLogFilePreallocationEnabled", "true", rEntryLog),
 	irr("flushEntrylogBytes", "0", rEntryLog),
 	irr("readBufferSizeBytes", "512", rEntryLog),
@@ -350,12 +349,12 @@ var bkKeys = []KeyInfo{
 	irr("gcEntryLogMetadataCachePath", "", rEntryLog),
 	irr("useTargetEntryLogSizeForGc", "false", rEntryLog),
 	irr("verifyMetadataOnGC", "false", "Folio always re-reads a ledger's metadata before deleting it"),
-	irr("minorCompactionThreshold", "0.2", rStore),
-	irr("minorCompactionInterval", "3600", rStore),
-	irr("majorCompactionThreshold", "0.8", rStore),
-	irr("majorCompactionInterval", "86400", rStore),
-	irr("isForceGCAllowWhenNoSpace", "false", rStore),
-	irr("forceAllowCompaction", "false", rStore),
+	impl("minorCompactionThreshold", "0.2", "entry logs whose live fraction is below it are compacted by minor compaction; ≤ 0 turns minor compaction off"),
+	impl("minorCompactionInterval", "3600", "seconds between minor compactions; ≤ 0 turns them off"),
+	impl("majorCompactionThreshold", "0.8", "entry logs whose live fraction is below it are compacted by major compaction; ≤ 0 turns major compaction off"),
+	impl("majorCompactionInterval", "86400", "seconds between major compactions; ≤ 0 turns them off"),
+	impl("isForceGCAllowWhenNoSpace", "false", "on a full disk compaction pauses unless true (then it runs forced)"),
+	impl("forceAllowCompaction", "false", "a manual GC (PUT /api/v1/bookie/gc) also runs a disabled compaction kind"),
 	irr("minorCompactionMaxTimeMillis", "-1", "Folio bounds compaction by compactionRateByBytes, not by time"),
 	irr("majorCompactionMaxTimeMillis", "-1", "Folio bounds compaction by compactionRateByBytes, not by time"),
 	irr("compactionMaxOutstandingRequests", "100000", "Java compaction batching"),
@@ -393,9 +392,9 @@ var bkKeys = []KeyInfo{
 
 	// Read-only mode and disk utilization.
 	impl("readOnlyModeEnabled", "true", rSame),
-	impl("readOnlyModeOnStartup", "false", rFolio+": start read-only (folio bookie --readonly)"),
-	irr("forceReadOnlyBookie", "false", rStore),
-	irr("readOnlyModeOnAnyDiskFullEnabled", "false", rStore),
+	impl("readOnlyModeOnStartup", "false", rFolio+": start read-only; the admin can make the bookie writable (forceReadOnlyBookie cannot be undone)"),
+	impl("forceReadOnlyBookie", "false", "the bookie is read-only for the life of the process; the admin cannot make it writable (needs readOnlyModeEnabled=true)"),
+	impl("readOnlyModeOnAnyDiskFullEnabled", "false", "the bookie goes read-only when any ledger directory is full whatever the value: with false and several ledger directories it does so earlier than Java (which keeps writing to the others); a warning says so at start"),
 	refuse("persistBookieStatusEnabled", "false", whenTrue, "persisting the read-only state across restarts is not implemented: a bookie made read-only by an operator would come back writable"),
 	impl("diskUsageThreshold", "0.95", rSame),
 	impl("diskUsageLwmThreshold", "0.95", rSame+": the threshold when not set"),

@@ -161,6 +161,10 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 	if len(cfg.IndexDirs) > 0 {
 		p.log.Warn("indexDirectories are stamped with cookies but unused: Folio keeps the index in the ledger directories")
 	}
+	if len(cfg.LedgerDirs) > 1 && !cfg.ReadOnlyModeOnAnyDiskFull {
+		p.log.Warn("readOnlyModeOnAnyDiskFullEnabled=false: Folio keeps each ledger in one ledger directory, so the bookie turns read-only when ANY ledger directory is full, not only when all are (BookKeeper's behaviour with readOnlyModeOnAnyDiskFullEnabled=true)",
+			"ledgerDirectories", cfg.LedgerDirs)
+	}
 
 	// Storage (journal replay happens here).
 	openStart := time.Now()
@@ -190,7 +194,7 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 	if err != nil {
 		return nil, err
 	}
-	p.reg = NewRegistrar(p.md, p.id, cfg.ForceReadOnly, RegistrarOptions{
+	p.reg = NewRegistrar(p.md, p.id, cfg.ForceReadOnly || cfg.ForceReadOnlyBookie, RegistrarOptions{
 		SessionTTL: cfg.SessionTTL, Retry: cfg.RegistrationRetry, RemoveStale: opts.RemoveStaleRegistration,
 		Clock: clock, Logger: p.log, ServiceInfo: &info,
 	})
@@ -213,6 +217,10 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 		f, d, s := p.state.causesLocked()
 		p.metrics.setReadOnlyCauses(f, d, s)
 	}, p.fail)
+	cc, _ := p.store.(compactionControl)
+	if cc != nil {
+		p.state.OnDiskFull(cc.SetNoSpace)
+	}
 	p.state.Check() // the first registration then has the right mode
 
 	// The listener, now that the journal has been replayed.
@@ -384,8 +392,15 @@ func (p *Process) SetReadOnly(readOnly bool) (bool, error) {
 	return p.bk.ReadOnly(), nil
 }
 
-// TriggerGC implements AdminTarget.
-func (p *Process) TriggerGC() { p.gc.Trigger() }
+// TriggerGC implements AdminTarget: a manual GC, as Java's forced GC: a
+// pass over deleted ledgers and a forced compaction tick of the store (its
+// kinds' intervals ignored; a disabled kind only with forceAllowCompaction).
+func (p *Process) TriggerGC() {
+	p.gc.Trigger()
+	if cc, ok := p.store.(compactionControl); ok {
+		cc.TriggerCompaction()
+	}
+}
 
 // GCRunning implements AdminTarget.
 func (p *Process) GCRunning() bool { return p.gc.Running() }

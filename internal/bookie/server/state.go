@@ -14,10 +14,15 @@ import (
 // failed: only a restart (after the operator fixed the disk) clears it.
 var ErrStorageFailed = errors.New("storage failed; the bookie stays read-only until restarted")
 
+// ErrForceReadOnly refuses to make a bookie started with
+// forceReadOnlyBookie=true writable (Java's answer).
+var ErrForceReadOnly = errors.New("bookie is in forceReadOnly mode, cannot transit to writable mode")
+
 // StateManager decides whether the bookie is read-only (spec/protocol.md
 // §6.9) from three causes, any of which makes it so:
-//   - forced: an admin request (HTTP PUT .../state/readonly) or
-//     readOnlyModeOnStartup;
+//   - forced: an admin request (HTTP PUT .../state/readonly),
+//     readOnlyModeOnStartup, or forceReadOnlyBookie (which no request
+//     clears: the bookie is read-only for the life of the process);
 //   - disk full: used/total above DiskUsageThreshold; cleared when usage
 //     falls below DiskUsageLwmThreshold (hysteresis);
 //   - storage failed (store.Failed()): permanent for this process.
@@ -36,6 +41,11 @@ type StateManager struct {
 	// fatal is called instead of going read-only when read-only mode is
 	// disabled (Java shuts the bookie down).
 	fatal func(error)
+	// pinned is forceReadOnlyBookie: forced for good.
+	pinned bool
+	// onDiskFull, if set, is told every disk check's verdict (the store's
+	// compaction suspends or forces itself on a full disk).
+	onDiskFull func(full bool)
 
 	mu struct {
 		sync.Mutex
@@ -53,9 +63,9 @@ func NewStateManager(store storage.Store, cfg *Config, forced bool, clock LoopCl
 	m := &StateManager{
 		store: store, high: cfg.DiskUsageThreshold, low: cfg.DiskUsageLwmThreshold,
 		interval: cfg.DiskCheckInterval, enabled: cfg.ReadOnlyModeEnabled,
-		clock: clock, log: log, apply: apply, fatal: fatal,
+		clock: clock, log: log, apply: apply, fatal: fatal, pinned: cfg.ForceReadOnlyBookie,
 	}
-	m.mu.forced = forced
+	m.mu.forced = forced || m.pinned
 	return m
 }
 
@@ -78,10 +88,18 @@ func (m *StateManager) Causes() (forced, diskFull, failed bool) {
 	return m.mu.forced, m.mu.diskFull, m.mu.failed
 }
 
+// OnDiskFull registers fn to be told every disk check's verdict; call it
+// before Run.
+func (m *StateManager) OnDiskFull(fn func(full bool)) { m.onDiskFull = fn }
+
 // SetForced sets or clears the admin's read-only request and returns the
 // resulting mode. Clearing it leaves the bookie read-only while another
 // cause holds; ErrStorageFailed then says so when the storage failed.
+// With forceReadOnlyBookie nothing clears it: ErrForceReadOnly.
 func (m *StateManager) SetForced(readOnly bool) (bool, error) {
+	if !readOnly && m.pinned {
+		return m.update(), ErrForceReadOnly
+	}
 	m.mu.Lock()
 	m.mu.forced = readOnly
 	failed := m.mu.failed
@@ -124,6 +142,9 @@ func (m *StateManager) Check() bool {
 		}
 		full := m.mu.diskFull
 		m.mu.Unlock()
+		if m.onDiskFull != nil {
+			m.onDiskFull(full)
+		}
 		if full && !was {
 			m.log.Warn("disk usage above threshold; the bookie turns read-only", "used", used, "threshold", m.high)
 			if !m.enabled && m.fatal != nil {

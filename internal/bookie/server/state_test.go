@@ -66,3 +66,34 @@ func TestStateManagerThresholdsForcedAndFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestStateManagerForceReadOnlyBookieAndDiskHook: forceReadOnlyBookie holds
+// the bookie read-only against the admin's request and a disk below the
+// low-water mark; every disk check reports its verdict to the store's hook.
+func TestStateManagerForceReadOnlyBookieAndDiskHook(t *testing.T) {
+	st := &usageStore{failed: make(chan struct{})}
+	cfg := DefaultConfig()
+	cfg.DiskUsageThreshold, cfg.DiskUsageLwmThreshold = 0.9, 0.8
+	cfg.ForceReadOnlyBookie = true
+	m := NewStateManager(st, &cfg, false, nil, slog.Default(), nil, nil)
+	var seen []bool
+	m.OnDiskFull(func(full bool) { seen = append(seen, full) })
+	for _, used := range []uint64{10, 95, 50} {
+		st.set(used)
+		if !m.Check() {
+			t.Fatalf("used %d%%: writable with forceReadOnlyBookie", used)
+		}
+	}
+	if ro, err := m.SetForced(false); !ro || !errors.Is(err, ErrForceReadOnly) {
+		t.Fatalf("SetForced(false): %v %v", ro, err)
+	}
+	if ro, err := m.SetForced(true); !ro || err != nil {
+		t.Fatalf("SetForced(true): %v %v", ro, err)
+	}
+	if forced, _, _ := m.Causes(); !forced {
+		t.Fatal("forced cause not reported")
+	}
+	if want := []bool{false, true, false}; len(seen) != 3 || seen[0] != want[0] || seen[1] != want[1] || seen[2] != want[2] {
+		t.Fatalf("disk hook saw %v, want %v", seen, want)
+	}
+}

@@ -25,12 +25,14 @@ var storageKeys = []struct {
 	{"journalMaxGroupWaitMSec", func(c *ledgerstore.Config, n int64) { c.JournalMaxGroupWait = time.Duration(n) * time.Millisecond }},
 	{"dbStorage_writeCacheMaxSizeMb", func(c *ledgerstore.Config, n int64) { c.WriteCacheBytes = n << 20 }},
 	{"dbStorage_readAheadCacheMaxSizeMb", func(c *ledgerstore.Config, n int64) { c.ReadCacheBytes = n << 20 }},
-	{"entryLogSizeLimit", func(c *ledgerstore.Config, n int64) { c.MaxEntryLogBytes = n }},
 	{"compactionRateByBytes", func(c *ledgerstore.Config, n int64) { c.CompactionBytesPerSecond = n }},
 }
 
 // StorageConfig is the ledgerstore configuration of cfg: the data lives in
 // <dir>/current of each journal and ledger directory, next to the cookie.
+// logSizeLimit, journalMaxSizeMB, journalMaxBackups, gcWaitTime and the
+// compaction keys come from cfg's fields; the other storage keys from
+// Props.
 func StorageConfig(cfg *Config) (ledgerstore.Config, error) {
 	sc := ledgerstore.Config{Clock: systemClock{}}
 	for _, d := range cfg.JournalDirs {
@@ -38,6 +40,19 @@ func StorageConfig(cfg *Config) (ledgerstore.Config, error) {
 	}
 	for _, d := range cfg.LedgerDirs {
 		sc.LedgerDirs = append(sc.LedgerDirs, CurrentDir(d))
+	}
+	sc.MaxEntryLogBytes = cfg.EntryLogSizeLimit
+	sc.JournalMaxFileBytes = cfg.JournalMaxSizeMB << 20
+	sc.JournalMaxBackups = cfg.JournalMaxBackups
+	// BookKeeper's GC thread runs every gcWaitTime and compacts within it.
+	sc.GCInterval = cfg.GCWaitTime
+	sc.Compaction = &ledgerstore.CompactionPolicy{
+		MinorThreshold:   cfg.MinorCompactionThreshold,
+		MinorInterval:    cfg.MinorCompactionInterval,
+		MajorThreshold:   cfg.MajorCompactionThreshold,
+		MajorInterval:    cfg.MajorCompactionInterval,
+		ForceAllowed:     cfg.ForceAllowCompaction,
+		ForceWhenNoSpace: cfg.ForceGCAllowWhenNoSpace,
 	}
 	for _, k := range storageKeys {
 		v, ok := cfg.Props[k.name]
@@ -51,6 +66,13 @@ func StorageConfig(cfg *Config) (ledgerstore.Config, error) {
 		k.apply(&sc, n)
 	}
 	return sc, nil
+}
+
+// compactionControl is what the bookie tells its store about compaction
+// (ledgerstore.Store implements it): a full disk, a manual GC.
+type compactionControl interface {
+	SetNoSpace(full bool)
+	TriggerCompaction()
 }
 
 // openStore opens the bookie's storage on the OS file system (replaying

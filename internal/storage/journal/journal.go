@@ -657,21 +657,25 @@ func (j *Journal) Replay(from Position, fn ReplayFunc) error {
 }
 
 // MarkDurable records that everything up to pos is durable elsewhere
-// (checkpointed): the journal files wholly before pos.File are deleted.
-// The caller must persist its checkpoint before calling MarkDurable; if it
-// crashes in between, the files survive and are replayed again, which is
-// harmless (replay is idempotent). The deletions are not synced: a deleted
-// file that reappears after a crash is only replayed again.
+// (checkpointed): the journal files wholly before pos.File are deleted,
+// except the newest Options.MaxBackups of them (BookKeeper's
+// journalMaxBackups). The caller must persist its checkpoint before calling
+// MarkDurable; if it crashes in between, the files survive and are replayed
+// again, which is harmless (replay is idempotent). The deletions are not
+// synced: a deleted file that reappears after a crash is only replayed
+// again, and a kept backup is never replayed (replay starts at the
+// checkpoint's file).
 func (j *Journal) MarkDurable(pos Position) error {
 	limit := min(pos.File, j.writeFile.Load())
 	ids, err := listFiles(j.fs, j.dir, false)
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
-		if id >= limit {
-			break
-		}
+	n := 0 // ids[:n] are wholly before limit
+	for n < len(ids) && ids[n] < limit {
+		n++
+	}
+	for _, id := range ids[:max(n-j.opts.MaxBackups, 0)] {
 		if err := j.fs.Remove(j.path(id)); err != nil {
 			return fmt.Errorf("journal: deleting %s: %w", j.path(id), err)
 		}

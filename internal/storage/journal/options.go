@@ -54,6 +54,13 @@ type Options struct {
 	// Smaller files let checkpoints free space sooner.
 	MaxFileBytes int64
 
+	// MaxBackups is how many journal files MarkDurable keeps among those it
+	// could delete (wholly before the checkpointed position): the newest
+	// MaxBackups of them stay, for an operator's post-mortem, as
+	// BookKeeper's journalMaxBackups does. They are never replayed (replay
+	// starts at the checkpoint's file). Default 0: none are kept.
+	MaxBackups int
+
 	// Manual, if set, starts no writer goroutine: the owner (a test or the
 	// simulator) calls Flush to run group commits.
 	Manual bool
@@ -85,6 +92,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxFileBytes <= 0 {
 		o.MaxFileBytes = 256 << 20
+	}
+	if o.MaxBackups < 0 {
+		return o, fmt.Errorf("journal: negative MaxBackups %d", o.MaxBackups)
 	}
 	if o.MaxGroupWait < 0 {
 		return o, fmt.Errorf("journal: negative MaxGroupWait %v", o.MaxGroupWait)

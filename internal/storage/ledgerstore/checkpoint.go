@@ -2,6 +2,8 @@ package ledgerstore
 
 import (
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/foliodb/folio/internal/storage/entrylog"
 	"github.com/foliodb/folio/internal/storage/journal"
@@ -84,14 +86,166 @@ func (s *Store) Checkpoint() error {
 // GCStats reports one garbage-collection pass over every ledger directory.
 type GCStats = entrylog.CompactStats
 
-// GC is the body of the garbage-collection loop: in every ledger directory
-// it removes entry logs holding only deleted ledgers' entries and compacts
-// sealed logs whose live fraction is below Config.GCThreshold, moving live
-// entries with index.Relocate as the compare-and-set apply step (see
-// entrylog's package comment for the protocol). A ledger is live while its
-// state record exists and is not fenced-and-deleted; if its state cannot be
-// read it counts as live (never drop data on doubt).
+// GC is one garbage-collection pass with threshold Config.GCThreshold
+// (tests and the simulator; the background loop runs GCTick): in every
+// ledger directory it removes entry logs holding only deleted ledgers'
+// entries and compacts sealed logs whose live fraction is below the
+// threshold, moving live entries with index.Relocate as the compare-and-set
+// apply step (see entrylog's package comment for the protocol). A ledger is
+// live while its state record exists and is not fenced-and-deleted; if its
+// state cannot be read it counts as live (never drop data on doubt).
 func (s *Store) GC() (GCStats, error) {
+	return s.gcWith(s.cfg.GCThreshold)
+}
+
+// deadOnly is the threshold that compacts nothing and removes only wholly
+// dead logs: a log's live fraction is 0 exactly when it has no live bytes,
+// and any live byte makes it at least 1/total, far above this.
+const deadOnly = math.SmallestNonzeroFloat64
+
+// CompactionKind says what a GC tick compacted.
+type CompactionKind string
+
+// The kinds of GCTick.
+const (
+	// CompactionNone: only wholly dead logs were removed.
+	CompactionNone CompactionKind = "none"
+	// CompactionSuspended: a compaction was held back (the disk is full
+	// and isForceGCAllowWhenNoSpace is off, or SuspendCompaction); only
+	// wholly dead logs were removed.
+	CompactionSuspended CompactionKind = "suspended"
+	CompactionMinor     CompactionKind = "minor"
+	CompactionMajor     CompactionKind = "major"
+)
+
+// GCTick is the body of the garbage-collection loop (BookKeeper's
+// GarbageCollectorThread.runWithFlags): it picks a compaction by
+// Config.Compaction (see CompactionPolicy) and runs the pass. force is a
+// manual trigger (TriggerCompaction): the kinds' intervals are ignored.
+// Wholly dead logs are removed on every tick.
+//
+// Reads during compaction stay correct: an entry is readable at the old
+// location until the index durably points at the new one, and a read that
+// looked up the old location just before the old log was removed looks the
+// entry up again (entrylog.ErrLogRemoved).
+func (s *Store) GCTick(force bool) (GCStats, CompactionKind, error) {
+	p := *s.cfg.Compaction
+	now := s.cfg.Clock.Now()
+	s.gcState.mu.Lock()
+	noSpace := s.gcState.noSpace
+	lastMinor, lastMajor := s.gcState.lastMinor, s.gcState.lastMajor
+	suspendMinor, suspendMajor := s.gcState.suspendMinor, s.gcState.suspendMajor
+	s.gcState.mu.Unlock()
+	if noSpace && p.ForceWhenNoSpace {
+		force = true
+	}
+	majorDue := (force && p.forceable(p.majorOn(), p.MajorThreshold)) || (p.majorOn() && now.Sub(lastMajor) >= p.MajorInterval)
+	minorDue := (force && p.forceable(p.minorOn(), p.MinorThreshold)) || (p.minorOn() && now.Sub(lastMinor) >= p.MinorInterval)
+	kind, threshold := CompactionNone, deadOnly
+	switch {
+	case noSpace && !p.ForceWhenNoSpace:
+		kind = CompactionSuspended
+	case majorDue && !suspendMajor:
+		kind, threshold = CompactionMajor, p.MajorThreshold
+	case minorDue && !suspendMinor:
+		kind, threshold = CompactionMinor, p.MinorThreshold
+	case majorDue || minorDue:
+		kind = CompactionSuspended
+	}
+	s.gcState.mu.Lock()
+	s.gcState.running, s.gcState.forcing = kind, force
+	s.gcState.mu.Unlock()
+	st, err := s.gcWith(threshold)
+	s.gcState.mu.Lock()
+	s.gcState.running, s.gcState.forcing = "", false
+	if err == nil {
+		switch kind {
+		case CompactionMajor:
+			s.gcState.lastMajor, s.gcState.lastMinor = now, now
+			s.gcState.majorCount++
+		case CompactionMinor:
+			s.gcState.lastMinor = now
+			s.gcState.minorCount++
+		}
+	}
+	s.gcState.mu.Unlock()
+	return st, kind, err
+}
+
+// SuspendCompaction suspends major and/or minor compaction until
+// ResumeCompaction (BookKeeper's PUT /api/v1/bookie/gc/suspend_compaction);
+// wholly dead logs are still removed. A suspended major compaction that is
+// due lets a due minor one run, as in Java.
+func (s *Store) SuspendCompaction(major, minor bool) {
+	s.gcState.mu.Lock()
+	defer s.gcState.mu.Unlock()
+	s.gcState.suspendMajor = s.gcState.suspendMajor || major
+	s.gcState.suspendMinor = s.gcState.suspendMinor || minor
+}
+
+// ResumeCompaction lifts SuspendCompaction for the kinds given.
+func (s *Store) ResumeCompaction(major, minor bool) {
+	s.gcState.mu.Lock()
+	defer s.gcState.mu.Unlock()
+	s.gcState.suspendMajor = s.gcState.suspendMajor && !major
+	s.gcState.suspendMinor = s.gcState.suspendMinor && !minor
+}
+
+// CompactionStatus is the state of the GC loop's compactions (what
+// BookKeeper's gc_details and suspend_compaction report).
+type CompactionStatus struct {
+	// Running is the kind of the tick in progress, "" when none; Forcing
+	// says it is forced (manual, or isForceGCAllowWhenNoSpace).
+	Running CompactionKind
+	Forcing bool
+	// LastMajor and LastMinor are when the last compaction of each kind
+	// finished its pass (Open counts as one); MajorCount and MinorCount
+	// count them since Open.
+	LastMajor, LastMinor   time.Time
+	MajorCount, MinorCount int64
+	// MajorSuspended and MinorSuspended are SuspendCompaction's requests;
+	// NoSpace is SetNoSpace's last verdict.
+	MajorSuspended, MinorSuspended bool
+	NoSpace                        bool
+}
+
+// CompactionStatus returns the GC loop's compaction state.
+func (s *Store) CompactionStatus() CompactionStatus {
+	s.gcState.mu.Lock()
+	defer s.gcState.mu.Unlock()
+	g := &s.gcState
+	return CompactionStatus{
+		Running: g.running, Forcing: g.forcing, LastMajor: g.lastMajor, LastMinor: g.lastMinor,
+		MajorCount: g.majorCount, MinorCount: g.minorCount,
+		MajorSuspended: g.suspendMajor, MinorSuspended: g.suspendMinor, NoSpace: g.noSpace,
+	}
+}
+
+// SetNoSpace tells the store whether its disk is full (the bookie's disk
+// check): while it is, compaction is suspended, or forced when
+// CompactionPolicy.ForceWhenNoSpace (then a tick is also triggered now, as
+// Java's enableForceGC does). It does not block.
+func (s *Store) SetNoSpace(full bool) {
+	s.gcState.mu.Lock()
+	was := s.gcState.noSpace
+	s.gcState.noSpace = full
+	s.gcState.mu.Unlock()
+	if full && !was && s.cfg.Compaction.ForceWhenNoSpace {
+		s.TriggerCompaction()
+	}
+}
+
+// TriggerCompaction asks the GC loop for a forced tick now (a manual GC).
+// It does not block; without the background loops (Config.Manual) the
+// owner calls GCTick(true) instead.
+func (s *Store) TriggerCompaction() {
+	select {
+	case s.gcTrigger <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Store) gcWith(threshold float64) (GCStats, error) {
 	var total GCStats
 	for _, sh := range s.shards {
 		live := func(ledgerID int64) bool {
@@ -105,7 +259,7 @@ func (s *Store) GC() (GCStats, error) {
 			_, err := sh.ix.Relocate(rs)
 			return err
 		}
-		st, err := sh.el.GC(s.cfg.GCThreshold, live, apply)
+		st, err := sh.el.GC(threshold, live, apply)
 		total.LogsRemoved += st.LogsRemoved
 		total.LogsWritten += st.LogsWritten
 		total.BytesRead += st.BytesRead

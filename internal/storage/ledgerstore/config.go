@@ -70,6 +70,10 @@ type Config struct {
 	JournalQueueWait     time.Duration
 	JournalPreallocBytes int64 // default 4 MiB
 	JournalMaxFileBytes  int64 // default 256 MiB
+	// JournalMaxBackups is how many journal files a checkpoint leaves in
+	// place among those replay no longer needs (journal.Options.MaxBackups,
+	// BookKeeper's journalMaxBackups). Default 0.
+	JournalMaxBackups int
 
 	// CheckpointInterval is how often the background loop checkpoints
 	// (BookKeeper's flushInterval). Default 10 s. It bounds journal replay
@@ -77,12 +81,16 @@ type Config struct {
 	CheckpointInterval time.Duration
 
 	// GCInterval is how often the background loop garbage-collects entry
-	// logs. Default 15 min (BookKeeper's gcWaitTime is 10–15 min).
+	// logs (GCTick). Default 15 min (BookKeeper's gcWaitTime is 10–15 min).
 	GCInterval time.Duration
-	// GCThreshold: sealed entry logs whose live fraction is below it are
-	// compacted; wholly dead logs are removed. Default 0.2 (BookKeeper's
-	// minor compaction); 0.5 is its major compaction.
+	// GCThreshold is the threshold of GC, the one-shot pass tests and the
+	// simulator call: sealed entry logs whose live fraction is below it are
+	// compacted; wholly dead logs are removed. Default 0.2. The background
+	// loop follows Compaction instead.
 	GCThreshold float64
+	// Compaction schedules the background loop's compactions (BookKeeper's
+	// minor and major compaction). nil: DefaultCompaction.
+	Compaction *CompactionPolicy
 	// CompactionBytesPerSecond rate-limits compaction reads and writes.
 	// Default 32 MiB/s; negative: unlimited.
 	CompactionBytesPerSecond int64
@@ -153,6 +161,15 @@ func (c Config) withDefaults() (Config, error) {
 	if c.GCThreshold > 1 {
 		return c, fmt.Errorf("ledgerstore: GCThreshold %v above 1", c.GCThreshold)
 	}
+	if c.Compaction == nil {
+		d := DefaultCompaction()
+		c.Compaction = &d
+	} else if err := c.Compaction.validate(); err != nil {
+		return c, err
+	}
+	if c.JournalMaxBackups < 0 {
+		return c, fmt.Errorf("ledgerstore: negative JournalMaxBackups %d", c.JournalMaxBackups)
+	}
 	if c.CompactionBytesPerSecond == 0 {
 		c.CompactionBytesPerSecond = 32 << 20
 	}
@@ -175,6 +192,7 @@ func (c Config) journalOptions(onFailure func(error)) journal.Options {
 		QueueWait:       c.JournalQueueWait,
 		PreallocBytes:   c.JournalPreallocBytes,
 		MaxFileBytes:    c.JournalMaxFileBytes,
+		MaxBackups:      c.JournalMaxBackups,
 		Manual:          c.ManualJournal,
 		OnFailure:       onFailure,
 	}
@@ -197,4 +215,49 @@ func (c Config) entrylogOptions() entrylog.Options {
 		o.CompactionLimiter = entrylog.NewRateLimiter(c.Clock, c.CompactionBytesPerSecond, max(c.CompactionBytesPerSecond/10, 1<<20))
 	}
 	return o
+}
+
+// CompactionPolicy is when the GC loop compacts entry logs, BookKeeper's
+// GarbageCollectorThread rules: every tick removes wholly dead logs; a
+// major compaction (compact sealed logs whose live fraction is below
+// MajorThreshold) runs when MajorInterval has passed since the last major
+// one, else a minor one (MinorThreshold) when MinorInterval has passed
+// since the last compaction of either kind. A kind with threshold ≤ 0 or
+// interval ≤ 0 is disabled. The first compaction of each kind comes one
+// interval after Open, never at start.
+type CompactionPolicy struct {
+	MinorThreshold float64
+	MinorInterval  time.Duration
+	MajorThreshold float64
+	MajorInterval  time.Duration
+	// ForceAllowed lets TriggerCompaction compact with a kind's threshold
+	// even when its interval disables it (forceAllowCompaction), provided
+	// the threshold is in (0, 1).
+	ForceAllowed bool
+	// ForceWhenNoSpace: while SetNoSpace(true) holds, every tick is forced
+	// (isForceGCAllowWhenNoSpace); otherwise compaction is suspended then
+	// (dead logs are still removed: that only frees space).
+	ForceWhenNoSpace bool
+}
+
+// DefaultCompaction is BookKeeper's: minor 0.2 every hour, major 0.8 every
+// day.
+func DefaultCompaction() CompactionPolicy {
+	return CompactionPolicy{MinorThreshold: 0.2, MinorInterval: time.Hour, MajorThreshold: 0.8, MajorInterval: 24 * time.Hour}
+}
+
+func (p CompactionPolicy) validate() error {
+	if p.MinorThreshold > 1 || p.MajorThreshold > 1 {
+		return fmt.Errorf("ledgerstore: compaction threshold above 1 (minor %v, major %v)", p.MinorThreshold, p.MajorThreshold)
+	}
+	return nil
+}
+
+func (p CompactionPolicy) minorOn() bool { return p.MinorThreshold > 0 && p.MinorInterval > 0 }
+func (p CompactionPolicy) majorOn() bool { return p.MajorThreshold > 0 && p.MajorInterval > 0 }
+
+// forceable reports whether a forced tick may use threshold t of a kind
+// (enabled, or forceAllowCompaction with t in (0, 1)).
+func (p CompactionPolicy) forceable(on bool, t float64) bool {
+	return on || (p.ForceAllowed && t > 0 && t < 1)
 }

@@ -93,7 +93,8 @@ func runCrashWorkload(t *testing.T, seed uint64, pct int) {
 	cfg.Manual = false
 	cfg.CheckpointInterval = 15 * time.Millisecond
 	cfg.GCInterval = 40 * time.Millisecond
-	cfg.GCThreshold = 0.5
+	// Every tick of the loop compacts: minor at 0.5 each tick.
+	cfg.Compaction = &CompactionPolicy{MinorThreshold: 0.5, MinorInterval: cfg.GCInterval}
 	cfg.CompactionBytesPerSecond = -1
 	began := time.Now()
 	s := mustOpen(t, fs, cfg)

@@ -143,8 +143,11 @@
 //
 // Without Config.Manual, Open starts: one flush loop per ledger directory
 // (on entrylog.FlushWanted), a checkpoint loop (Config.CheckpointInterval)
-// and a GC loop (Config.GCInterval). Their bodies are FlushWriteCache,
-// Checkpoint and GC, which tests and the simulator call directly; with
+// and a GC loop (every Config.GCInterval, and on TriggerCompaction). Their
+// bodies are FlushWriteCache, Checkpoint and GCTick (which compacts on
+// Config.Compaction's minor/major schedule, suspended or forced by
+// SetNoSpace; GC is the one-shot pass with Config.GCThreshold), which tests
+// and the simulator call directly; with
 // ManualJournal they also step group commits with StepJournals. Time comes
 // only from Config.Clock.
 package ledgerstore

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -39,6 +40,24 @@ type Store struct {
 
 	stop chan struct{}
 	wg   sync.WaitGroup
+
+	// gcTrigger (capacity 1) asks the GC loop for a forced tick.
+	gcTrigger chan struct{}
+	gcState   struct {
+		mu sync.Mutex
+		// lastMinor and lastMajor are when the last compaction of each
+		// kind ran (Open counts as one: the first comes an interval later).
+		lastMinor, lastMajor time.Time
+		noSpace              bool
+		// suspendMinor and suspendMajor are the admin's requests
+		// (SuspendCompaction).
+		suspendMinor, suspendMajor bool
+		// running is the kind of the tick in progress ("" when none);
+		// forcing says it was forced.
+		running                CompactionKind
+		forcing                bool
+		minorCount, majorCount int64
+	}
 
 	// hook, if set (tests only, through setHook), is called at named points
 	// of Checkpoint and DeleteLedger, to crash the file system between steps.
@@ -127,7 +146,9 @@ func Open(fs vfs.FS, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{fs: fs, cfg: cfg, failedCh: make(chan struct{}), stop: make(chan struct{})}
+	s := &Store{fs: fs, cfg: cfg, failedCh: make(chan struct{}), stop: make(chan struct{}), gcTrigger: make(chan struct{}, 1)}
+	now := cfg.Clock.Now()
+	s.gcState.lastMinor, s.gcState.lastMajor = now, now
 	if err := s.open(); err != nil {
 		s.closeAll()
 		return nil, err
@@ -351,8 +372,10 @@ func (s *Store) gcLoop() {
 		case <-s.stop:
 			return
 		case <-s.cfg.Clock.After(s.cfg.GCInterval):
+			_, _, _ = s.GCTick(false)
+		case <-s.gcTrigger:
+			_, _, _ = s.GCTick(true)
 		}
-		_, _ = s.GC()
 	}
 }
 
