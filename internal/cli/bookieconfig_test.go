@@ -57,7 +57,7 @@ func TestBookiePrintConfig(t *testing.T) {
 		"diskCheckInterval":            "4000 PULSAR_PREFIX_diskCheckInterval implemented",
 		"gcWaitTime":                   "120000 FOLIO_GC_WAIT_TIME implemented",
 		"bookiePort":                   "3999 --set implemented",
-		"journalMaxSizeMB":             "2048 " + conf + ":64 irrelevant",
+		"journalMaxSizeMB":             "2048 " + conf + ":64 implemented",
 		"httpServerTrustStorePassword": "(set) PULSAR_PREFIX_httpServerTrustStorePassword implemented",
 		"localScrubInterval":           "0 default not supported",
 		"bookieId":                     "(empty) default irrelevant",
