@@ -237,11 +237,19 @@ func (a *bookieAutoRecovery) stop(ctx context.Context) error {
 	return errors.Join(a.svc.Stop(ctx), a.md.Close())
 }
 
+// nonInteractiveFlag adds BookKeeper's -nonInteractive to a command that
+// deletes data: Folio never prompts, so the flag changes nothing, and
+// --force stays the only confirmation.
+func nonInteractiveFlag(cmd *cobra.Command) {
+	cmd.Flags().Bool("non-interactive", false, "accepted for BookKeeper's -nonInteractive: Folio never prompts; --force confirms")
+}
+
 func newBookieFormatCommand(o *ShellOptions) *cobra.Command {
 	var f bookieFlags
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "bookieformat --conf FILE --force",
+		Annotations: map[string]string{BKFlagsAnnotation: "-n=--non-interactive,-nonInteractive=--non-interactive,-noninteractive=--non-interactive,-f=--force,-force=--force,-d=--delete-cookie,-deleteCookie=--delete-cookie,-deletecookie=--delete-cookie,-conf=--conf"},
 		Short: "Reset a bookie: wipe its local data and its cookie",
 		Long: "Delete everything in the bookie's journal, ledger and index directories\n" +
 			"(their current/ subdirectories, cookies included) and its cookie in the\n" +
@@ -304,5 +312,10 @@ func newBookieFormatCommand(o *ShellOptions) *cobra.Command {
 	}
 	f.register(cmd)
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "really delete the bookie's data")
+	nonInteractiveFlag(cmd)
+	// BookKeeper deletes the stored cookie only with -deleteCookie; a bookie
+	// whose directories were wiped but whose cookie is still stored cannot
+	// start, so Folio always deletes it and takes the flag for runbooks.
+	cmd.Flags().Bool("delete-cookie", false, "accepted for BookKeeper's -deleteCookie: the cookie is always deleted")
 	return cmd
 }

@@ -90,6 +90,7 @@ func newMetaFormatCommand(o *ShellOptions) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "metaformat --force",
+		Annotations: map[string]string{BKFlagsAnnotation: "-n=--non-interactive,-nonInteractive=--non-interactive,-noninteractive=--non-interactive,-f=--force,-force=--force"},
 		Short: "Wipe the cluster's metadata and initialise a new cluster",
 		Long: "Delete every key of the cluster in the metadata store (ledger metadata,\n" +
 			"cookies, id counters, layout, instance id) and initialise a new, empty\n" +
@@ -120,5 +121,6 @@ func newMetaFormatCommand(o *ShellOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "wipe an existing cluster")
+	nonInteractiveFlag(cmd)
 	return cmd
 }

@@ -93,6 +93,7 @@ func newReadLedgerCommand(o *ShellOptions) *cobra.Command {
 	var hex bool
 	cmd := &cobra.Command{
 		Use:   "readledger <ledger-id> [--from N] [--to M]",
+		Annotations: map[string]string{BKFlagsAnnotation: "-l=#0,-ledgerid=#0,-fe=--from,-firstentryid=--from,-le=--to,-lastentryid=--to,-m=--msg,-msg=--msg"},
 		Short: "Read a ledger's entries",
 		Long: "Read entries --from … --to (inclusive; default the whole ledger up to its last\n" +
 			"add confirmed) without recovering or fencing the ledger. Text output prints\n" +
@@ -167,6 +168,8 @@ func newReadLedgerCommand(o *ShellOptions) *cobra.Command {
 	cmd.Flags().Int64Var(&to, "to", -1, "last entry id (default: the last add confirmed)")
 	cmd.Flags().StringVar(&password, "password", "", "the ledger's password")
 	cmd.Flags().BoolVar(&hex, "hex", false, "print payloads as hex")
+	// BookKeeper's -m prints the entries' bodies; Folio always does.
+	cmd.Flags().Bool("msg", false, "accepted for BookKeeper's -m: payloads are always printed")
 	return cmd
 }
 
@@ -180,6 +183,7 @@ func newDeleteLedgerCommand(o *ShellOptions) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "deleteledger <ledger-id> --force",
+		Annotations: map[string]string{BKFlagsAnnotation: "-l=#0,-ledgerid=#0,-f=--force,-force=--force"},
 		Short: "Delete a ledger",
 		Long: "Delete a ledger's metadata; bookies garbage-collect its entries later. The\n" +
 			"deletion cannot be undone, so it needs --force (-f), as BookKeeper's\n" +
@@ -219,6 +223,7 @@ func newSimpleTestCommand(o *ShellOptions) *cobra.Command {
 	st := admin.SimpleTestOptions{}
 	cmd := &cobra.Command{
 		Use:   "simpletest",
+		Annotations: map[string]string{BKFlagsAnnotation: "-e=--ensemble,-ensemble=--ensemble,-w=--write-quorum,-writeQuorum=--write-quorum,-a=--ack-quorum,-ackQuorum=--ack-quorum,-n=--entries,-numEntries=--entries"},
 		Short: "Create a ledger, write, read back, close and delete it",
 		Long: "BookKeeper's simpletest: create a ledger with the given ensemble size, write\n" +
 			"quorum and ack quorum, append --entries entries, close it, read every entry\n" +
