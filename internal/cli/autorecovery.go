@@ -56,9 +56,9 @@ type UnderReplicatedRow struct {
 func newListUnderReplicatedCommand(o *ShellOptions) *cobra.Command {
 	var missing, excluding string
 	cmd := &cobra.Command{
-		Use:   "listunderreplicated",
+		Use:         "listunderreplicated",
 		Annotations: map[string]string{BKFlagsAnnotation: "-mr=--missingreplica,-missingreplica=--missingreplica,-emr=--excludingmissingreplica,-excludingmissingreplica=--excludingmissingreplica"},
-		Short: "List the ledgers marked under-replicated, with their missing bookies",
+		Short:       "List the ledgers marked under-replicated, with their missing bookies",
 		Long: "List the under-replicated ledgers the auditor marked and the replication\n" +
 			"workers have not repaired yet, with the bookies whose copies are missing.\n" +
 			"--missingreplica keeps ledgers missing that bookie; --excludingmissingreplica\n" +
@@ -188,9 +188,9 @@ func (d *secondsOrDuration) Type() string   { return "duration" }
 func newLostBookieRecoveryDelayCommand(o *ShellOptions) *cobra.Command {
 	var set secondsOrDuration
 	cmd := &cobra.Command{
-		Use:   "lostbookierecoverydelay [--set DURATION]",
+		Use:         "lostbookierecoverydelay [--set DURATION]",
 		Annotations: map[string]string{BKFlagsAnnotation: "-g=--get,-get=--get,-s=--set,-set=--set"},
-		Short: "Print or set how long the auditor waits before re-replicating a lost bookie's data",
+		Short:       "Print or set how long the auditor waits before re-replicating a lost bookie's data",
 		Long: "Print the lost-bookie recovery delay stored in the metadata store, or set it\n" +
 			"with --set (e.g. 60s, 0; a bare number is seconds, as BookKeeper's -set). The auditor waits this long after one bookie\n" +
 			"disappears before marking its ledgers (a bookie back in time is not\n" +
@@ -241,9 +241,9 @@ type SwitchView struct {
 func newAutoRecoverySwitchCommand(o *ShellOptions) *cobra.Command {
 	var enable, disable bool
 	cmd := &cobra.Command{
-		Use:   "autorecovery [--enable | --disable]",
+		Use:         "autorecovery [--enable | --disable]",
 		Annotations: map[string]string{BKFlagsAnnotation: "-e=--enable,-enable=--enable,-d=--disable,-disable=--disable"},
-		Short: "Show, enable or disable re-replication cluster-wide",
+		Short:       "Show, enable or disable re-replication cluster-wide",
 		Long: "Without flags, print whether AutoRecovery is enabled. --disable stops the\n" +
 			"auditor from marking ledgers and the replication workers from taking them\n" +
 			"(work in progress finishes); --enable resumes both.",

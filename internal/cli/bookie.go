@@ -248,9 +248,9 @@ func newBookieFormatCommand(o *ShellOptions) *cobra.Command {
 	var f bookieFlags
 	var force bool
 	cmd := &cobra.Command{
-		Use:   "bookieformat --conf FILE --force",
+		Use:         "bookieformat --conf FILE --force",
 		Annotations: map[string]string{BKFlagsAnnotation: "-n=--non-interactive,-nonInteractive=--non-interactive,-noninteractive=--non-interactive,-f=--force,-force=--force,-d=--delete-cookie,-deleteCookie=--delete-cookie,-deletecookie=--delete-cookie,-conf=--conf"},
-		Short: "Reset a bookie: wipe its local data and its cookie",
+		Short:       "Reset a bookie: wipe its local data and its cookie",
 		Long: "Delete everything in the bookie's journal, ledger and index directories\n" +
 			"(their current/ subdirectories, cookies included) and its cookie in the\n" +
 			"metadata store, so that it starts as a new, empty bookie. Its data is gone:\n" +

@@ -254,9 +254,9 @@ func newBookieSanityCommand(o *ShellOptions) *cobra.Command {
 	var bookie string
 	var entries int
 	cmd := &cobra.Command{
-		Use:   "bookiesanity",
+		Use:         "bookiesanity",
 		Annotations: map[string]string{BKFlagsAnnotation: "-e=--entries,-entries=--entries"},
-		Short: "Write and read back entries on one bookie",
+		Short:       "Write and read back entries on one bookie",
 		Long: "BookKeeper's bookiesanity: create a ledger whose ensemble is one bookie alone,\n" +
 			"add entries to it directly, read them back, compare, delete the ledger.\n" +
 			"--bookie names the bookie (host:port); without it every writable bookie is\n" +

@@ -32,9 +32,9 @@ type JournalRecordView struct {
 func newReadJournalCommand(o *ShellOptions) *cobra.Command {
 	var ledger int64
 	cmd := &cobra.Command{
-		Use:   "readjournal <journal-dir>",
+		Use:         "readjournal <journal-dir>",
 		Annotations: map[string]string{BKFlagsAnnotation: "-dir=#0"},
-		Short: "Print the records of a stopped bookie's journal",
+		Short:       "Print the records of a stopped bookie's journal",
 		Long: "Read the journal files in <journal-dir> (a bookie's journalDirectories entry\n" +
 			"followed by /current, e.g. folio-data/bookie-0/journal/current) offline and\n" +
 			"print one line per record: position after it, type, ledger, entry, body\n" +

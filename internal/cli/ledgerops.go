@@ -92,9 +92,9 @@ func newReadLedgerCommand(o *ShellOptions) *cobra.Command {
 	var password string
 	var hex bool
 	cmd := &cobra.Command{
-		Use:   "readledger <ledger-id> [--from N] [--to M]",
+		Use:         "readledger <ledger-id> [--from N] [--to M]",
 		Annotations: map[string]string{BKFlagsAnnotation: "-l=#0,-ledgerid=#0,-fe=--from,-firstentryid=--from,-le=--to,-lastentryid=--to,-m=--msg,-msg=--msg"},
-		Short: "Read a ledger's entries",
+		Short:       "Read a ledger's entries",
 		Long: "Read entries --from … --to (inclusive; default the whole ledger up to its last\n" +
 			"add confirmed) without recovering or fencing the ledger. Text output prints\n" +
 			"one entry per line: id, length, payload as a quoted string when it is\n" +
@@ -182,9 +182,9 @@ type DeleteLedgerView struct {
 func newDeleteLedgerCommand(o *ShellOptions) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
-		Use:   "deleteledger <ledger-id> --force",
+		Use:         "deleteledger <ledger-id> --force",
 		Annotations: map[string]string{BKFlagsAnnotation: "-l=#0,-ledgerid=#0,-f=--force,-force=--force"},
-		Short: "Delete a ledger",
+		Short:       "Delete a ledger",
 		Long: "Delete a ledger's metadata; bookies garbage-collect its entries later. The\n" +
 			"deletion cannot be undone, so it needs --force (-f), as BookKeeper's\n" +
 			"deleteledger -force; without it nothing is deleted (exit code 2). A writer\n" +
@@ -222,9 +222,9 @@ func newDeleteLedgerCommand(o *ShellOptions) *cobra.Command {
 func newSimpleTestCommand(o *ShellOptions) *cobra.Command {
 	st := admin.SimpleTestOptions{}
 	cmd := &cobra.Command{
-		Use:   "simpletest",
+		Use:         "simpletest",
 		Annotations: map[string]string{BKFlagsAnnotation: "-e=--ensemble,-ensemble=--ensemble,-w=--write-quorum,-writeQuorum=--write-quorum,-a=--ack-quorum,-ackQuorum=--ack-quorum,-n=--entries,-numEntries=--entries"},
-		Short: "Create a ledger, write, read back, close and delete it",
+		Short:       "Create a ledger, write, read back, close and delete it",
 		Long: "BookKeeper's simpletest: create a ledger with the given ensemble size, write\n" +
 			"quorum and ack quorum, append --entries entries, close it, read every entry\n" +
 			"back and compare, then delete it, unless --keep (the ledger id is printed).\n" +

@@ -157,9 +157,9 @@ func newDecommissionBookieCommand(o *ShellOptions) *cobra.Command {
 		initialWait, poll time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "decommissionbookie --bookie-id ID",
+		Use:         "decommissionbookie --bookie-id ID",
 		Annotations: map[string]string{BKFlagsAnnotation: "-bookieid=--bookie-id"},
-		Short: "Drain a stopped bookie through AutoRecovery, then remove its cookie",
+		Short:       "Drain a stopped bookie through AutoRecovery, then remove its cookie",
 		Long: "Take a bookie out of the cluster for good, as BookKeeper's decommissionbookie\n" +
 			"does. The bookie must be stopped first: the command refuses while it is\n" +
 			"registered. It asks the auditor to audit now (AutoRecovery must be enabled and\n" +
