@@ -56,9 +56,8 @@ type UnderReplicatedRow struct {
 func newListUnderReplicatedCommand(o *ShellOptions) *cobra.Command {
 	var missing, excluding string
 	cmd := &cobra.Command{
-		Use:         "listunderreplicated",
-		Annotations: map[string]string{BKFlagsAnnotation: "-mr=--missingreplica,-missingreplica=--missingreplica,-emr=--excludingmissingreplica,-excludingmissingreplica=--excludingmissingreplica"},
-		Short:       "List the ledgers marked under-replicated, with their missing bookies",
+		Use:   "listunderreplicated",
+		Short: "List the ledgers marked under-replicated, with their missing bookies",
 		Long: "List the under-replicated ledgers the auditor marked and the replication\n" +
 			"workers have not repaired yet, with the bookies whose copies are missing.\n" +
 			"--missingreplica keeps ledgers missing that bookie; --excludingmissingreplica\n" +
@@ -119,6 +118,8 @@ func newListUnderReplicatedCommand(o *ShellOptions) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&missing, "missingreplica", "", "only ledgers missing this bookie")
 	cmd.Flags().StringVar(&excluding, "excludingmissingreplica", "", "only ledgers not missing this bookie")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-mr=--missingreplica,-missingreplica=--missingreplica,-emr=--excludingmissingreplica,-excludingmissingreplica=--excludingmissingreplica"}
 	return cmd
 }
 
@@ -188,9 +189,8 @@ func (d *secondsOrDuration) Type() string   { return "duration" }
 func newLostBookieRecoveryDelayCommand(o *ShellOptions) *cobra.Command {
 	var set secondsOrDuration
 	cmd := &cobra.Command{
-		Use:         "lostbookierecoverydelay [--set DURATION]",
-		Annotations: map[string]string{BKFlagsAnnotation: "-g=--get,-get=--get,-s=--set,-set=--set"},
-		Short:       "Print or set how long the auditor waits before re-replicating a lost bookie's data",
+		Use:   "lostbookierecoverydelay [--set DURATION]",
+		Short: "Print or set how long the auditor waits before re-replicating a lost bookie's data",
 		Long: "Print the lost-bookie recovery delay stored in the metadata store, or set it\n" +
 			"with --set (e.g. 60s, 0; a bare number is seconds, as BookKeeper's -set). The auditor waits this long after one bookie\n" +
 			"disappears before marking its ledgers (a bookie back in time is not\n" +
@@ -230,6 +230,8 @@ func newLostBookieRecoveryDelayCommand(o *ShellOptions) *cobra.Command {
 	}
 	cmd.Flags().Var(&set, "set", "store a new delay (e.g. 60s; a bare number is seconds)")
 	cmd.Flags().Bool("get", false, "print the delay (the default; BookKeeper's -get)")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-g=--get,-get=--get,-s=--set,-set=--set"}
 	return cmd
 }
 
@@ -241,9 +243,8 @@ type SwitchView struct {
 func newAutoRecoverySwitchCommand(o *ShellOptions) *cobra.Command {
 	var enable, disable bool
 	cmd := &cobra.Command{
-		Use:         "autorecovery [--enable | --disable]",
-		Annotations: map[string]string{BKFlagsAnnotation: "-e=--enable,-enable=--enable,-d=--disable,-disable=--disable"},
-		Short:       "Show, enable or disable re-replication cluster-wide",
+		Use:   "autorecovery [--enable | --disable]",
+		Short: "Show, enable or disable re-replication cluster-wide",
 		Long: "Without flags, print whether AutoRecovery is enabled. --disable stops the\n" +
 			"auditor from marking ledgers and the replication workers from taking them\n" +
 			"(work in progress finishes); --enable resumes both.",
@@ -279,6 +280,8 @@ func newAutoRecoverySwitchCommand(o *ShellOptions) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&enable, "enable", false, "enable re-replication")
 	cmd.Flags().BoolVar(&disable, "disable", false, "disable re-replication")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-e=--enable,-enable=--enable,-d=--disable,-disable=--disable"}
 	return cmd
 }
 

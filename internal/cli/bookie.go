@@ -248,9 +248,8 @@ func newBookieFormatCommand(o *ShellOptions) *cobra.Command {
 	var f bookieFlags
 	var force bool
 	cmd := &cobra.Command{
-		Use:         "bookieformat --conf FILE --force",
-		Annotations: map[string]string{BKFlagsAnnotation: "-n=--non-interactive,-nonInteractive=--non-interactive,-noninteractive=--non-interactive,-f=--force,-force=--force,-d=--delete-cookie,-deleteCookie=--delete-cookie,-deletecookie=--delete-cookie,-conf=--conf"},
-		Short:       "Reset a bookie: wipe its local data and its cookie",
+		Use:   "bookieformat --conf FILE --force",
+		Short: "Reset a bookie: wipe its local data and its cookie",
 		Long: "Delete everything in the bookie's journal, ledger and index directories\n" +
 			"(their current/ subdirectories, cookies included) and its cookie in the\n" +
 			"metadata store, so that it starts as a new, empty bookie. Its data is gone:\n" +
@@ -317,5 +316,7 @@ func newBookieFormatCommand(o *ShellOptions) *cobra.Command {
 	// whose directories were wiped but whose cookie is still stored cannot
 	// start, so Folio always deletes it and takes the flag for runbooks.
 	cmd.Flags().Bool("delete-cookie", false, "accepted for BookKeeper's -deleteCookie: the cookie is always deleted")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-n=--non-interactive,-nonInteractive=--non-interactive,-noninteractive=--non-interactive,-f=--force,-force=--force,-d=--delete-cookie,-deleteCookie=--delete-cookie,-deletecookie=--delete-cookie,-conf=--conf"}
 	return cmd
 }

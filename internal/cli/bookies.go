@@ -254,9 +254,8 @@ func newBookieSanityCommand(o *ShellOptions) *cobra.Command {
 	var bookie string
 	var entries int
 	cmd := &cobra.Command{
-		Use:         "bookiesanity",
-		Annotations: map[string]string{BKFlagsAnnotation: "-e=--entries,-entries=--entries"},
-		Short:       "Write and read back entries on one bookie",
+		Use:   "bookiesanity",
+		Short: "Write and read back entries on one bookie",
 		Long: "BookKeeper's bookiesanity: create a ledger whose ensemble is one bookie alone,\n" +
 			"add entries to it directly, read them back, compare, delete the ledger.\n" +
 			"--bookie names the bookie (host:port); without it every writable bookie is\n" +
@@ -322,5 +321,7 @@ func newBookieSanityCommand(o *ShellOptions) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&bookie, "bookie", "", "the bookie to check, host:port (default: every writable bookie)")
 	cmd.Flags().IntVarP(&entries, "entries", "n", 10, "entries to write and read")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-e=--entries,-entries=--entries"}
 	return cmd
 }

@@ -89,9 +89,8 @@ func newWhatIsInstanceIDCommand(o *ShellOptions) *cobra.Command {
 func newMetaFormatCommand(o *ShellOptions) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
-		Use:         "metaformat --force",
-		Annotations: map[string]string{BKFlagsAnnotation: "-n=--non-interactive,-nonInteractive=--non-interactive,-noninteractive=--non-interactive,-f=--force,-force=--force"},
-		Short:       "Wipe the cluster's metadata and initialise a new cluster",
+		Use:   "metaformat --force",
+		Short: "Wipe the cluster's metadata and initialise a new cluster",
 		Long: "Delete every key of the cluster in the metadata store (ledger metadata,\n" +
 			"cookies, id counters, layout, instance id) and initialise a new, empty\n" +
 			"cluster with a new instance id. Existing bookies will refuse to start\n" +
@@ -122,5 +121,7 @@ func newMetaFormatCommand(o *ShellOptions) *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "wipe an existing cluster")
 	nonInteractiveFlag(cmd)
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-n=--non-interactive,-nonInteractive=--non-interactive,-noninteractive=--non-interactive,-f=--force,-force=--force"}
 	return cmd
 }

@@ -32,9 +32,8 @@ type JournalRecordView struct {
 func newReadJournalCommand(o *ShellOptions) *cobra.Command {
 	var ledger int64
 	cmd := &cobra.Command{
-		Use:         "readjournal <journal-dir>",
-		Annotations: map[string]string{BKFlagsAnnotation: "-dir=#0"},
-		Short:       "Print the records of a stopped bookie's journal",
+		Use:   "readjournal <journal-dir>",
+		Short: "Print the records of a stopped bookie's journal",
 		Long: "Read the journal files in <journal-dir> (a bookie's journalDirectories entry\n" +
 			"followed by /current, e.g. folio-data/bookie-0/journal/current) offline and\n" +
 			"print one line per record: position after it, type, ledger, entry, body\n" +
@@ -79,5 +78,7 @@ func newReadJournalCommand(o *ShellOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().Int64Var(&ledger, "ledger", -1, "print only this ledger's records")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-dir=#0"}
 	return cmd
 }

@@ -36,9 +36,8 @@ type EntryLogRecordView struct {
 func newReadLogCommand(o *ShellOptions) *cobra.Command {
 	var ledger, entry int64
 	cmd := &cobra.Command{
-		Use:         "readlog <entry-log-file> [--ledger N] [--entry E]",
-		Annotations: map[string]string{BKFlagsAnnotation: "-l=--ledger,-ledgerid=--ledger,-e=--entry,-entryid=--entry"},
-		Short:       "Print the records of one entry log file",
+		Use:   "readlog <entry-log-file> [--ledger N] [--entry E]",
+		Short: "Print the records of one entry log file",
 		Long: "Read one entry log file (e.g. folio-data/bookie-0/ledgers/current/entrylogs/\n" +
 			"0000000000000001.log) offline and print one line per record: its offset,\n" +
 			"ledger, entry and body length. Nothing is changed and the metadata store is\n" +
@@ -88,6 +87,8 @@ func newReadLogCommand(o *ShellOptions) *cobra.Command {
 	}
 	cmd.Flags().Int64Var(&ledger, "ledger", -1, "print only this ledger's records")
 	cmd.Flags().Int64Var(&entry, "entry", -1, "print only this entry's records (needs --ledger)")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-l=--ledger,-ledgerid=--ledger,-e=--entry,-entryid=--entry"}
 	return cmd
 }
 
@@ -103,9 +104,8 @@ func newListFilesOnDiscCommand(o *ShellOptions) *cobra.Command {
 	var f bookieFlags
 	var journal, entrylogs, index bool
 	cmd := &cobra.Command{
-		Use:         "listfilesondisc --conf FILE [--journal] [--entrylog] [--index]",
-		Annotations: map[string]string{BKFlagsAnnotation: "-txn=--journal,-journal=--journal,-log=--entrylog,-entrylog=--entrylog,-idx=--index,-index=--index,-conf=--conf"},
-		Short:       "List a bookie's journal, entry log and index files",
+		Use:   "listfilesondisc --conf FILE [--journal] [--entrylog] [--index]",
+		Short: "List a bookie's journal, entry log and index files",
 		Long: "List the files of the bookie whose configuration is given: journal files\n" +
 			"(and CHECKPOINT) in each journalDirectories entry's current/, entry logs in\n" +
 			"each ledgerDirectories entry's current/entrylogs/, and the Pebble index files\n" +
@@ -164,6 +164,8 @@ func newListFilesOnDiscCommand(o *ShellOptions) *cobra.Command {
 	cmd.Flags().BoolVar(&journal, "journal", false, "list journal files")
 	cmd.Flags().BoolVar(&entrylogs, "entrylog", false, "list entry log files")
 	cmd.Flags().BoolVar(&index, "index", false, "list index files")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-txn=--journal,-journal=--journal,-log=--entrylog,-entrylog=--entrylog,-idx=--index,-index=--index,-conf=--conf"}
 	return cmd
 }
 

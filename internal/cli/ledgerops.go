@@ -92,9 +92,8 @@ func newReadLedgerCommand(o *ShellOptions) *cobra.Command {
 	var password string
 	var hex bool
 	cmd := &cobra.Command{
-		Use:         "readledger <ledger-id> [--from N] [--to M]",
-		Annotations: map[string]string{BKFlagsAnnotation: "-l=#0,-ledgerid=#0,-fe=--from,-firstentryid=--from,-le=--to,-lastentryid=--to,-m=--msg,-msg=--msg"},
-		Short:       "Read a ledger's entries",
+		Use:   "readledger <ledger-id> [--from N] [--to M]",
+		Short: "Read a ledger's entries",
 		Long: "Read entries --from … --to (inclusive; default the whole ledger up to its last\n" +
 			"add confirmed) without recovering or fencing the ledger. Text output prints\n" +
 			"one entry per line: id, length, payload as a quoted string when it is\n" +
@@ -170,6 +169,8 @@ func newReadLedgerCommand(o *ShellOptions) *cobra.Command {
 	cmd.Flags().BoolVar(&hex, "hex", false, "print payloads as hex")
 	// BookKeeper's -m prints the entries' bodies; Folio always does.
 	cmd.Flags().Bool("msg", false, "accepted for BookKeeper's -m: payloads are always printed")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-l=#0,-ledgerid=#0,-fe=--from,-firstentryid=--from,-le=--to,-lastentryid=--to,-m=--msg,-msg=--msg"}
 	return cmd
 }
 
@@ -182,9 +183,8 @@ type DeleteLedgerView struct {
 func newDeleteLedgerCommand(o *ShellOptions) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
-		Use:         "deleteledger <ledger-id> --force",
-		Annotations: map[string]string{BKFlagsAnnotation: "-l=#0,-ledgerid=#0,-f=--force,-force=--force"},
-		Short:       "Delete a ledger",
+		Use:   "deleteledger <ledger-id> --force",
+		Short: "Delete a ledger",
 		Long: "Delete a ledger's metadata; bookies garbage-collect its entries later. The\n" +
 			"deletion cannot be undone, so it needs --force (-f), as BookKeeper's\n" +
 			"deleteledger -force; without it nothing is deleted (exit code 2). A writer\n" +
@@ -216,15 +216,16 @@ func newDeleteLedgerCommand(o *ShellOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "confirm the deletion")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-l=#0,-ledgerid=#0,-f=--force,-force=--force"}
 	return cmd
 }
 
 func newSimpleTestCommand(o *ShellOptions) *cobra.Command {
 	st := admin.SimpleTestOptions{}
 	cmd := &cobra.Command{
-		Use:         "simpletest",
-		Annotations: map[string]string{BKFlagsAnnotation: "-e=--ensemble,-ensemble=--ensemble,-w=--write-quorum,-writeQuorum=--write-quorum,-a=--ack-quorum,-ackQuorum=--ack-quorum,-n=--entries,-numEntries=--entries"},
-		Short:       "Create a ledger, write, read back, close and delete it",
+		Use:   "simpletest",
+		Short: "Create a ledger, write, read back, close and delete it",
 		Long: "BookKeeper's simpletest: create a ledger with the given ensemble size, write\n" +
 			"quorum and ack quorum, append --entries entries, close it, read every entry\n" +
 			"back and compare, then delete it, unless --keep (the ledger id is printed).\n" +
@@ -281,6 +282,8 @@ func newSimpleTestCommand(o *ShellOptions) *cobra.Command {
 	f.IntVarP(&st.AckQuorum, "ack-quorum", "a", 2, "ack quorum size")
 	f.IntVarP(&st.Entries, "entries", "n", 1000, "entries to write")
 	f.BoolVar(&st.Keep, "keep", false, "keep the ledger and print its id instead of deleting it")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-e=--ensemble,-ensemble=--ensemble,-w=--write-quorum,-writeQuorum=--write-quorum,-a=--ack-quorum,-ackQuorum=--ack-quorum,-n=--entries,-numEntries=--entries"}
 	return cmd
 }
 

@@ -185,9 +185,8 @@ func (v LedgerMetadataView) writeText(w io.Writer) error {
 func newLedgerMetadataCommand(o *ShellOptions) *cobra.Command {
 	var flagID string
 	cmd := &cobra.Command{
-		Use:         "ledgermetadata <ledger-id>",
-		Annotations: map[string]string{BKFlagsAnnotation: "-l=--ledgerid,-ledgerid=--ledgerid"},
-		Short:       "Print a ledger's metadata",
+		Use:   "ledgermetadata <ledger-id>",
+		Short: "Print a ledger's metadata",
 		Long: "Print the metadata of one ledger as stored in the metadata store, with its\n" +
 			"version (the etcd mod revision). The id may also be given as --ledgerid, as\n" +
 			"in BookKeeper's shell. The password is never printed.",
@@ -227,5 +226,7 @@ func newLedgerMetadataCommand(o *ShellOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&flagID, "ledgerid", "", "the ledger id (alternative to the argument)")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-l=--ledgerid,-ledgerid=--ledgerid"}
 	return cmd
 }

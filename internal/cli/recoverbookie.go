@@ -157,9 +157,8 @@ func newDecommissionBookieCommand(o *ShellOptions) *cobra.Command {
 		initialWait, poll time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:         "decommissionbookie --bookie-id ID",
-		Annotations: map[string]string{BKFlagsAnnotation: "-bookieid=--bookie-id"},
-		Short:       "Drain a stopped bookie through AutoRecovery, then remove its cookie",
+		Use:   "decommissionbookie --bookie-id ID",
+		Short: "Drain a stopped bookie through AutoRecovery, then remove its cookie",
 		Long: "Take a bookie out of the cluster for good, as BookKeeper's decommissionbookie\n" +
 			"does. The bookie must be stopped first: the command refuses while it is\n" +
 			"registered. It asks the auditor to audit now (AutoRecovery must be enabled and\n" +
@@ -210,5 +209,7 @@ func newDecommissionBookieCommand(o *ShellOptions) *cobra.Command {
 	f.StringVar(&id, "bookie-id", "", "the bookie to decommission, host:port (required)")
 	f.DurationVar(&initialWait, "initial-wait", 0, "pause after triggering the audit before the first check (BookKeeper: 30s)")
 	f.DurationVar(&poll, "poll-interval", time.Second, "first pause between checks; it doubles up to 5m")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-bookieid=--bookie-id"}
 	return cmd
 }
