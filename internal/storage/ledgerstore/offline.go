@@ -249,8 +249,11 @@ type RebuildReport struct {
 
 // ledgerLog is what the journals say about one ledger.
 type ledgerLog struct {
-	key      []byte
-	hasKey   bool
+	key    []byte
+	hasKey bool
+	// keyAfterCheckpoint: the master-key record lies after its journal's
+	// checkpoint, so Open's replay creates the ledger.
+	keyAfterCheckpoint bool
 	fenced   bool
 	explicit []byte
 }
@@ -324,11 +327,12 @@ func RebuildIndex(fs vfs.FS, cfg Config, opts RebuildOptions) (RebuildReport, er
 	}
 	// The journals: master keys, fences and explicit LACs, in order.
 	jl := map[int64]*ledgerLog{}
-	for _, dir := range cfg.JournalDirs {
+	for j, dir := range cfg.JournalDirs {
 		if _, err := fs.Stat(dir); errors.Is(err, iofs.ErrNotExist) {
 			continue
 		}
-		err := journal.Replay(fs, dir, journal.Position{}, func(_ journal.Position, rec journal.Record) error {
+		ckpt := ev.journal[j].ckpt.pos
+		err := journal.Replay(fs, dir, journal.Position{}, func(pos journal.Position, rec journal.Record) error {
 			l := jl[rec.LedgerID]
 			if l == nil {
 				l = &ledgerLog{}
@@ -338,6 +342,9 @@ func RebuildIndex(fs vfs.FS, cfg Config, opts RebuildOptions) (RebuildReport, er
 			case journal.TypeMasterKey:
 				if !l.hasKey {
 					l.key, l.hasKey = slices.Clone(rec.Body), true
+				}
+				if pos.Compare(ckpt) > 0 {
+					l.keyAfterCheckpoint = true
 				}
 			case journal.TypeFence:
 				l.fenced = true
@@ -529,8 +536,11 @@ func rebuildDir(fs vfs.FS, ev *evidence, i int, why string, old *oldIndex, logs 
 		case ok && st.Deleted:
 			v = false
 		case !ok && old.complete:
+			// Not in a complete listing: deleted, unless replay will
+			// create it again. (Journal records before the checkpoint
+			// prove nothing: deletion writes no record.)
 			l := jl[id]
-			v = l != nil && l.hasKey
+			v = l != nil && l.keyAfterCheckpoint
 		}
 		liveMemo[id] = v
 		return v
