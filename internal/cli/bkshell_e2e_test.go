@@ -238,4 +238,3 @@ func flipMiddleByte(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 }
-

@@ -254,8 +254,8 @@ type ledgerLog struct {
 	// keyAfterCheckpoint: the master-key record lies after its journal's
 	// checkpoint, so Open's replay creates the ledger.
 	keyAfterCheckpoint bool
-	fenced   bool
-	explicit []byte
+	fenced             bool
+	explicit           []byte
 }
 
 // RebuildIndex rebuilds the index of a stopped store's ledger directories
