@@ -116,6 +116,10 @@ func TestBookKeeperShellEndToEnd(t *testing.T) {
 	if len(rb.Rebuilt) != 1 || rb.Rebuilt[0].Entries != check.Entries || rb.Rebuilt[0].Ledgers != 6 || len(rb.Damage) != 0 {
 		t.Fatalf("rebuild-index: %+v (check saw %d entries)", rb, check.Entries)
 	}
+	// Every master key is back: from the journal or the ledgers' metadata.
+	if d := rb.Rebuilt[0]; d.UnknownKeys != 0 || d.KeysFromJournal+d.KeysFromMetadata != 6 {
+		t.Fatalf("rebuild-index master keys: %+v", d)
+	}
 	mustJSON(t, mustLocal(t, "localconsistencycheck", "--conf", victim.ConfPath, "-o", "json"), &check)
 	if !check.OK || check.Entries != rb.Rebuilt[0].Entries {
 		t.Fatalf("localconsistencycheck after rebuild: %+v", check)

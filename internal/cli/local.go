@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/foliodb/folio/internal/bookie/server"
+	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/storage/ledgerstore"
 )
@@ -186,9 +187,11 @@ type RebuiltDirView struct {
 	Entries         int64  `json:"entries"`
 	StatesKept      int64  `json:"statesKept"`
 	KeysFromJournal int64  `json:"keysFromJournal"`
-	UnknownKeys     int64  `json:"unknownKeys"`
-	FencedForSafety int64  `json:"fencedForSafety"`
-	OldIndex        string `json:"oldIndex,omitempty"`
+	// KeysFromMetadata: master keys derived from the ledgers' metadata.
+	KeysFromMetadata int64  `json:"keysFromMetadata"`
+	UnknownKeys      int64  `json:"unknownKeys"`
+	FencedForSafety  int64  `json:"fencedForSafety"`
+	OldIndex         string `json:"oldIndex,omitempty"`
 }
 
 // DamageView is one entry log that does not verify to its end.
@@ -202,7 +205,7 @@ type DamageView struct {
 
 func newRebuildIndexCommand(o *ShellOptions) *cobra.Command {
 	var f bookieFlags
-	var all, acceptDamage bool
+	var all, acceptDamage, keysFromMetadata bool
 	cmd := &cobra.Command{
 		Use:     "rebuild-index --conf FILE",
 		Aliases: []string{"rebuild-db-ledger-locations-index"},
@@ -213,12 +216,15 @@ func newRebuildIndexCommand(o *ShellOptions) *cobra.Command {
 			"is missing, does not open, is unstamped or holds a value that does not decode\n" +
 			"are rebuilt (--all: every one). Every record of every entry log is indexed;\n" +
 			"each ledger keeps the master key, fence bit and explicit LAC that the old\n" +
-			"index or the journals still hold. The old index is kept as index.replaced-N.\n" +
+			"index or the journals still hold; a master key found in neither is derived\n" +
+			"from the password in the ledger's metadata (the configuration's metadata\n" +
+			"store; --master-keys-from-metadata=false works without it). The old index is\n" +
+			"kept as index.replaced-N.\n" +
 			"The bookie then starts and replays its journals as after any stop.\n" +
 			"What cannot be recovered: fence bits and explicit LACs of ledgers found in\n" +
 			"neither (such ledgers are marked fenced, which refuses a late add that might\n" +
-			"have been fenced, and their master key is unknown, so adds to them are\n" +
-			"refused as unauthorised); the marker of a ledger deleted while fenced whose\n" +
+			"have been fenced); the master key of a ledger whose metadata has no password\n" +
+			"(adds to it are refused as unauthorised); the marker of a ledger deleted while fenced whose\n" +
 			"records are all gone. Without a readable old index, ledgers deleted but not\n" +
 			"yet garbage-collected come back until the bookie's GC finds their metadata\n" +
 			"gone. An entry log damaged before its end (not just a torn tail from a\n" +
@@ -227,15 +233,21 @@ func newRebuildIndexCommand(o *ShellOptions) *cobra.Command {
 			"not served: re-replicate them from other bookies.\n" +
 			"Refuses while the bookie runs (its journal directories are locked).\n" +
 			"With -o json: {\"rebuilt\": [{\"ledgerDir\", \"why\", \"logsScanned\", \"ledgers\", \"entries\",\n" +
-			"\"statesKept\", \"keysFromJournal\", \"unknownKeys\", \"fencedForSafety\", \"oldIndex\"?}],\n" +
+			"\"statesKept\", \"keysFromJournal\", \"keysFromMetadata\", \"unknownKeys\", \"fencedForSafety\", \"oldIndex\"?}],\n" +
 			"\"skipped\": [dir, ...], \"damage\": [{\"file\", \"offset\", \"remaining\", \"reason\", \"tornTail\"}]}.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, sc, err := f.loadStorage(cmd, o)
+			cfg, sc, err := f.loadStorage(cmd, o)
 			if err != nil {
 				return err
 			}
-			rep, err := ledgerstore.RebuildIndex(vfs.Default, sc, ledgerstore.RebuildOptions{All: all, AcceptDamage: acceptDamage})
+			ro := ledgerstore.RebuildOptions{All: all, AcceptDamage: acceptDamage}
+			if keysFromMetadata {
+				keys := &metadataKeys{cmd: cmd, o: o, cfg: &cfg}
+				defer keys.close()
+				ro.MasterKey = keys.masterKey
+			}
+			rep, err := ledgerstore.RebuildIndex(vfs.Default, sc, ro)
 			var de *ledgerstore.DamageError
 			if errors.As(err, &de) {
 				return WithHint(err, "keep copies of the damaged entry logs; if the other bookies hold the ledgers, rebuild with --accept-damage "+
@@ -251,15 +263,16 @@ func newRebuildIndexCommand(o *ShellOptions) *cobra.Command {
 			for _, d := range rep.Rebuilt {
 				v.Rebuilt = append(v.Rebuilt, RebuiltDirView{LedgerDir: d.Dir, Why: d.Why, LogsScanned: d.LogsScanned, Ledgers: d.Ledgers,
 					Entries: d.Entries, StatesKept: d.StatesKept, KeysFromJournal: d.KeysFromJournal, UnknownKeys: d.UnknownKeys,
-					FencedForSafety: d.FencedForSafety, OldIndex: d.OldIndex})
+					KeysFromMetadata: d.KeysFromCallback, FencedForSafety: d.FencedForSafety, OldIndex: d.OldIndex})
 			}
 			for _, d := range rep.Damage {
 				v.Damage = append(v.Damage, DamageView{File: d.File, Offset: d.Offset, Remaining: d.Remaining, Reason: d.Reason, TornTail: d.TornTail})
 			}
 			return o.Printer(cmd).Print(v, func(w io.Writer) error {
 				for _, d := range v.Rebuilt {
-					fmt.Fprintf(w, "rebuilt %s (%s): %d entries of %d ledgers from %d entry logs; states kept %d, master keys from the journals %d, unknown %d (fenced)\n",
-						d.LedgerDir, d.Why, d.Entries, d.Ledgers, d.LogsScanned, d.StatesKept, d.KeysFromJournal, d.UnknownKeys)
+					fmt.Fprintf(w, "rebuilt %s (%s): %d entries of %d ledgers from %d entry logs; states kept %d; "+
+						"master keys from the journals %d, from the metadata %d, unknown %d; fenced for safety %d\n",
+						d.LedgerDir, d.Why, d.Entries, d.Ledgers, d.LogsScanned, d.StatesKept, d.KeysFromJournal, d.KeysFromMetadata, d.UnknownKeys, d.FencedForSafety)
 					if d.OldIndex != "" {
 						fmt.Fprintf(w, "  the old index is kept in %s\n", d.OldIndex)
 					}
@@ -281,7 +294,46 @@ func newRebuildIndexCommand(o *ShellOptions) *cobra.Command {
 	f.register(cmd)
 	cmd.Flags().BoolVar(&all, "all", false, "rebuild every ledger directory's index, sound ones included")
 	cmd.Flags().BoolVar(&acceptDamage, "accept-damage", false, "rebuild even though an entry log is damaged before its end")
+	cmd.Flags().BoolVar(&keysFromMetadata, "master-keys-from-metadata", true, "derive master keys lost with the index from the ledgers' metadata")
 	return cmd
+}
+
+// metadataKeys derives lost master keys from the ledgers' metadata,
+// opening the bookie's metadata store on first use.
+type metadataKeys struct {
+	cmd *cobra.Command
+	o   *ShellOptions
+	cfg *server.Config
+	d   metadata.Driver
+}
+
+func (k *metadataKeys) masterKey(id int64) ([]byte, bool, error) {
+	ctx := k.cmd.Context()
+	if k.d == nil {
+		d, err := openBookieMetadata(k.cmd, k.o, k.cfg)
+		if err != nil {
+			return nil, false, WithHint(err, "to rebuild without the metadata store, give --master-keys-from-metadata=false "+
+				"(ledgers whose master key is lost then refuse adds as unauthorised)")
+		}
+		k.d = d
+	}
+	m, _, err := k.d.ReadLedger(ctx, id)
+	switch {
+	case errors.Is(err, metadata.ErrNoSuchLedger):
+		return nil, false, nil // deleted: the bookie's GC will drop it
+	case err != nil:
+		return nil, false, fmt.Errorf("reading the metadata of ledger %d: %w", id, err)
+	case !m.HasPassword:
+		return nil, false, nil
+	}
+	key := digest.MasterKey(m.Password)
+	return key[:], true, nil
+}
+
+func (k *metadataKeys) close() {
+	if k.d != nil {
+		k.d.Close()
+	}
 }
 
 func newInitBookieCommand(o *ShellOptions) *cobra.Command {

@@ -192,6 +192,12 @@ type RebuildOptions struct {
 	// cannot be indexed and the bookie will not serve them. Without it such
 	// damage makes RebuildIndex fail with a *DamageError, changing nothing.
 	AcceptDamage bool
+	// MasterKey, if set, is asked for the master key of each ledger whose
+	// key neither the old index nor the journals hold (the shell derives it
+	// from the password in the ledger's metadata). ok false: unknown; an
+	// error stops the rebuild (directories rebuilt before stay rebuilt,
+	// the others unchanged).
+	MasterKey func(ledgerID int64) (key []byte, ok bool, err error)
 }
 
 // LogDamage is an entry log that does not verify to its end.
@@ -229,11 +235,12 @@ type RebuiltDir struct {
 	Entries, Ledgers int64
 	// StatesKept: ledger states (master key, fence, explicit LAC) salvaged
 	// from the old index; KeysFromJournal: master keys found in the
-	// journals; UnknownKeys: ledgers whose master key was not found
+	// journals; KeysFromCallback: master keys given by
+	// RebuildOptions.MasterKey; UnknownKeys: ledgers whose master key was not found
 	// (written again by no one: adds to them are refused as unauthorised);
 	// FencedForSafety: ledgers marked fenced because their fence state was
 	// lost.
-	StatesKept, KeysFromJournal, UnknownKeys, FencedForSafety int64
+	StatesKept, KeysFromJournal, KeysFromCallback, UnknownKeys, FencedForSafety int64
 	// OldIndex is where the replaced index was moved ("" if there was none).
 	OldIndex string
 }
@@ -393,7 +400,7 @@ func RebuildIndex(fs vfs.FS, cfg Config, opts RebuildOptions) (RebuildReport, er
 		return rep, &DamageError{Damage: bad}
 	}
 	for _, t := range todo {
-		rd, err := rebuildDir(fs, ev, t.i, t.why, t.old, t.logs, jl, len(cfg.LedgerDirs))
+		rd, err := rebuildDir(fs, ev, t.i, t.why, t.old, t.logs, jl, len(cfg.LedgerDirs), opts.MasterKey)
 		if err != nil {
 			return rep, err
 		}
@@ -505,7 +512,7 @@ func judgeIndex(fs vfs.FS, dir string, ev *evidence, i int, all bool) (why strin
 // rebuildDir writes ledger directory i's new index from its logs and puts
 // it in place of the old one.
 func rebuildDir(fs vfs.FS, ev *evidence, i int, why string, old *oldIndex, logs []uint64,
-	jl map[int64]*ledgerLog, shards int) (RebuiltDir, error) {
+	jl map[int64]*ledgerLog, shards int, keyOf func(int64) ([]byte, bool, error)) (RebuiltDir, error) {
 	dir := ev.ledger[i].dir
 	rd := RebuiltDir{Dir: dir, Why: why}
 	tmp := fs.PathJoin(dir, "index.rebuild")
@@ -516,10 +523,13 @@ func rebuildDir(fs vfs.FS, ev *evidence, i int, why string, old *oldIndex, logs 
 	if err != nil {
 		return rd, err
 	}
-	closed := false
+	closed, placed := false, false
 	defer func() {
 		if !closed {
 			ix.Close()
+		}
+		if !placed {
+			_ = fs.RemoveAll(tmp) // a failed rebuild leaves the old index alone
 		}
 	}()
 	// live decides whether a ledger's records are indexed: not when the
@@ -611,8 +621,20 @@ func rebuildDir(fs vfs.FS, ev *evidence, i int, why string, old *oldIndex, logs 
 			rd.KeysFromJournal++
 		default:
 			st = index.State{Fenced: true}
-			rd.UnknownKeys++
 			rd.FencedForSafety++
+			key, ok := []byte(nil), false
+			if keyOf != nil {
+				var err error
+				if key, ok, err = keyOf(id); err != nil {
+					return rd, fmt.Errorf("ledgerstore: master key of ledger %d: %w", id, err)
+				}
+			}
+			if ok {
+				st.MasterKey = key
+				rd.KeysFromCallback++
+			} else {
+				rd.UnknownKeys++
+			}
 		}
 		if err := ix.PutState(id, st); err != nil {
 			return rd, err
@@ -641,6 +663,7 @@ func rebuildDir(fs vfs.FS, ev *evidence, i int, why string, old *oldIndex, logs 
 		return rd, err
 	}
 	old.close()
+	placed = true // complete: from here on a failure leaves it for the next run to replace
 	// Swap: the old index aside (kept for the support case), the new one in.
 	ixDir := fs.PathJoin(dir, "index")
 	if _, err := fs.Stat(ixDir); err == nil {

@@ -93,9 +93,18 @@ func TestRebuildIndexLostIndex(t *testing.T) {
 	if _, err := Open(vfs.Default, cfg); !errors.Is(err, ErrDataLost) {
 		t.Fatalf("Open without indexes: %v, want ErrDataLost", err)
 	}
-	rep, err := RebuildIndex(vfs.Default, cfg, RebuildOptions{})
+	// The master keys the journals no longer hold come from the callback
+	// (the shell's: the ledger metadata's password), except ledger 1's.
+	asked := map[int64]bool{}
+	rep, err := RebuildIndex(vfs.Default, cfg, RebuildOptions{MasterKey: func(id int64) ([]byte, bool, error) {
+		asked[id] = true
+		return masterKey(id), id != 1, nil
+	}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !asked[1] {
+		t.Fatalf("the callback was not asked for ledger 1's key: %v", asked)
 	}
 	if len(rep.Rebuilt) != 2 || len(rep.Skipped) != 0 || len(rep.Damage) != 0 {
 		t.Fatalf("report %+v", rep)
@@ -123,9 +132,21 @@ func TestRebuildIndexLostIndex(t *testing.T) {
 			t.Fatalf("ledger %d LAC %d, %v", l, last, err)
 		}
 	}
-	// Fence state was lost with the index: every rebuilt ledger is fenced.
-	if err := addSync(t, s, 1, 40, entryBody(1, 40, 39, 1, 10), storage.AddOptions{}); !errors.Is(err, storage.ErrFenced) && !errors.Is(err, storage.ErrUnauthorized) {
-		t.Fatalf("add to a rebuilt ledger: %v, want refused", err)
+	// Fence state was lost with the index: every rebuilt ledger without a
+	// journaled state is fenced. Ledger 1's key is unknown: its adds are
+	// unauthorised; ledger 3 has its key back: fenced, and a recovery
+	// (fence with the key, recovery add) works.
+	if err := addSync(t, s, 1, 40, entryBody(1, 40, 39, 1, 10), storage.AddOptions{}); !errors.Is(err, storage.ErrUnauthorized) {
+		t.Fatalf("add to rebuilt ledger 1 (key unknown): %v, want unauthorised", err)
+	}
+	if err := addSync(t, s, 3, 40, entryBody(3, 40, 39, 1, 10), storage.AddOptions{}); !errors.Is(err, storage.ErrFenced) {
+		t.Fatalf("add to rebuilt ledger 3: %v, want fenced", err)
+	}
+	if err := fence(t, s, 3); err != nil {
+		t.Fatalf("fence of rebuilt ledger 3 with its key: %v", err)
+	}
+	if err := addSync(t, s, 3, 40, entryBody(3, 40, 39, 1, 10), storage.AddOptions{Recovery: true}); err != nil {
+		t.Fatalf("recovery add to rebuilt ledger 3: %v", err)
 	}
 	// A new ledger works as usual.
 	mustAdd(t, s, 10, 0, entryBody(10, 0, -1, 1, 10))
