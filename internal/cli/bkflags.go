@@ -80,6 +80,7 @@ func bkSpellings(m map[string]bkMapping) []string {
 var bkCommandNames = map[string][]string{
 	"cookie_get":                        {"cookie", "get"},
 	"cookie_delete":                     {"cookie", "delete"},
+	"cookie_update":                     {"cookie", "update"},
 	"rebuild-db-ledger-locations-index": {"rebuild-index"},
 }
 

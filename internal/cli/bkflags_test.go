@@ -195,6 +195,7 @@ func TestBKFlagsRunbookLines(t *testing.T) {
 		{[]string{"shell", "readlog", "-ledgerid", "4", "-entryid", "2", "/l.log"}, []string{"shell", "readlog", "/l.log", "--ledger", "4", "--entry", "2"}},
 		{[]string{"shell", "cookie_get", "h:3181", "-o", "json"}, []string{"shell", "cookie", "get", "h:3181", "-o", "json"}},
 		{[]string{"shell", "cookie_delete", "h:3181"}, []string{"shell", "cookie", "delete", "h:3181"}},
+		{[]string{"shell", "cookie_update", "-cf", "c.txt", "h:3181"}, []string{"shell", "cookie", "update", "h:3181", "--cookie-file", "c.txt"}},
 		{[]string{"shell", "rebuild-db-ledger-locations-index", "--conf", "bk.conf"}, []string{"shell", "rebuild-index", "--conf", "bk.conf"}},
 		// GNU spellings and shorthand clusters are left alone.
 		{[]string{"shell", "bookiesanity", "-n5", "-ojson"}, []string{"shell", "bookiesanity", "--entries", "5", "-o", "json"}},
