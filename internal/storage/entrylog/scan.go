@@ -52,13 +52,13 @@ func ScanFile(fs vfs.FS, path string, fn func(rec Record) error) error {
 	size := fi.Size()
 	var hdr [HeaderSize]byte
 	if size < HeaderSize {
-		return &CorruptionError{File: path, Offset: 0, Reason: fmt.Sprintf("file of %d bytes is shorter than the %d-byte header (a log created at a crash before anything was written)", size, HeaderSize)}
+		return &CorruptionError{File: path, Offset: 0, Torn: true, Reason: fmt.Sprintf("file of %d bytes is shorter than the %d-byte header (a log created at a crash before anything was written)", size, HeaderSize)}
 	}
 	if _, err := f.ReadAt(hdr[:], 0); err != nil {
 		return fmt.Errorf("entrylog: read header of %s: %w", path, err)
 	}
 	if hdr == ([HeaderSize]byte{}) {
-		return &CorruptionError{File: path, Offset: 0, Reason: "header is all zero (a log created at a crash before anything was written)"}
+		return &CorruptionError{File: path, Offset: 0, Torn: true, Reason: "header is all zero (a log created at a crash before anything was written)"}
 	}
 	id, named := parseLogFileName(fs.PathBase(path))
 	if !named {
@@ -75,31 +75,33 @@ func ScanFile(fs vfs.FS, path string, fn func(rec Record) error) error {
 		return err
 	}
 	if end < size {
-		return &CorruptionError{File: path, Offset: end, Reason: refusal(f, end, size)}
+		reason, torn := refusal(f, end, size)
+		return &CorruptionError{File: path, Offset: end, Reason: reason, Torn: torn}
 	}
 	return nil
 }
 
 // refusal says why the record at off does not verify (scanLog stops there
-// without a reason).
-func refusal(f vfs.File, off, size int64) string {
+// without a reason), and whether it is a torn tail: a record cut short by
+// the end of the file.
+func refusal(f vfs.File, off, size int64) (reason string, torn bool) {
 	rest := size - off
 	n := min(rest, int64(RecordHeaderSize))
 	var h [RecordHeaderSize]byte
 	if _, err := f.ReadAt(h[:n], off); err != nil {
-		return fmt.Sprintf("%d bytes up to the end of the file do not form a record (read: %v)", rest, err)
+		return fmt.Sprintf("%d bytes up to the end of the file do not form a record (read: %v)", rest, err), false
 	}
 	if n < RecordHeaderSize {
-		return fmt.Sprintf("torn record header: %d bytes up to the end of the file", rest)
+		return fmt.Sprintf("torn record header: %d bytes up to the end of the file", rest), true
 	}
 	length := binary.BigEndian.Uint32(h[0:4])
 	switch {
 	case length > MaxEntryBytes:
-		return fmt.Sprintf("record length %d exceeds the maximum %d; %d bytes up to the end of the file", length, MaxEntryBytes, rest)
+		return fmt.Sprintf("record length %d exceeds the maximum %d; %d bytes up to the end of the file", length, MaxEntryBytes, rest), false
 	case int64(RecordHeaderSize)+int64(length) > rest:
-		return fmt.Sprintf("torn record: header claims %d body bytes, %d bytes up to the end of the file", length, rest)
+		return fmt.Sprintf("torn record: header claims %d body bytes, %d bytes up to the end of the file", length, rest), true
 	default:
-		return fmt.Sprintf("record checksum mismatch; %d bytes up to the end of the file", rest)
+		return fmt.Sprintf("record checksum mismatch; %d bytes up to the end of the file", rest), false
 	}
 }
 

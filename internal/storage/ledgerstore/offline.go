@@ -209,8 +209,9 @@ type LogDamage struct {
 	Reason            string
 	// TornTail: the bytes after Offset are one record cut short by the end
 	// of the file, as a log that was being written when its bookie stopped
-	// ends. Its entries are still in the journal (a flush is durable before
-	// the checkpoint passes them), so nothing is lost.
+	// ends, or the log was created at a crash before its header was
+	// written. Its entries are still in the journal (a flush is durable
+	// before the checkpoint passes them), so nothing is lost.
 	TornTail bool
 }
 
@@ -415,9 +416,7 @@ func damageOf(fs vfs.FS, ce *entrylog.CorruptionError) LogDamage {
 	if st, err := fs.Stat(ce.File); err == nil {
 		d.Remaining = st.Size() - ce.Offset
 	}
-	// ScanFile says "torn record header" or "torn record: …" when the
-	// record after the verified data runs past the end of the file.
-	d.TornTail = len(ce.Reason) >= 4 && ce.Reason[:4] == "torn" && ce.Offset > 0
+	d.TornTail = ce.Torn
 	return d
 }
 
