@@ -35,7 +35,7 @@ type bkMapping struct {
 }
 
 // bkFlags parses cmd's annotation. A malformed annotation is a programming
-// error, reported by TestBKFlagAnnotations; here it panics with the command
+// error, caught by TestBKFlagsEveryCommand; here it panics with the command
 // named, so that it cannot ship silently.
 func bkFlags(cmd *cobra.Command) map[string]bkMapping {
 	spec := cmd.Annotations[BKFlagsAnnotation]
