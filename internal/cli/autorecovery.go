@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -115,6 +117,8 @@ func newListUnderReplicatedCommand(o *ShellOptions) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&missing, "missingreplica", "", "only ledgers missing this bookie")
 	cmd.Flags().StringVar(&excluding, "excludingmissingreplica", "", "only ledgers not missing this bookie")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-mr=--missingreplica,-missingreplica=--missingreplica,-emr=--excludingmissingreplica,-excludingmissingreplica=--excludingmissingreplica"}
 	return cmd
 }
 
@@ -158,13 +162,36 @@ type DelayView struct {
 	Stored bool `json:"stored"`
 }
 
+// secondsOrDuration is a duration flag that also takes a bare number of
+// seconds, the unit of BookKeeper's lostbookierecoverydelay -set.
+type secondsOrDuration time.Duration
+
+func (d *secondsOrDuration) Set(s string) error {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n > math.MaxInt64/int64(time.Second) || n < math.MinInt64/int64(time.Second) {
+			return fmt.Errorf("%d seconds is out of range", n)
+		}
+		*d = secondsOrDuration(time.Duration(n) * time.Second)
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration (60s, 2m) or a number of seconds: %q", s)
+	}
+	*d = secondsOrDuration(v)
+	return nil
+}
+
+func (d *secondsOrDuration) String() string { return time.Duration(*d).String() }
+func (d *secondsOrDuration) Type() string   { return "duration" }
+
 func newLostBookieRecoveryDelayCommand(o *ShellOptions) *cobra.Command {
-	var set time.Duration
+	var set secondsOrDuration
 	cmd := &cobra.Command{
 		Use:   "lostbookierecoverydelay [--set DURATION]",
 		Short: "Print or set how long the auditor waits before re-replicating a lost bookie's data",
 		Long: "Print the lost-bookie recovery delay stored in the metadata store, or set it\n" +
-			"with --set (e.g. 60s, 0). The auditor waits this long after one bookie\n" +
+			"with --set (e.g. 60s, 0; a bare number is seconds, as BookKeeper's -set). The auditor waits this long after one bookie\n" +
 			"disappears before marking its ledgers (a bookie back in time is not\n" +
 			"re-replicated); two or more lost bookies are audited at once. Setting the\n" +
 			"current value again makes the auditor audit now.",
@@ -178,9 +205,9 @@ func newLostBookieRecoveryDelayCommand(o *ShellOptions) *cobra.Command {
 			defer d.Close()
 			if cmd.Flags().Changed("set") {
 				if set < 0 {
-					return Usagef(cmd, "--set %v: the delay must not be negative", set)
+					return Usagef(cmd, "--set %v: the delay must not be negative", time.Duration(set))
 				}
-				if err := ar.SetLostBookieRecoveryDelay(ctx, set); err != nil {
+				if err := ar.SetLostBookieRecoveryDelay(ctx, time.Duration(set)); err != nil {
 					return fmt.Errorf("setting the lost bookie recovery delay: %w", err)
 				}
 			}
@@ -200,7 +227,10 @@ func newLostBookieRecoveryDelayCommand(o *ShellOptions) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().DurationVar(&set, "set", 0, "store a new delay (e.g. 60s)")
+	cmd.Flags().Var(&set, "set", "store a new delay (e.g. 60s; a bare number is seconds)")
+	cmd.Flags().Bool("get", false, "print the delay (the default; BookKeeper's -get)")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-g=--get,-get=--get,-s=--set,-set=--set"}
 	return cmd
 }
 
@@ -249,6 +279,8 @@ func newAutoRecoverySwitchCommand(o *ShellOptions) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&enable, "enable", false, "enable re-replication")
 	cmd.Flags().BoolVar(&disable, "disable", false, "disable re-replication")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-e=--enable,-enable=--enable,-d=--disable,-disable=--disable"}
 	return cmd
 }
 

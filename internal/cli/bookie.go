@@ -261,6 +261,13 @@ func (a *bookieAutoRecovery) stop(ctx context.Context) error {
 	return errors.Join(a.svc.Stop(ctx), a.md.Close())
 }
 
+// nonInteractiveFlag adds BookKeeper's -nonInteractive to a command that
+// deletes data: Folio never prompts, so the flag changes nothing, and
+// --force stays the only confirmation.
+func nonInteractiveFlag(cmd *cobra.Command) {
+	cmd.Flags().Bool("non-interactive", false, "accepted for BookKeeper's -nonInteractive: Folio never prompts; --force confirms")
+}
+
 func newBookieFormatCommand(o *ShellOptions) *cobra.Command {
 	var f bookieFlags
 	var force bool
@@ -328,5 +335,12 @@ func newBookieFormatCommand(o *ShellOptions) *cobra.Command {
 	}
 	f.register(cmd)
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "really delete the bookie's data")
+	nonInteractiveFlag(cmd)
+	// BookKeeper deletes the stored cookie only with -deleteCookie; a bookie
+	// whose directories were wiped but whose cookie is still stored cannot
+	// start, so Folio always deletes it and takes the flag for runbooks.
+	cmd.Flags().Bool("delete-cookie", false, "accepted for BookKeeper's -deleteCookie: the cookie is always deleted")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-n=--non-interactive,-nonInteractive=--non-interactive,-noninteractive=--non-interactive,-f=--force,-force=--force,-d=--delete-cookie,-deleteCookie=--delete-cookie,-deletecookie=--delete-cookie,-conf=--conf"}
 	return cmd
 }

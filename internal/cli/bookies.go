@@ -1,11 +1,16 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -27,19 +32,47 @@ func warnLogger(o *ShellOptions) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
+// BookieView is one row of listbookies: admin.BookieStatus's id and state,
+// and with --hostnames the bookie's address resolved both ways.
+type BookieView struct {
+	ID    string `json:"id"`
+	State string `json:"state"`
+	// IP, Port and Hostname are set with --hostnames, as BookKeeper's
+	// "BookieID:…, IP:…, Port:…, Hostname:…" (UNKNOWN when not resolved).
+	IP       string `json:"ip,omitempty"`
+	Port     int    `json:"port,omitempty"`
+	Hostname string `json:"hostname,omitempty"`
+}
+
+// stateDown is the --all state of a bookie with a cookie that is not
+// registered (not running).
+const stateDown = "down"
+
 func newListBookiesCommand(o *ShellOptions) *cobra.Command {
-	var rw, ro bool
+	var rw, ro, all, hostnames bool
 	cmd := &cobra.Command{
-		Use:   "listbookies [--readwrite|--readonly]",
+		Use:   "listbookies [--readwrite|--readonly|--all] [--hostnames]",
 		Short: "List the registered bookies",
 		Long: "List the bookies registered in the metadata store: writable ones, then\n" +
 			"read-only ones. --readwrite or --readonly lists one kind only (BookKeeper's\n" +
-			"-rw / -ro); by default both.\n" +
-			"With -o json: [{\"id\": \"127.0.0.1:3181\", \"state\": \"writable\"|\"readonly\"}, ...].",
+			"-rw / -ro); by default both. --all (-a) lists every bookie that has a cookie,\n" +
+			"as BookKeeper's -a does, with state \"down\" for those not registered.\n" +
+			"--hostnames (BookKeeper's -h) also resolves each bookie's address: its IP and\n" +
+			"host name (UNKNOWN when the name does not resolve).\n" +
+			"With -o json: [{\"id\": \"127.0.0.1:3181\", \"state\": \"writable\"|\"readonly\"|\"down\",\n" +
+			"\"ip\"?, \"port\"?, \"hostname\"?}, ...].",
+		Annotations: map[string]string{BKFlagsAnnotation: "-rw=--readwrite,-readwrite=--readwrite,-ro=--readonly,-readonly=--readonly," +
+			"-a=--all,-all=--all,-h=--hostnames,-hostnames=--hostnames"},
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if rw && ro {
-				return Usagef(cmd, "give at most one of --readwrite and --readonly")
+			n := 0
+			for _, b := range []bool{rw, ro, all} {
+				if b {
+					n++
+				}
+			}
+			if n > 1 {
+				return Usagef(cmd, "give at most one of --readwrite, --readonly and --all")
 			}
 			ctx := cmd.Context()
 			d, err := openMetadata(ctx, o)
@@ -47,11 +80,54 @@ func newListBookiesCommand(o *ShellOptions) *cobra.Command {
 				return err
 			}
 			defer d.Close()
-			rows, err := admin.ListBookies(ctx, d, !ro, !rw)
+			status, err := admin.ListBookies(ctx, d, !ro, !rw)
 			if err != nil {
 				return err
 			}
+			rows := []BookieView{}
+			for _, r := range status {
+				rows = append(rows, BookieView{ID: r.ID, State: r.State})
+			}
+			if all {
+				ids, err := d.ListCookies(ctx)
+				if err != nil {
+					return fmt.Errorf("listing the bookies with cookies: %w", err)
+				}
+				state := map[string]string{}
+				for _, r := range rows {
+					state[r.ID] = r.State
+				}
+				rows = rows[:0]
+				for _, id := range ids {
+					st := state[string(id)]
+					if st == "" {
+						st = stateDown
+					}
+					delete(state, string(id))
+					rows = append(rows, BookieView{ID: string(id), State: st})
+				}
+				// A registered bookie without a cookie (a Java bookie of
+				// another layout, or a cookie deleted under it) still shows.
+				for _, r := range status {
+					if _, ok := state[r.ID]; ok {
+						rows = append(rows, BookieView{ID: r.ID, State: r.State})
+					}
+				}
+			}
+			if hostnames {
+				for i := range rows {
+					resolveBookieAddress(ctx, &rows[i])
+				}
+			}
 			return o.Printer(cmd).Print(rows, func(w io.Writer) error {
+				if hostnames {
+					for _, r := range rows {
+						if _, err := fmt.Fprintf(w, "BookieID:%s, IP:%s, Port:%d, Hostname:%s, State:%s\n", r.ID, r.IP, r.Port, r.Hostname, r.State); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
 				t := Table{Headers: []string{"BOOKIE ID", "STATE"}}
 				for _, r := range rows {
 					t.Append(r.ID, r.State)
@@ -63,7 +139,41 @@ func newListBookiesCommand(o *ShellOptions) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&rw, "readwrite", false, "list only writable bookies")
 	cmd.Flags().BoolVar(&ro, "readonly", false, "list only read-only bookies")
+	cmd.Flags().BoolVar(&all, "all", false, "list every bookie with a cookie, running or not")
+	cmd.Flags().BoolVar(&hostnames, "hostnames", false, "also print each bookie's IP and host name")
 	return cmd
+}
+
+// unknownAddress is BookKeeper's word for an address part that does not
+// resolve.
+const unknownAddress = "UNKNOWN"
+
+// resolveBookieAddress fills v's IP, port and host name from its id
+// (host:port), as BookKeeper's listbookies -h: an IP is looked up in reverse,
+// a name forward. Lookups are bounded so that a dead DNS server cannot
+// hang the command.
+func resolveBookieAddress(ctx context.Context, v *BookieView) {
+	v.IP, v.Hostname = unknownAddress, unknownAddress
+	host, port, err := net.SplitHostPort(v.ID)
+	if err != nil {
+		return // a custom bookie id that is no address
+	}
+	v.Port, _ = strconv.Atoi(port)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if ip := net.ParseIP(host); ip != nil {
+		v.IP = ip.String()
+		if names, err := net.DefaultResolver.LookupAddr(ctx, v.IP); err == nil && len(names) > 0 {
+			v.Hostname = strings.TrimSuffix(names[0], ".")
+		} else {
+			v.Hostname = v.IP // Java's getCanonicalHostName falls back to the IP
+		}
+		return
+	}
+	v.Hostname = host
+	if ips, err := net.DefaultResolver.LookupHost(ctx, host); err == nil && len(ips) > 0 {
+		v.IP = ips[0]
+	}
 }
 
 func newBookieInfoCommand(o *ShellOptions) *cobra.Command {
@@ -227,6 +337,8 @@ func newBookieSanityCommand(o *ShellOptions) *cobra.Command {
 	cmd.Flags().StringVar(&bookie, "bookie", "", "the bookie to check, host:port (default: every writable bookie)")
 	cmd.Flags().StringVar(&conf, "conf", "", "check the bookie this bk_server.conf describes (its id; its metadata store unless given)")
 	cmd.Flags().IntVarP(&entries, "entries", "n", 10, "entries to write and read")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-e=--entries,-entries=--entries"}
 	return cmd
 }
 

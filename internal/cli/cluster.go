@@ -130,5 +130,8 @@ func newMetaFormatCommand(o *ShellOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "wipe an existing cluster")
+	nonInteractiveFlag(cmd)
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-n=--non-interactive,-nonInteractive=--non-interactive,-noninteractive=--non-interactive,-f=--force,-force=--force"}
 	return cmd
 }

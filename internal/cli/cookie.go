@@ -142,6 +142,8 @@ func newCookieUpdateCommand(o *ShellOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&file, "cookie-file", "", "file holding the new cookie")
+	// BookKeeper's spellings (bkflags.go): its cookie_update -cf FILE.
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-cf=--cookie-file"}
 	return cmd
 }
 

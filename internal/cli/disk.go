@@ -78,5 +78,7 @@ func newReadJournalCommand(o *ShellOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().Int64Var(&ledger, "ledger", -1, "print only this ledger's records")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-dir=#0"}
 	return cmd
 }

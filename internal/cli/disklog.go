@@ -87,6 +87,8 @@ func newReadLogCommand(o *ShellOptions) *cobra.Command {
 	}
 	cmd.Flags().Int64Var(&ledger, "ledger", -1, "print only this ledger's records")
 	cmd.Flags().Int64Var(&entry, "entry", -1, "print only this entry's records (needs --ledger)")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-l=--ledger,-ledgerid=--ledger,-e=--entry,-entryid=--entry"}
 	return cmd
 }
 
@@ -162,6 +164,8 @@ func newListFilesOnDiscCommand(o *ShellOptions) *cobra.Command {
 	cmd.Flags().BoolVar(&journal, "journal", false, "list journal files")
 	cmd.Flags().BoolVar(&entrylogs, "entrylog", false, "list entry log files")
 	cmd.Flags().BoolVar(&index, "index", false, "list index files")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-txn=--journal,-journal=--journal,-log=--entrylog,-entrylog=--entrylog,-idx=--index,-index=--index,-conf=--conf"}
 	return cmd
 }
 

@@ -167,6 +167,10 @@ func newReadLedgerCommand(o *ShellOptions) *cobra.Command {
 	cmd.Flags().Int64Var(&to, "to", -1, "last entry id (default: the last add confirmed)")
 	cmd.Flags().StringVar(&password, "password", "", "the ledger's password")
 	cmd.Flags().BoolVar(&hex, "hex", false, "print payloads as hex")
+	// BookKeeper's -m prints the entries' bodies; Folio always does.
+	cmd.Flags().Bool("msg", false, "accepted for BookKeeper's -m: payloads are always printed")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-l=#0,-ledgerid=#0,-fe=--from,-firstentryid=--from,-le=--to,-lastentryid=--to,-m=--msg,-msg=--msg"}
 	return cmd
 }
 
@@ -212,6 +216,8 @@ func newDeleteLedgerCommand(o *ShellOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "confirm the deletion")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-l=#0,-ledgerid=#0,-f=--force,-force=--force"}
 	return cmd
 }
 
@@ -276,6 +282,8 @@ func newSimpleTestCommand(o *ShellOptions) *cobra.Command {
 	f.IntVarP(&st.AckQuorum, "ack-quorum", "a", 2, "ack quorum size")
 	f.IntVarP(&st.Entries, "entries", "n", 1000, "entries to write")
 	f.BoolVar(&st.Keep, "keep", false, "keep the ledger and print its id instead of deleting it")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-e=--ensemble,-ensemble=--ensemble,-w=--write-quorum,-writeQuorum=--write-quorum,-a=--ack-quorum,-ackQuorum=--ack-quorum,-n=--entries,-numEntries=--entries"}
 	return cmd
 }
 

@@ -226,5 +226,7 @@ func newLedgerMetadataCommand(o *ShellOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&flagID, "ledgerid", "", "the ledger id (alternative to the argument)")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-l=--ledgerid,-ledgerid=--ledgerid"}
 	return cmd
 }

@@ -34,8 +34,17 @@ type Env struct {
 // returns the exit code.
 func Main(ctx context.Context, args []string, env Env) int {
 	root := NewRootCommand(env)
+	args, err := rewriteBKArgs(root, args)
+	if err != nil {
+		reportError(env.Stderr, err)
+		var ue *UsageError
+		if errors.As(err, &ue) {
+			return ExitUsage
+		}
+		return ExitFail
+	}
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	err = root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK
 	}
@@ -115,6 +124,7 @@ func NewRootCommand(env Env) *cobra.Command {
 	)
 	groupCommand(root)
 	markUsageErrors(root)
+	describeBKFlags(root)
 	return root
 }
 

@@ -209,5 +209,7 @@ func newDecommissionBookieCommand(o *ShellOptions) *cobra.Command {
 	f.StringVar(&id, "bookie-id", "", "the bookie to decommission, host:port (required)")
 	f.DurationVar(&initialWait, "initial-wait", 0, "pause after triggering the audit before the first check (BookKeeper: 30s)")
 	f.DurationVar(&poll, "poll-interval", time.Second, "first pause between checks; it doubles up to 5m")
+	// BookKeeper's spellings (bkflags.go).
+	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-bookieid=--bookie-id"}
 	return cmd
 }

@@ -42,6 +42,12 @@ type CorruptionError struct {
 	Offset int64
 	// Reason says which check failed.
 	Reason string
+	// Torn is set by ScanFile when the file ends the way a log being
+	// written at a crash ends: the last record cut short by the end of the
+	// file, or a log created at a crash before its header reached the disk.
+	// Anything else (a checksum mismatch, an impossible length, followed
+	// by more bytes) is damage.
+	Torn bool
 }
 
 func (e *CorruptionError) Error() string {

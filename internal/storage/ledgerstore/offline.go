@@ -1,0 +1,684 @@
+package ledgerstore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/foliodb/folio/internal/storage/entrylog"
+	"github.com/foliodb/folio/internal/storage/index"
+	"github.com/foliodb/folio/internal/storage/journal"
+)
+
+// The offline tools below (`folio shell lastmark`, `localconsistencycheck`,
+// `rebuild-index`) work on a stopped store's directories. They take the
+// LOCK of every journal directory first, as journal.Open does, so that they
+// never run next to a bookie that uses the directories.
+
+// ErrInUse: a journal directory's LOCK is held, by a running bookie.
+var ErrInUse = errors.New("ledgerstore: the store's directories are in use (is the bookie running?)")
+
+// lockJournals locks every existing journal directory of cfg; release
+// unlocks them.
+func lockJournals(fs vfs.FS, dirs []string) (release func(), err error) {
+	var locks []io.Closer
+	release = func() {
+		for _, l := range locks {
+			l.Close()
+		}
+	}
+	for _, d := range dirs {
+		if _, err := fs.Stat(d); errors.Is(err, iofs.ErrNotExist) {
+			continue
+		} else if err != nil {
+			release()
+			return nil, fmt.Errorf("ledgerstore: %s: %w", d, err)
+		}
+		l, err := fs.Lock(fs.PathJoin(d, "LOCK"))
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("%w: cannot lock %s: %v", ErrInUse, d, err)
+		}
+		locks = append(locks, l)
+	}
+	return release, nil
+}
+
+// LastMark is one journal directory's last log mark: the journal position
+// up to which every record is durable in the entry logs and indexes (its
+// CHECKPOINT), BookKeeper's "lastMark". Replay starts there.
+type LastMark struct {
+	JournalDir string
+	// Position is the zero Position when the journal has no checkpoint yet
+	// (a new store: replay from the beginning).
+	Position journal.Position
+	// Checkpointed says whether a CHECKPOINT file exists.
+	Checkpointed bool
+}
+
+// LastMarks reads the CHECKPOINT of every journal directory of cfg without
+// changing anything. It may run while the bookie runs: CHECKPOINT is
+// replaced atomically.
+func LastMarks(fs vfs.FS, cfg Config) ([]LastMark, error) {
+	var out []LastMark
+	for i, dir := range cfg.JournalDirs {
+		path := fs.PathJoin(dir, checkpointFile)
+		b, ok, err := readSmallFile(fs, path)
+		if err != nil {
+			return nil, err
+		}
+		m := LastMark{JournalDir: dir, Checkpointed: ok}
+		if ok {
+			c, err := decodeCheckpoint(path, b)
+			if err != nil {
+				return nil, err
+			}
+			if c.journalIndex != uint32(i) || c.journalCount != uint32(len(cfg.JournalDirs)) {
+				return nil, fmt.Errorf("%w: %s belongs to journal %d of %d, now configured as journal %d of %d",
+					ErrLayout, dir, c.journalIndex, c.journalCount, i, len(cfg.JournalDirs))
+			}
+			m.Position = c.pos
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Problem is one inconsistency found by CheckConsistency.
+type Problem struct {
+	LedgerDir string
+	// LedgerID and EntryID name the entry (EntryID -1: the ledger as a
+	// whole, e.g. an index value that does not decode).
+	LedgerID, EntryID int64
+	// Location is the index's location of the entry (zero when unknown).
+	Location entrylog.Location
+	// Reason says what is wrong.
+	Reason string
+}
+
+// CheckResult is what CheckConsistency examined and found.
+type CheckResult struct {
+	Ledgers, Entries int64
+	Problems         []Problem
+}
+
+// CheckConsistency is BookKeeper's localconsistencycheck: every location
+// in every ledger directory's index must point at a readable record of the
+// same ledger and entry, of the indexed size, whose checksum verifies. It
+// changes nothing and refuses to run while the journals are locked (the
+// bookie runs). A missing index, a state or location that does not decode
+// and a record that does not verify are Problems; an error is returned
+// only when the check itself cannot proceed.
+func CheckConsistency(fs vfs.FS, cfg Config) (CheckResult, error) {
+	var res CheckResult
+	if len(cfg.LedgerDirs) == 0 || len(cfg.JournalDirs) == 0 {
+		return res, errors.New("ledgerstore: no journal or ledger directories configured")
+	}
+	release, err := lockJournals(fs, cfg.JournalDirs)
+	if err != nil {
+		return res, err
+	}
+	defer release()
+	for _, dir := range cfg.LedgerDirs {
+		if err := checkDir(fs, dir, &res); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func checkDir(fs vfs.FS, dir string, res *CheckResult) error {
+	ixDir := fs.PathJoin(dir, "index")
+	ok, err := index.Exists(fs, ixDir)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		hasLogs, err := entrylog.HasLogs(fs, fs.PathJoin(dir, "entrylogs"))
+		if err != nil {
+			return err
+		}
+		if hasLogs {
+			res.Problems = append(res.Problems, Problem{LedgerDir: dir, LedgerID: -1, EntryID: -1,
+				Reason: ixDir + " is missing while the directory holds entry logs (rebuild it with `folio shell rebuild-index`)"})
+		}
+		return nil
+	}
+	ix, err := index.Open(fs, ixDir, index.Options{MustExist: true})
+	if err != nil {
+		res.Problems = append(res.Problems, Problem{LedgerDir: dir, LedgerID: -1, EntryID: -1, Reason: "the index does not open: " + err.Error()})
+		return nil
+	}
+	defer ix.Close()
+	rd := entrylog.NewFileReader(fs, fs.PathJoin(dir, "entrylogs"))
+	defer rd.Close()
+	var ledgers []int64
+	if err := ix.Ledgers(func(id int64, st index.State) bool {
+		if !st.Deleted {
+			ledgers = append(ledgers, id)
+		}
+		return true
+	}); err != nil {
+		res.Problems = append(res.Problems, Problem{LedgerDir: dir, LedgerID: -1, EntryID: -1, Reason: "listing the ledgers' states: " + err.Error()})
+	}
+	for _, id := range ledgers {
+		res.Ledgers++
+		err := ix.Entries(id, 0, func(e int64, loc index.Location) bool {
+			res.Entries++
+			if _, err := rd.Read(id, e, loc); err != nil {
+				res.Problems = append(res.Problems, Problem{LedgerDir: dir, LedgerID: id, EntryID: e, Location: loc, Reason: err.Error()})
+			}
+			return true
+		})
+		if err != nil {
+			res.Problems = append(res.Problems, Problem{LedgerDir: dir, LedgerID: id, EntryID: -1, Reason: "listing its entries: " + err.Error()})
+		}
+	}
+	return nil
+}
+
+// RebuildOptions configure RebuildIndex.
+type RebuildOptions struct {
+	// All rebuilds every ledger directory's index; by default only those
+	// that are missing, do not open, carry no stamp while the store has an
+	// id, or hold a value that does not decode.
+	All bool
+	// AcceptDamage installs the rebuilt index even though an entry log is
+	// damaged before its end (see LogDamage): the entries after the damage
+	// cannot be indexed and the bookie will not serve them. Without it such
+	// damage makes RebuildIndex fail with a *DamageError, changing nothing.
+	AcceptDamage bool
+	// MasterKey, if set, is asked for the master key of each ledger whose
+	// key neither the old index nor the journals hold (the shell derives it
+	// from the password in the ledger's metadata). ok false: unknown; an
+	// error stops the rebuild (directories rebuilt before stay rebuilt,
+	// the others unchanged).
+	MasterKey func(ledgerID int64) (key []byte, ok bool, err error)
+}
+
+// LogDamage is an entry log that does not verify to its end.
+type LogDamage struct {
+	File string
+	// Offset is where verified records end; Remaining how many bytes
+	// follow.
+	Offset, Remaining int64
+	Reason            string
+	// TornTail: the bytes after Offset are one record cut short by the end
+	// of the file, as a log that was being written when its bookie stopped
+	// ends, or the log was created at a crash before its header was
+	// written. Its entries are still in the journal (a flush is durable
+	// before the checkpoint passes them), so nothing is lost.
+	TornTail bool
+}
+
+// DamageError is RebuildIndex's refusal of damaged entry logs.
+type DamageError struct{ Damage []LogDamage }
+
+func (e *DamageError) Error() string {
+	s := fmt.Sprintf("ledgerstore: %d entry log(s) are damaged before their end; the entries after the damage cannot be indexed:", len(e.Damage))
+	for _, d := range e.Damage {
+		s += fmt.Sprintf(" %s at offset %d (%s, %d bytes follow);", d.File, d.Offset, d.Reason, d.Remaining)
+	}
+	return s + " nothing was changed"
+}
+
+// RebuiltDir reports one rebuilt ledger directory.
+type RebuiltDir struct {
+	Dir string
+	// Why the index was rebuilt.
+	Why string
+	// LogsScanned, Entries and Ledgers count what the new index holds.
+	LogsScanned      int
+	Entries, Ledgers int64
+	// StatesKept: ledger states (master key, fence, explicit LAC) salvaged
+	// from the old index; KeysFromJournal: master keys found in the
+	// journals; KeysFromCallback: master keys given by
+	// RebuildOptions.MasterKey; UnknownKeys: ledgers whose master key was not found
+	// (written again by no one: adds to them are refused as unauthorised);
+	// FencedForSafety: ledgers marked fenced because their fence state was
+	// lost.
+	StatesKept, KeysFromJournal, KeysFromCallback, UnknownKeys, FencedForSafety int64
+	// OldIndex is where the replaced index was moved ("" if there was none).
+	OldIndex string
+}
+
+// RebuildReport is RebuildIndex's result.
+type RebuildReport struct {
+	Rebuilt []RebuiltDir
+	// Skipped lists the ledger directories whose index was sound.
+	Skipped []string
+	// Damage lists every entry log that does not verify to its end.
+	Damage []LogDamage
+}
+
+// ledgerLog is what the journals say about one ledger.
+type ledgerLog struct {
+	key    []byte
+	hasKey bool
+	// keyAfterCheckpoint: the master-key record lies after its journal's
+	// checkpoint, so Open's replay creates the ledger.
+	keyAfterCheckpoint bool
+	fenced             bool
+	explicit           []byte
+}
+
+// RebuildIndex rebuilds the index of a stopped store's ledger directories
+// from their entry logs, for a bookie whose index was lost or corrupted:
+//
+//   - every record of every entry log is indexed at its location (a later
+//     log's copy of an entry, from compaction, replaces an earlier one);
+//   - every ledger with records in the logs or the journals gets a state.
+//     Its master key, fence bit and explicit LAC come from the old index
+//     when that still decodes, else from the journals' records (a ledger
+//     whose master-key record is still in a journal has all its later
+//     records there too), else the master key stays unknown and the ledger
+//     is marked fenced: its fence state is lost, and refusing a late add
+//     of a fenced ledger is safe while accepting one is not;
+//   - the new index is stamped with the store id from LAYOUT or CHECKPOINT
+//     and synced, the old one moved aside (index.replaced-N), and the new
+//     one put in its place, so that Open accepts the store and replays the
+//     journals from their checkpoints as after any stop.
+//
+// It cannot recover: fence bits and explicit LACs of ledgers whose state
+// was neither in a readable old index nor in the journals (those ledgers
+// are fenced instead, and their explicit LAC is gone: readers fall back to
+// the entries' LAC); master keys of such ledgers; the fenced-and-deleted
+// marker of a deleted ledger with no records left; and ledgers deleted but
+// not yet garbage-collected from the logs come back until the bookie's GC
+// finds their metadata gone. Entries after damage in an entry log cannot be
+// indexed: see RebuildOptions.AcceptDamage.
+func RebuildIndex(fs vfs.FS, cfg Config, opts RebuildOptions) (RebuildReport, error) {
+	var rep RebuildReport
+	if len(cfg.LedgerDirs) == 0 || len(cfg.JournalDirs) == 0 {
+		return rep, errors.New("ledgerstore: no journal or ledger directories configured")
+	}
+	release, err := lockJournals(fs, cfg.JournalDirs)
+	if err != nil {
+		return rep, err
+	}
+	defer release()
+	s := &Store{fs: fs, cfg: cfg}
+	ev, err := s.inspect()
+	if err != nil {
+		return rep, err
+	}
+	// Which directories to rebuild, and what their old index still says.
+	type plan struct {
+		i   int
+		why string
+		old *oldIndex
+	}
+	var plans []plan
+	defer func() {
+		for _, p := range plans {
+			p.old.close()
+		}
+	}()
+	for i, st := range ev.ledger {
+		why, old, err := judgeIndex(fs, st.dir, ev, i, opts.All)
+		if err != nil {
+			return rep, err
+		}
+		if why == "" {
+			old.close()
+			rep.Skipped = append(rep.Skipped, st.dir)
+			continue
+		}
+		plans = append(plans, plan{i: i, why: why, old: old})
+	}
+	if len(plans) == 0 {
+		return rep, nil
+	}
+	// The journals: master keys, fences and explicit LACs, in order.
+	jl := map[int64]*ledgerLog{}
+	for j, dir := range cfg.JournalDirs {
+		if _, err := fs.Stat(dir); errors.Is(err, iofs.ErrNotExist) {
+			continue
+		}
+		ckpt := ev.journal[j].ckpt.pos
+		err := journal.Replay(fs, dir, journal.Position{}, func(pos journal.Position, rec journal.Record) error {
+			l := jl[rec.LedgerID]
+			if l == nil {
+				l = &ledgerLog{}
+				jl[rec.LedgerID] = l
+			}
+			switch rec.Type {
+			case journal.TypeMasterKey:
+				if !l.hasKey {
+					l.key, l.hasKey = slices.Clone(rec.Body), true
+				}
+				if pos.Compare(ckpt) > 0 {
+					l.keyAfterCheckpoint = true
+				}
+			case journal.TypeFence:
+				l.fenced = true
+			case journal.TypeExplicitLAC:
+				l.explicit = slices.Clone(rec.Body)
+			}
+			return nil
+		})
+		if err != nil {
+			return rep, fmt.Errorf("ledgerstore: reading journal %s: %w", dir, err)
+		}
+	}
+	// Scan every log first: damage refuses the rebuild before anything
+	// is written.
+	type scanned struct {
+		plan
+		logs []uint64
+	}
+	var todo []scanned
+	for _, p := range plans {
+		dir := ev.ledger[p.i].dir
+		ids, err := entrylog.LogIDs(fs, fs.PathJoin(dir, "entrylogs"))
+		if err != nil {
+			return rep, err
+		}
+		for _, id := range ids {
+			path := fs.PathJoin(dir, "entrylogs", entrylog.LogFileName(id))
+			err := entrylog.ScanFile(fs, path, func(entrylog.Record) error { return nil })
+			var ce *entrylog.CorruptionError
+			switch {
+			case errors.As(err, &ce):
+				rep.Damage = append(rep.Damage, damageOf(fs, ce))
+			case err != nil:
+				return rep, err
+			}
+		}
+		todo = append(todo, scanned{plan: p, logs: ids})
+	}
+	var bad []LogDamage
+	for _, d := range rep.Damage {
+		if !d.TornTail {
+			bad = append(bad, d)
+		}
+	}
+	if len(bad) > 0 && !opts.AcceptDamage {
+		return rep, &DamageError{Damage: bad}
+	}
+	for _, t := range todo {
+		rd, err := rebuildDir(fs, ev, t.i, t.why, t.old, t.logs, jl, len(cfg.LedgerDirs), opts.MasterKey)
+		if err != nil {
+			return rep, err
+		}
+		rep.Rebuilt = append(rep.Rebuilt, rd)
+	}
+	return rep, nil
+}
+
+// damageOf classifies a log's damage.
+func damageOf(fs vfs.FS, ce *entrylog.CorruptionError) LogDamage {
+	d := LogDamage{File: ce.File, Offset: ce.Offset, Reason: ce.Reason}
+	if st, err := fs.Stat(ce.File); err == nil {
+		d.Remaining = st.Size() - ce.Offset
+	}
+	d.TornTail = ce.Torn
+	return d
+}
+
+// oldIndex is what a ledger directory's old index still says.
+type oldIndex struct {
+	ix *index.Index // nil: missing or does not open
+	// states are the states listed before the first one that does not
+	// decode; complete says whether the listing reached the end (then a
+	// ledger without a state was deleted).
+	states   map[int64]index.State
+	complete bool
+}
+
+// state returns ledger id's state if the old index still has a readable
+// one.
+func (o *oldIndex) state(id int64) (index.State, bool) {
+	if st, ok := o.states[id]; ok {
+		return st, true
+	}
+	if o.ix == nil || o.complete {
+		return index.State{}, false
+	}
+	st, err := o.ix.LedgerState(id)
+	return st, err == nil
+}
+
+func (o *oldIndex) close() {
+	if o.ix != nil {
+		o.ix.Close()
+		o.ix = nil
+	}
+}
+
+// judgeIndex decides whether ledger directory i's index must be rebuilt
+// (why != "") and opens what is left of it. The caller closes old.
+func judgeIndex(fs vfs.FS, dir string, ev *evidence, i int, all bool) (why string, old *oldIndex, err error) {
+	old = &oldIndex{states: map[int64]index.State{}}
+	ixDir := fs.PathJoin(dir, "index")
+	ok, err := index.Exists(fs, ixDir)
+	if err != nil {
+		return "", nil, err
+	}
+	if !ok {
+		return "the index is missing", old, nil
+	}
+	ix, err := index.Open(fs, ixDir, index.Options{MustExist: true})
+	if err != nil {
+		return "the index does not open: " + err.Error(), old, nil
+	}
+	old.ix = ix
+	bad := ix.Ledgers(func(id int64, st index.State) bool {
+		old.states[id] = st
+		return true
+	})
+	old.complete = bad == nil
+	stamp, stamped, err := ix.Stamp()
+	switch {
+	case err != nil:
+		why = "the index's stamp does not decode: " + err.Error()
+	case !stamped && ev.id != (StoreID{}):
+		why = "the index carries no stamp (it was recreated empty)"
+	case stamped && (stamp.Shard != uint32(i) || stamp.Shards != uint32(len(ev.ledger))):
+		old.close()
+		return "", nil, fmt.Errorf("%w: %s belongs to ledger directory %d of %d, now configured as %d of %d",
+			ErrLayout, ixDir, stamp.Shard, stamp.Shards, i, len(ev.ledger))
+	case stamped && ev.id != (StoreID{}) && StoreID(stamp.StoreID) != ev.id:
+		old.close()
+		return "", nil, fmt.Errorf("%w: %s carries store id %s, the store is %s", ErrLayout, ixDir, StoreID(stamp.StoreID), ev.id)
+	case bad != nil:
+		why = "a ledger state does not decode: " + bad.Error()
+	}
+	if why == "" {
+		// Every location must decode too.
+		for id := range old.states {
+			if err := ix.Entries(id, 0, func(int64, index.Location) bool { return true }); err != nil {
+				why = fmt.Sprintf("a location of ledger %d does not decode: %v", id, err)
+				break
+			}
+		}
+	}
+	if why == "" && all {
+		why = "rebuild of every index requested"
+	}
+	if why != "" && !stamped && ev.id != (StoreID{}) {
+		// Recreated empty: its (empty) listing says nothing about which
+		// ledgers were deleted.
+		old.complete = false
+	}
+	return why, old, nil
+}
+
+// rebuildDir writes ledger directory i's new index from its logs and puts
+// it in place of the old one.
+func rebuildDir(fs vfs.FS, ev *evidence, i int, why string, old *oldIndex, logs []uint64,
+	jl map[int64]*ledgerLog, shards int, keyOf func(int64) ([]byte, bool, error)) (RebuiltDir, error) {
+	dir := ev.ledger[i].dir
+	rd := RebuiltDir{Dir: dir, Why: why}
+	tmp := fs.PathJoin(dir, "index.rebuild")
+	if err := fs.RemoveAll(tmp); err != nil {
+		return rd, fmt.Errorf("ledgerstore: remove %s: %w", tmp, err)
+	}
+	ix, err := index.Open(fs, tmp, index.Options{})
+	if err != nil {
+		return rd, err
+	}
+	closed, placed := false, false
+	defer func() {
+		if !closed {
+			ix.Close()
+		}
+		if !placed {
+			_ = fs.RemoveAll(tmp) // a failed rebuild leaves the old index alone
+		}
+	}()
+	// live decides whether a ledger's records are indexed: not when the
+	// old index's complete listing shows it deleted (and the journals do
+	// not create it again), nor when it was deleted while fenced.
+	liveMemo := map[int64]bool{}
+	live := func(id int64) bool {
+		if v, ok := liveMemo[id]; ok {
+			return v
+		}
+		st, ok := old.state(id)
+		v := true
+		switch {
+		case ok && st.Deleted:
+			v = false
+		case !ok && old.complete:
+			// Not in a complete listing: deleted, unless replay will
+			// create it again. (Journal records before the checkpoint
+			// prove nothing: deletion writes no record.)
+			l := jl[id]
+			v = l != nil && l.keyAfterCheckpoint
+		}
+		liveMemo[id] = v
+		return v
+	}
+	ledgers := map[int64]bool{}
+	const batch = 4096
+	var ps []index.Placement
+	flush := func() error {
+		if len(ps) == 0 {
+			return nil
+		}
+		err := ix.PutLocations(ps)
+		ps = ps[:0]
+		return err
+	}
+	for _, id := range logs {
+		path := fs.PathJoin(dir, "entrylogs", entrylog.LogFileName(id))
+		rd.LogsScanned++
+		err := entrylog.ScanFile(fs, path, func(r entrylog.Record) error {
+			if r.LedgerID < 0 || r.EntryID < 0 || uint64(r.LedgerID)%uint64(shards) != uint64(i) {
+				return fmt.Errorf("ledgerstore: %s at offset %d holds ledger %d entry %d, which does not belong to ledger directory %d of %d",
+					path, r.Offset, r.LedgerID, r.EntryID, i, shards)
+			}
+			if !live(r.LedgerID) {
+				return nil // deleted: its records wait for GC
+			}
+			ledgers[r.LedgerID] = true
+			ps = append(ps, index.Placement{LedgerID: r.LedgerID, EntryID: r.EntryID,
+				Loc: entrylog.Location{LogID: id, Offset: r.Offset, Size: uint32(len(r.Body))}})
+			if len(ps) >= batch {
+				return flush()
+			}
+			return nil
+		})
+		var ce *entrylog.CorruptionError
+		if err != nil && !errors.As(err, &ce) {
+			return rd, err
+		}
+		if err := flush(); err != nil {
+			return rd, err
+		}
+	}
+	// States: every ledger of this directory the logs, the old index or the
+	// journals know.
+	for id := range old.states {
+		ledgers[id] = true // deleted-while-fenced markers included
+	}
+	// A ledger with records in the journals gets a state even without
+	// entries in the logs: replay skips the records of a ledger without
+	// state, and its entries may be in the journal only.
+	for id := range jl {
+		if id >= 0 && uint64(id)%uint64(shards) == uint64(i) && live(id) {
+			ledgers[id] = true
+		}
+	}
+	ids := make([]int64, 0, len(ledgers))
+	for id := range ledgers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		st, kept := old.state(id)
+		switch l := jl[id]; {
+		case kept:
+			rd.StatesKept++
+		case l != nil && l.hasKey:
+			st = index.State{MasterKey: l.key, Fenced: l.fenced, ExplicitLAC: l.explicit}
+			rd.KeysFromJournal++
+		default:
+			st = index.State{Fenced: true}
+			rd.FencedForSafety++
+			key, ok := []byte(nil), false
+			if keyOf != nil {
+				var err error
+				if key, ok, err = keyOf(id); err != nil {
+					return rd, fmt.Errorf("ledgerstore: master key of ledger %d: %w", id, err)
+				}
+			}
+			if ok {
+				st.MasterKey = key
+				rd.KeysFromCallback++
+			} else {
+				rd.UnknownKeys++
+			}
+		}
+		if err := ix.PutState(id, st); err != nil {
+			return rd, err
+		}
+		if !st.Deleted {
+			rd.Ledgers++
+		}
+	}
+	n := int64(0)
+	for _, id := range ids {
+		if err := ix.Entries(id, 0, func(int64, index.Location) bool { n++; return true }); err != nil {
+			return rd, err
+		}
+	}
+	rd.Entries = n
+	if ev.id != (StoreID{}) {
+		if err := ix.SetStamp(index.Stamp{StoreID: ev.id, Shard: uint32(i), Shards: uint32(shards)}); err != nil {
+			return rd, err
+		}
+	}
+	if err := ix.Sync(); err != nil {
+		return rd, err
+	}
+	closed = true
+	if err := ix.Close(); err != nil {
+		return rd, err
+	}
+	old.close()
+	placed = true // complete: from here on a failure leaves it for the next run to replace
+	// Swap: the old index aside (kept for the support case), the new one in.
+	ixDir := fs.PathJoin(dir, "index")
+	if _, err := fs.Stat(ixDir); err == nil {
+		for k := 1; ; k++ {
+			aside := fs.PathJoin(dir, fmt.Sprintf("index.replaced-%d", k))
+			if _, err := fs.Stat(aside); errors.Is(err, iofs.ErrNotExist) {
+				if err := fs.Rename(ixDir, aside); err != nil {
+					return rd, fmt.Errorf("ledgerstore: move the old index aside: %w", err)
+				}
+				rd.OldIndex = aside
+				break
+			}
+		}
+	}
+	if err := fs.Rename(tmp, ixDir); err != nil {
+		return rd, fmt.Errorf("ledgerstore: put the rebuilt index in place: %w", err)
+	}
+	return rd, syncDir(fs, dir)
+}
