@@ -89,6 +89,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			Logger:               cfg.Logger,
 			TLS:                  cfg.TLS,
 			StartTLSTimeout:      cfg.StartTLSTimeout,
+			MaxFrameSize:         cfg.MaxFrameSize,
 		}),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())

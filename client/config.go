@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"time"
+
+	"github.com/foliodb/folio/internal/wire"
 )
 
 // Defaults of Config, BookKeeper's where it has one
@@ -120,6 +122,14 @@ type Config struct {
 	// write quorum spans Qw racks).
 	EnforceMinNumRacksPerWriteQuorum bool
 
+	// MaxFrameSize is the largest frame the client sends or accepts, its
+	// 4-byte length prefix included (Java's nettyMaxFrameSizeBytes; 0: the
+	// default, 5242880). An append whose request would exceed it fails
+	// before it is sent; a read answer over it closes the bookie
+	// connection. Raise it on clients and bookies alike for entries near
+	// 5 MiB (Pulsar sets 5253120).
+	MaxFrameSize int
+
 	// Logger receives the client's logs; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -127,6 +137,11 @@ type Config struct {
 func (c *Config) setDefaults() error {
 	if c.MetadataServiceURI == "" {
 		return fmt.Errorf("client: Config.MetadataServiceURI is required: %w", ErrInvalidConfig)
+	}
+	if c.MaxFrameSize != 0 {
+		if err := wire.CheckFrameLimit(c.MaxFrameSize); err != nil {
+			return fmt.Errorf("client: Config.MaxFrameSize: %w: %w", err, ErrInvalidConfig)
+		}
 	}
 	setDuration(&c.AddEntryTimeout, DefaultAddEntryTimeout)
 	setDuration(&c.ReadEntryTimeout, DefaultReadEntryTimeout)

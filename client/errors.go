@@ -45,6 +45,10 @@ var (
 	// contradict each other (a TLS setting with a plaintext metadata URI,
 	// a malformed URI, impossible quorum sizes); nothing was contacted.
 	ErrInvalidConfig = errors.New("invalid client configuration")
+	// ErrEntryTooLarge: an append's payload does not fit one frame
+	// (Config.MaxFrameSize, Java's nettyMaxFrameSizeBytes, less a small
+	// header allowance); nothing was sent.
+	ErrEntryTooLarge = errors.New("entry too large")
 	// ErrNotEnoughBookies: too few writable bookies to create the ensemble
 	// or to replace a failed bookie.
 	ErrNotEnoughBookies = errors.New("not enough writable bookies")
@@ -91,6 +95,7 @@ var errorTable = []struct {
 	{ErrNoSuchEntry, -13, []error{ledger.ErrNoSuchEntry}},                                 // NoSuchEntryException
 	{ErrTimeout, -23, []error{ledger.ErrTimeout, transport.ErrTimeout}},                   // TimeoutException
 	{ErrTooManyRequests, -105, []error{wire.ErrTooManyRequests}},                          // TooManyRequestsException
+	{ErrEntryTooLarge, -100, []error{wire.ErrFrameTooLarge}},                              // IllegalOpException
 }
 
 // Code returns the BookKeeper client return code (BKException.Code) of err:

@@ -1,6 +1,8 @@
 package client
 
 import (
+	"github.com/foliodb/folio/internal/wire"
+
 	"context"
 	"fmt"
 	"sync/atomic"
@@ -183,6 +185,14 @@ func (w *WriteHandle) AppendAsync(payload []byte) *AppendFuture {
 func (w *WriteHandle) appendAsync(ctx context.Context, payload []byte) *AppendFuture {
 	c := w.c
 	f := &AppendFuture{w: w, payload: payload, start: time.Now(), done: make(chan struct{})}
+	if limit := c.maxEntrySize(); len(payload) > limit {
+		// Refused here: sent, its frame would fail to encode (or close the
+		// bookie connection), which the ledger would take for a bookie
+		// failure and answer with ensemble changes.
+		f.complete(-1, fmt.Errorf("%w: a %d-byte entry does not fit a %d-byte frame (Config.MaxFrameSize; at most %d bytes of payload)",
+			ErrEntryTooLarge, len(payload), c.frameSize(), limit))
+		return f
+	}
 	if c.cfg.FailFastWhenBusy {
 		select {
 		case c.addSlots <- struct{}{}:
@@ -390,3 +400,20 @@ func (w *WriteHandle) unregister() {
 	delete(w.c.mu.writers, w)
 	w.c.mu.Unlock()
 }
+
+// addFrameOverhead bounds what an add request's frame holds besides the
+// payload: the length prefix, the v2 header or v3 protobuf header and
+// fields (ledger and entry ids, master key, flags) and the entry's digest
+// header (ids, LAC, length) and digest (20 bytes at most, HMAC-SHA1).
+const addFrameOverhead = 256
+
+// frameSize is the client's frame limit.
+func (c *Client) frameSize() int {
+	if c.cfg.MaxFrameSize > 0 {
+		return c.cfg.MaxFrameSize
+	}
+	return wire.MaxFrameSize
+}
+
+// maxEntrySize is the largest payload an append takes.
+func (c *Client) maxEntrySize() int { return c.frameSize() - addFrameOverhead }

@@ -75,9 +75,12 @@ func NewBookiesTLS(timeout time.Duration, log *slog.Logger, tlsConfig *tls.Confi
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
+	// Frames up to the largest a bookie can be configured with: admin and
+	// AutoRecovery read and copy whatever entries a bookie holds (each
+	// bookie still refuses frames over its own nettyMaxFrameSizeBytes).
 	return &Bookies{tr: transport.New(transport.Config{
 		ConnectTimeout: timeout, AddTimeout: timeout, ReadTimeout: timeout,
-		TimeoutTick: timeout / 10, Logger: log, TLS: tlsConfig,
+		TimeoutTick: timeout / 10, Logger: log, TLS: tlsConfig, MaxFrameSize: wire.MaxFrameSizeLimit,
 	})}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/foliodb/folio/client"
 	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/wire"
 )
 
 // DefaultWorkers is the number of replication workers of a Service.
@@ -100,8 +101,12 @@ func StartService(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 		bookies.Close()
 		return nil, err
 	}
+	// The workers' client reads frames of any size a bookie may be
+	// configured to take (nettyMaxFrameSizeBytes up to
+	// wire.MaxFrameSizeLimit): re-replication copies every entry.
 	cl, err := client.New(ctx, client.Config{MetadataServiceURI: cfg.MetadataServiceURI, TLS: cfg.BookieTLS, StartTLSTimeout: cfg.StartTLSTimeout,
-		MetadataTLS: cfg.MetadataSecurity.TLS, MetadataUser: cfg.MetadataSecurity.User, MetadataPassword: cfg.MetadataSecurity.Password})
+		MaxFrameSize: wire.MaxFrameSizeLimit,
+		MetadataTLS:  cfg.MetadataSecurity.TLS, MetadataUser: cfg.MetadataSecurity.User, MetadataPassword: cfg.MetadataSecurity.Password})
 	if err != nil {
 		bookies.Close()
 		return nil, fmt.Errorf("autorecovery: client: %w", err)

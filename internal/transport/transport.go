@@ -183,6 +183,11 @@ type Config struct {
 	// StartTLSTimeout bounds the START_TLS exchange and the handshake
 	// (Java's startTLSTimeoutSecs).
 	StartTLSTimeout time.Duration
+	// MaxFrameSize is the largest frame sent or accepted, length prefix
+	// included (Java's nettyMaxFrameSizeBytes; 0: wire.MaxFrameSize). A
+	// request over it fails before it is sent, with wire.ErrFrameTooLarge;
+	// an answer over it closes the connection.
+	MaxFrameSize int
 	// Clock reads the time for request deadlines and the reconnect
 	// backoff; nil means the wall clock. The sweeper still wakes every
 	// TimeoutTick of real time and then compares deadlines with Clock.Now,
@@ -539,6 +544,7 @@ func (p *peer) newSessionLocked() *session {
 	if err != nil {
 		panic(fmt.Sprintf("transport: %v", err)) // Config.Protocol is checked by New's callers
 	}
+	enc.SetMaxFrameSize(p.t.cfg.MaxFrameSize)
 	s := &session{
 		p:       p,
 		enc:     enc,
@@ -773,7 +779,7 @@ func (s *session) writeLoop(conn net.Conn) {
 func (s *session) readLoop(conn net.Conn) {
 	p := s.p
 	defer p.t.wg.Done()
-	fr := wire.NewFrameReader(bufio.NewReaderSize(conn, 64<<10))
+	fr := wire.NewFrameReaderMax(bufio.NewReaderSize(conn, 64<<10), p.t.cfg.MaxFrameSize)
 	// With TLS, a START_TLS answer (v3, also on a v2 connection) can
 	// still come: the bookie's refusal of this client after the handshake.
 	dec, err := codec.NewClientCodec(p.t.cfg.Protocol, p.t.cfg.TLS != nil)

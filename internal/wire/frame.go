@@ -6,9 +6,29 @@ import (
 	"io"
 )
 
-// MaxFrameSize is the largest frame, length prefix included (Java's
-// nettyMaxFrameSizeBytes default, on client and bookie alike).
+// MaxFrameSize is the default largest frame, length prefix included (Java's
+// nettyMaxFrameSizeBytes default, on client and bookie alike). Bookies and
+// clients may be configured with another limit (Pulsar sets 5253120, 5 MiB
+// plus room for its headers), between MinFrameSizeLimit and
+// MaxFrameSizeLimit.
 const MaxFrameSize = 5 << 20
+
+// The bounds of a configured frame limit. The lower one leaves room for
+// every fixed-size request and response; the upper one is the largest
+// entry log (no entry can be larger), and bounds what one frame makes a
+// peer allocate.
+const (
+	MinFrameSizeLimit = 64 << 10
+	MaxFrameSizeLimit = 1 << 30
+)
+
+// CheckFrameLimit validates a configured frame limit.
+func CheckFrameLimit(n int) error {
+	if n < MinFrameSizeLimit || n > MaxFrameSizeLimit {
+		return fmt.Errorf("frame size limit %d out of range [%d, %d]", n, MinFrameSizeLimit, MaxFrameSizeLimit)
+	}
+	return nil
+}
 
 // FramePrefixSize is the size of the length prefix.
 const FramePrefixSize = 4
@@ -30,6 +50,15 @@ type FrameReader struct {
 // read with io.ReadFull, so it should be buffered (bufio.Reader).
 func NewFrameReader(r io.Reader) *FrameReader {
 	return &FrameReader{r: r, max: MaxFrameSize}
+}
+
+// NewFrameReaderMax is NewFrameReader with a frame limit of max bytes,
+// prefix included (MaxFrameSize when max is 0).
+func NewFrameReaderMax(r io.Reader, max int) *FrameReader {
+	if max <= 0 {
+		max = MaxFrameSize
+	}
+	return &FrameReader{r: r, max: max}
 }
 
 // Next reads one frame and returns its payload. At a clean end of stream
@@ -93,12 +122,21 @@ func BeginFrame(dst []byte) ([]byte, int) {
 // it. It fails, leaving dst unusable, if the frame exceeds MaxFrameSize: the
 // peer would close the connection on it.
 func EndFrame(dst []byte, off int) ([]byte, error) {
+	return EndFrameMax(dst, off, MaxFrameSize)
+}
+
+// EndFrameMax is EndFrame with a frame limit of max bytes, prefix included
+// (MaxFrameSize when max is 0).
+func EndFrameMax(dst []byte, off int, max int) ([]byte, error) {
+	if max <= 0 {
+		max = MaxFrameSize
+	}
 	n := len(dst) - off - FramePrefixSize
 	if n <= 0 {
 		return dst, ErrEmptyFrame
 	}
-	if n > MaxPayloadSize {
-		return dst, fmt.Errorf("%w: %d-byte payload, limit %d", ErrFrameTooLarge, n, MaxPayloadSize)
+	if n > max-FramePrefixSize {
+		return dst, fmt.Errorf("%w: %d-byte payload, limit %d", ErrFrameTooLarge, n, max-FramePrefixSize)
 	}
 	binary.BigEndian.PutUint32(dst[off:], uint32(n))
 	return dst, nil

@@ -15,6 +15,7 @@ import (
 	"unicode"
 
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/wire"
 )
 
 // Defaults of a bookie (BookKeeper's ServerConfiguration defaults unless
@@ -200,6 +201,10 @@ type Config struct {
 	// ShutdownTimeout bounds a graceful stop: in-flight requests get this
 	// long before their connections are closed (Folio's shutdownTimeout, ms).
 	ShutdownTimeout time.Duration
+	// MaxFrameSize is the largest request frame accepted and response
+	// frame sent, length prefix included (nettyMaxFrameSizeBytes; default
+	// 5242880, Pulsar's configurations set 5253120).
+	MaxFrameSize int
 
 	// AutoRecovery is the AutoRecovery run inside the bookie's process
 	// (autoRecoveryDaemonEnabled and the auditor and replication keys).
@@ -284,6 +289,7 @@ func DefaultConfig() Config {
 		SessionTTL:            metadata.DefaultSessionTTL,
 		RegistrationRetry:     DefaultRegistrationRetry,
 		HTTPServerPort:        DefaultHTTPServerPort,
+		MaxFrameSize:          wire.MaxFrameSize,
 		GCWaitTime:            DefaultGCWaitTime,
 		DiskUsageThreshold:    DefaultDiskThreshold,
 		DiskUsageLwmThreshold: DefaultDiskThreshold,
@@ -522,6 +528,8 @@ var configKeys = []configKey{
 	{"majorCompactionInterval", signedSecondsKey(func(c *Config) *time.Duration { return &c.MajorCompactionInterval })},
 	{"isForceGCAllowWhenNoSpace", boolKey(func(c *Config) *bool { return &c.ForceGCAllowWhenNoSpace })},
 	{"forceAllowCompaction", boolKey(func(c *Config) *bool { return &c.ForceAllowCompaction })},
+	// Frame size (Pulsar's configurations raise it).
+	{"nettyMaxFrameSizeBytes", intKey(func(c *Config) *int { return &c.MaxFrameSize })},
 }
 
 // propsKeys are implemented keys read from Config.Props where they are
@@ -746,6 +754,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HTTPServerPort < 0 || c.HTTPServerPort > 65535 {
 		errs = append(errs, fmt.Errorf("httpServerPort %d is not a port", c.HTTPServerPort))
+	}
+	if err := wire.CheckFrameLimit(c.MaxFrameSize); err != nil {
+		errs = append(errs, fmt.Errorf("nettyMaxFrameSizeBytes: %w", err))
 	}
 	if len(c.JournalDirs) == 0 {
 		errs = append(errs, errors.New("journalDirectories is empty"))

@@ -230,3 +230,25 @@ func TestLegacyZooKeeperKeys(t *testing.T) {
 		t.Error("an unknown ledgerManagerFactoryClass was accepted")
 	}
 }
+
+// TestNettyMaxFrameSizeBytes: the frame limit is read (Pulsar's 5253120),
+// defaults to BookKeeper's 5242880, and a value outside the bounds a frame
+// reader accepts is refused naming the key.
+func TestNettyMaxFrameSizeBytes(t *testing.T) {
+	c := DefaultConfig()
+	if c.MaxFrameSize != 5242880 {
+		t.Fatalf("default %d", c.MaxFrameSize)
+	}
+	if err := c.Set("nettyMaxFrameSizeBytes", "5253120", nil); err != nil || c.MaxFrameSize != 5253120 {
+		t.Fatalf("set: %v %d", err, c.MaxFrameSize)
+	}
+	for _, bad := range []string{"1000", "2147483647"} {
+		c := DefaultConfig()
+		if err := c.Set("nettyMaxFrameSizeBytes", bad, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "nettyMaxFrameSizeBytes") {
+			t.Errorf("nettyMaxFrameSizeBytes=%s: Validate %v", bad, err)
+		}
+	}
+}

@@ -180,7 +180,7 @@ func (c *conn) readFrame(prefix []byte) (*request, error) {
 		}
 		return nil, err
 	}
-	n, err := wire.PayloadLen(prefix, wire.MaxFrameSize)
+	n, err := wire.PayloadLen(prefix, c.s.opts.MaxFrameSize)
 	if err != nil {
 		return nil, err
 	}
@@ -215,12 +215,12 @@ func (c *conn) respond(resp *wire.Response, reqBytes int64) {
 		return
 	}
 	before := len(c.mu.out)
-	out, err := codec.EncodeResponse(c.mu.out, resp)
+	out, err := codec.EncodeResponseMax(c.mu.out, resp, c.s.opts.MaxFrameSize)
 	if err != nil {
 		c.log.Error("cannot encode response; answering EIO", "op", resp.Header.Op.String(),
 			"ledger", responseLedger(resp), "err", err)
 		fb := fallbackResponse(resp)
-		out, err = codec.EncodeResponse(c.mu.out, &fb)
+		out, err = codec.EncodeResponseMax(c.mu.out, &fb, c.s.opts.MaxFrameSize)
 	}
 	if err != nil {
 		c.mu.Unlock()

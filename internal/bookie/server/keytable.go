@@ -77,15 +77,6 @@ func whenNotIn(vals ...string) *KeyCond {
 	}}
 }
 
-// whenAbove holds for a number above limit.
-func whenAbove(limit int64) *KeyCond {
-	s := strconv.FormatInt(limit, 10)
-	return &KeyCond{"> " + s, strconv.FormatInt(limit+1, 10), func(v string) bool {
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		return err == nil && n > limit
-	}}
-}
-
 // whenPositiveExcept holds for a positive number other than def.
 func whenPositiveExcept(def string) *KeyCond {
 	return &KeyCond{"> 0 other than " + def + " (the default)", "3600000", func(v string) bool {
@@ -198,8 +189,7 @@ var bkKeys = []KeyInfo{
 	irr("byteBufAllocatorSizeInitial", "65536", rJVM),
 	irr("byteBufAllocatorSizeMin", "65536", rJVM),
 	irr("byteBufAllocatorSizeMax", "1048576", rJVM),
-	warn("nettyMaxFrameSizeBytes", "5242880", whenAbove(5242880),
-		"Folio's frame limit is fixed at BookKeeper's default, 5242880 bytes: a larger value (Pulsar's conf sets 5253120) is accepted, but frames above 5242880 bytes are refused, so entries must stay below about 5 MiB"),
+	impl("nettyMaxFrameSizeBytes", "5242880", rSame+": the largest request frame accepted and response frame sent, prefix included, 65536 to 1073741824 (Pulsar's configurations set 5253120; set clients alike: client.Config.MaxFrameSize)"),
 
 	// HTTP server.
 	impl("httpServerEnabled", "false", rSame+" (folio standalone always runs its one admin HTTP server)"),

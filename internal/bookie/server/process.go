@@ -16,6 +16,7 @@ import (
 
 	"github.com/foliodb/folio/internal/bookie"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/wire"
 	// The metadata drivers a metadataServiceUri can name.
 	_ "github.com/foliodb/folio/internal/metadata/etcd"
 	_ "github.com/foliodb/folio/internal/metadata/zk"
@@ -199,6 +200,8 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 		Clock: clock, Logger: p.log, ServiceInfo: &info,
 	})
 	p.bk = bookie.New(p.store, bookie.Config{
+		// A batch read's answer must fit the frames this bookie sends.
+		MaxBatchReadSize: int64(min(cfg.MaxFrameSize, wire.MaxFrameSize)),
 		Clock:            systemClock{},
 		Logger:           p.log,
 		Metrics:          p.metrics,
@@ -229,7 +232,7 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 		return nil, fmt.Errorf("listen on port %d for bookie %s: %w", port, p.id, err)
 	}
 	cleanups = append(cleanups, func() { p.ln.Close() })
-	p.srv = New(p.bk, Options{Logger: p.log, Metrics: p.metrics, TLS: serverTLS, Authorizer: authorizer})
+	p.srv = New(p.bk, Options{Logger: p.log, Metrics: p.metrics, TLS: serverTLS, Authorizer: authorizer, MaxFrameSize: cfg.MaxFrameSize})
 	go func() {
 		if err := p.srv.Serve(p.ln); err != nil && !errors.Is(err, ErrServerClosed) {
 			p.fail(fmt.Errorf("bookie listener: %w", err))

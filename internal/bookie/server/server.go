@@ -123,6 +123,10 @@ type Options struct {
 	WriteTimeout time.Duration
 	// ReadBufferSize is the bufio.Reader size per connection. Default 64 KiB.
 	ReadBufferSize int
+	// MaxFrameSize is the largest frame accepted or answered, length
+	// prefix included (nettyMaxFrameSizeBytes). Default wire.MaxFrameSize.
+	// A request frame over it closes its connection.
+	MaxFrameSize int
 
 	// TLS, if set, lets a connection upgrade with a START_TLS as its first
 	// frame, the bookie being the TLS server (tls.go); nil answers START_TLS
@@ -153,6 +157,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.ReadBufferSize <= 0 {
 		o.ReadBufferSize = 64 << 10
+	}
+	if o.MaxFrameSize <= 0 {
+		o.MaxFrameSize = wire.MaxFrameSize
 	}
 	if o.TLSHandshakeTimeout <= 0 {
 		o.TLSHandshakeTimeout = 10 * time.Second

@@ -109,7 +109,7 @@ func (c *conn) startTLS() error {
 	if err != nil {
 		return err
 	}
-	n, err := wire.PayloadLen(prefix, wire.MaxFrameSize)
+	n, err := wire.PayloadLen(prefix, c.s.opts.MaxFrameSize)
 	if err != nil || n > maxStartTLSFrame {
 		return nil // the read loop reads (and refuses) it
 	}
@@ -175,7 +175,7 @@ func (c *conn) startTLS() error {
 // writeDirect writes one response on the connection's stream; only before
 // the writer goroutine starts.
 func (c *conn) writeDirect(resp *wire.Response) error {
-	out, err := codec.EncodeResponse(nil, resp)
+	out, err := codec.EncodeResponseMax(nil, resp, c.s.opts.MaxFrameSize)
 	if err != nil {
 		return err
 	}

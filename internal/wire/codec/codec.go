@@ -79,6 +79,13 @@ var ErrProtocol = errors.New("codec: no protocol to encode the message with")
 // error (v2.ErrUnencodable, v3's) for a response its format cannot carry, or
 // wire.ErrFrameTooLarge.
 func EncodeResponse(dst []byte, resp *wire.Response) ([]byte, error) {
+	return EncodeResponseMax(dst, resp, wire.MaxFrameSize)
+}
+
+// EncodeResponseMax is EncodeResponse with a frame limit of maxFrame bytes,
+// prefix included (wire.MaxFrameSize when 0): a bookie configured with a
+// larger nettyMaxFrameSizeBytes answers with frames up to its limit.
+func EncodeResponseMax(dst []byte, resp *wire.Response, maxFrame int) ([]byte, error) {
 	start := len(dst)
 	dst, off := wire.BeginFrame(dst)
 	var err error
@@ -91,7 +98,7 @@ func EncodeResponse(dst []byte, resp *wire.Response) ([]byte, error) {
 		err = fmt.Errorf("%w: response protocol %v", ErrProtocol, resp.Protocol)
 	}
 	if err == nil {
-		dst, err = wire.EndFrame(dst, off)
+		dst, err = wire.EndFrameMax(dst, off, maxFrame)
 	}
 	if err != nil {
 		return dst[:start], err
@@ -107,7 +114,14 @@ type ClientCodec struct {
 	// v3Responses: a v2 client with TLS reads v3 until the START_TLS response
 	// (or the first frame that does not parse as v3) has arrived.
 	v3Responses bool
+	// maxFrame is the largest request frame, prefix included (0:
+	// wire.MaxFrameSize).
+	maxFrame int
 }
+
+// SetMaxFrameSize sets the largest request frame EncodeRequest produces,
+// prefix included (the client's nettyMaxFrameSizeBytes; 0: the default).
+func (c *ClientCodec) SetMaxFrameSize(n int) { c.maxFrame = n }
 
 // NewClientCodec returns the codec of a connection speaking protocol
 // (wire.ProtocolV2 or wire.ProtocolV3; Java's default is v3, v2 is
@@ -147,7 +161,7 @@ func (c *ClientCodec) EncodeRequest(dst []byte, req *wire.Request) ([]byte, erro
 		dst, err = v2.AppendRequest(dst, req)
 	}
 	if err == nil {
-		dst, err = wire.EndFrame(dst, off)
+		dst, err = wire.EndFrameMax(dst, off, c.maxFrame)
 	}
 	if err != nil {
 		return dst[:start], err
