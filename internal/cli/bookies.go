@@ -90,7 +90,7 @@ func newBookieInfoCommand(o *ShellOptions) *cobra.Command {
 			for i, b := range bookies {
 				ids[i] = b.ID
 			}
-			bk, err := o.newBookies(warnLogger(o))
+			bk, err := o.newBookies(warnLogger(o), d)
 			if err != nil {
 				return err
 			}
@@ -176,7 +176,7 @@ func newBookieSanityCommand(o *ShellOptions) *cobra.Command {
 					targets = append(targets, b.ID)
 				}
 			}
-			bk, err := o.newBookies(warnLogger(o))
+			bk, err := o.newBookies(warnLogger(o), d)
 			if err != nil {
 				return err
 			}

@@ -94,7 +94,7 @@ func newRecoverBookieCommand(o *ShellOptions) *cobra.Command {
 				return WithHint(err, "check that the metadata store is running and reachable")
 			}
 			defer c.Close()
-			bks, err := o.newBookies(log)
+			bks, err := o.newBookies(log, d)
 			if err != nil {
 				return err
 			}

@@ -62,6 +62,12 @@ type Config struct {
 	// UseHostNameAsBookieID uses the host name instead of an IP address
 	// (useHostNameAsBookieID).
 	UseHostNameAsBookieID bool
+	// CustomBookieID is the bookie's id when set (bookieId): any name
+	// BookKeeper's BookieId accepts, not necessarily host:port. The bookie
+	// registers and stamps its cookies under it, and publishes its address
+	// (BookieAddress) in the registration's BookieServiceInfo, through which
+	// clients resolve it. Empty: the id is the address.
+	CustomBookieID string
 	// AllowLoopback permits a loopback address as the bookie id's host
 	// (allowLoopback; for tests and single-machine clusters).
 	AllowLoopback bool
@@ -356,6 +362,8 @@ var configKeys = []configKey{
 	{"rwRereplicateBackoffMs", msKey(func(c *Config) *time.Duration { return &c.AutoRecovery.RereplicateBackoff })},
 	{"replicationRateByBytes", intKey(func(c *Config) *int { return &c.AutoRecovery.RateLimitBytesPerSecond })},
 	{"autoRecoveryPollInterval", msKey(func(c *Config) *time.Duration { return &c.AutoRecovery.PollInterval })},
+	// wip-shell2: bookie identity.
+	{"bookieId", stringKey(func(c *Config) *string { return &c.CustomBookieID })},
 }
 
 // ignoredKeys are BookKeeper keys that Folio reads without complaint but
@@ -380,7 +388,7 @@ var ignoredKeys = []string{
 	"entryLogSizeLimit", "verifyMetadataOnGC", "gcOverreplicatedLedgerWaitTime", "storageserver.grpc.port",
 	"dlog.bkcEnsembleSize", "dlog.bkcWriteQuorumSize", "dlog.bkcAckQuorumSize", "storage.range.store.dirs",
 	"storage.serve.readonly.tables", "storage.cluster.controller.schedule.interval.ms",
-	"allowStorageExpansion", "bookieId", "ledgerManagerFactoryClass",
+	"allowStorageExpansion", "ledgerManagerFactoryClass",
 }
 
 func findKey(name string) (configKey, bool) {
@@ -658,15 +666,33 @@ func firstIPv4(iface string, allowLoopback bool) (net.IP, error) {
 	return nil, errors.New("bookie id: no non-loopback IPv4 address found; set advertisedAddress (or allowLoopback=true)")
 }
 
-// BookieID is host:port for the given (bound) port.
+// BookieID is the bookie's id for the given (bound) port: CustomBookieID
+// if set (Java's BookieImpl.getBookieId), else BookieAddress.
 func (c *Config) BookieID(port int) (metadata.BookieID, error) {
-	host, err := c.BookieHost()
+	if c.CustomBookieID != "" {
+		id := metadata.BookieID(c.CustomBookieID)
+		if err := metadata.ValidateBookieID(id); err != nil {
+			return "", fmt.Errorf("bookieId: %w", err)
+		}
+		return id, nil
+	}
+	addr, err := c.BookieAddress(port)
 	if err != nil {
 		return "", err
 	}
-	id := metadata.BookieID(net.JoinHostPort(host, strconv.Itoa(port)))
+	id := metadata.BookieID(addr)
 	if err := metadata.ValidateBookieID(id); err != nil {
 		return "", err
 	}
 	return id, nil
+}
+
+// BookieAddress is host:port where clients reach the bookie: BookieHost and
+// the given (bound) port. It is the bookie id unless CustomBookieID is set.
+func (c *Config) BookieAddress(port int) (string, error) {
+	host, err := c.BookieHost()
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port)), nil
 }
