@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/metadata"
 	// The metadata drivers a URI can name register themselves.
 	_ "github.com/foliodb/folio/internal/metadata/etcd"
@@ -60,13 +61,26 @@ type LedgerListRow struct {
 }
 
 func newListLedgersCommand(o *ShellOptions) *cobra.Command {
-	return &cobra.Command{
+	var (
+		bookie string
+		meta   bool
+	)
+	cmd := &cobra.Command{
 		Use:   "listledgers",
 		Short: "List the ids of all ledgers, ascending",
 		Long: "List the ids of all ledgers in the metadata store, in ascending order.\n" +
-			"With -o json: [{\"ledgerId\": N}, ...], ids as exact integers.",
-		Args: cobra.NoArgs,
+			"With -o json: [{\"ledgerId\": N}, ...], ids as exact integers.\n" +
+			"--bookieid keeps the ledgers that store entries on that bookie (BookKeeper's\n" +
+			"areEntriesOfLedgerStoredInTheBookie); -m prints each ledger's metadata (with\n" +
+			"-o json, ledgermetadata's object per ledger).",
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{bkFlagsAnnotation: "-bookieid=--bookieid,-id=--bookieid,-meta=--meta"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if bookie != "" {
+				if err := metadata.ValidateBookieID(metadata.BookieID(bookie)); err != nil {
+					return Usagef(cmd, "--bookieid: %v", err)
+				}
+			}
 			ctx := cmd.Context()
 			d, err := openMetadata(ctx, o)
 			if err != nil {
@@ -74,6 +88,7 @@ func newListLedgersCommand(o *ShellOptions) *cobra.Command {
 			}
 			defer d.Close()
 			rows := []LedgerListRow{} // `[]`, not `null`, when there are none
+			metas := []LedgerMetadataView{}
 			for start := int64(0); ; {
 				ids, err := d.ListLedgers(ctx, start, listLedgersPage)
 				if err != nil {
@@ -83,9 +98,37 @@ func newListLedgersCommand(o *ShellOptions) *cobra.Command {
 					break
 				}
 				for _, id := range ids {
+					if !meta && bookie == "" {
+						rows = append(rows, LedgerListRow{LedgerID: id})
+						continue
+					}
+					md, v, err := d.ReadLedger(ctx, id)
+					if errors.Is(err, metadata.ErrNoSuchLedger) {
+						continue // deleted meanwhile
+					}
+					if err != nil {
+						return fmt.Errorf("reading ledger %d: %w", id, err)
+					}
+					if bookie != "" && !admin.StoresEntriesOn(md, metadata.BookieID(bookie)) {
+						continue
+					}
 					rows = append(rows, LedgerListRow{LedgerID: id})
+					if meta {
+						metas = append(metas, newLedgerMetadataView(id, md, v))
+					}
 				}
 				start = ids[len(ids)-1] + 1
+			}
+			if meta {
+				return o.Printer(cmd).Print(metas, func(w io.Writer) error {
+					for _, m := range metas {
+						fmt.Fprintf(w, "ledgerID: %d\n", m.LedgerID)
+						if err := m.writeText(w); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
 			}
 			return o.Printer(cmd).Print(rows, func(w io.Writer) error {
 				t := Table{Headers: []string{"LEDGER ID"}}
@@ -97,6 +140,9 @@ func newListLedgersCommand(o *ShellOptions) *cobra.Command {
 			})
 		},
 	}
+	cmd.Flags().StringVar(&bookie, "bookieid", "", "only ledgers that store entries on this bookie")
+	cmd.Flags().BoolVarP(&meta, "meta", "m", false, "print each ledger's metadata")
+	return cmd
 }
 
 // LedgerMetadataView is what `ledgermetadata` prints: the ledger's metadata
