@@ -196,7 +196,7 @@ type UpdateCookieView struct {
 func newUpdateCookieCommand(o *ShellOptions) *cobra.Command {
 	var (
 		f                         bookieFlags
-		idChoice                  string
+		idChoice, fromID          string
 		expand, list, del, forced bool
 	)
 	cmd := &cobra.Command{
@@ -210,6 +210,10 @@ func newUpdateCookieCommand(o *ShellOptions) *cobra.Command {
 			"                          cookie in every directory and in the metadata store\n" +
 			"                          is rewritten under the new id and the old one deleted.\n" +
 			"                          Then rewrite the ledgers: `updateledgers`.\n" +
+			"  --from-bookieid OLD     (Folio) the bookie was OLD and its configuration now\n" +
+			"                          gives another id (advertisedAddress, bookieId or a\n" +
+			"                          new IP): move the cookie as --bookieid does. Then\n" +
+			"                          `updateBookieInLedger --srcBookie OLD --destBookie NEW`.\n" +
 			"  --expandstorage         add the configuration's new (empty) ledger or index\n" +
 			"                          directories to the cookie.\n" +
 			"  --list                  print the cookie files and whether the store has one.\n" +
@@ -229,13 +233,18 @@ func newUpdateCookieCommand(o *ShellOptions) *cobra.Command {
 				forced = true
 			}
 			n := 0
-			for _, on := range []bool{idChoice != "", expand, list, del} {
+			for _, on := range []bool{idChoice != "", fromID != "", expand, list, del} {
 				if on {
 					n++
 				}
 			}
 			if n != 1 {
-				return Usagef(cmd, "give exactly one of --bookieid, --expandstorage, --list, --delete")
+				return Usagef(cmd, "give exactly one of --bookieid, --from-bookieid, --expandstorage, --list, --delete")
+			}
+			if fromID != "" {
+				if err := metadata.ValidateBookieID(metadata.BookieID(fromID)); err != nil {
+					return Usagef(cmd, "--from-bookieid: %v", err)
+				}
 			}
 			if del && !forced {
 				return Usagef(cmd, "--delete removes the bookie's cookies; confirm with --force")
@@ -249,7 +258,7 @@ func newUpdateCookieCommand(o *ShellOptions) *cobra.Command {
 			if err != nil {
 				return WithHint(err, "the bookie id comes from bookieId, or advertisedAddress and bookiePort, in the configuration")
 			}
-			var oldID metadata.BookieID
+			oldID := metadata.BookieID(fromID)
 			if idChoice != "" {
 				if oldID, id, err = oldAndNewIDs(cmd, cfg, idChoice); err != nil {
 					return err
@@ -263,7 +272,7 @@ func newUpdateCookieCommand(o *ShellOptions) *cobra.Command {
 			defer d.Close()
 			view := UpdateCookieView{BookieID: string(id), Directories: []string{}, LocalCookies: []string{}}
 			switch {
-			case idChoice != "":
+			case oldID != "":
 				view.Action, view.OldBookieID = "bookieId", string(oldID)
 				res, err := server.UpdateCookieBookieID(ctx, d, &cfg, oldID, id)
 				if err != nil {
@@ -311,6 +320,7 @@ func newUpdateCookieCommand(o *ShellOptions) *cobra.Command {
 	f.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVarP(&idChoice, "bookieid", "b", "", "hostname or ip: move the cookie to the id the configuration now gives")
+	fl.StringVar(&fromID, "from-bookieid", "", "the bookie's previous id: move its cookie to the id the configuration now gives")
 	fl.BoolVarP(&expand, "expandstorage", "e", false, "add the configuration's new empty directories to the cookie")
 	fl.BoolVarP(&list, "list", "l", false, "list the cookie files and the stored cookie")
 	fl.BoolVarP(&del, "delete", "d", false, "delete the cookie files and the stored cookie (with --force)")
