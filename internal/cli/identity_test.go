@@ -16,6 +16,7 @@ import (
 	"github.com/foliodb/folio/internal/bookie/server"
 	"github.com/foliodb/folio/internal/cli"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/metadata/zk/zktest"
 	"github.com/foliodb/folio/internal/testcluster"
 )
 
@@ -509,5 +510,74 @@ func TestShellUpdateCookieAndLedgersHostname(t *testing.T) {
 	b.ID = newID
 	b.Start(asHost...)
 	b.WaitRegistered(false)
+	readBackLedgers(ctx, t, uri, ends)
+}
+
+// TestShellIdentityOnZooKeeper runs the identity commands on a ZooKeeper
+// metadata store with live bookies with custom ids: endpointinfo (the
+// registration znode's BookieServiceInfo), ledgermetadata
+// --dumptofile/--restorefromfile, and a bookie renamed (bookieId changed):
+// updatecookie --from-bookieid, then updateBookieInLedger, whose
+// compare-and-sets go through the ZooKeeper driver; the data reads back.
+func TestShellIdentityOnZooKeeper(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level")
+	}
+	srv := zktest.Start(t)
+	uri := zktest.URI(srv, "/ledgers")
+	mustShell(t, uri, "initnewcluster")
+	cl := testcluster.Start(t, 3, testcluster.WithMetadataURI(uri), testcluster.WithExistingCluster(), testcluster.WithCustomBookieIDs())
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	b := cl.Bookies[2]
+	var ep cli.EndpointInfoView
+	mustJSON(t, mustShell(t, uri, "endpointinfo", "--bookieid", string(b.ID), "-o", "json"), &ep)
+	if len(ep.Endpoints) == 0 || ep.Endpoints[0].Host+":"+strconv.Itoa(ep.Endpoints[0].Port) != b.Addr() {
+		t.Fatalf("endpointinfo %s on ZooKeeper: %+v", b.ID, ep)
+	}
+	c, err := client.New(ctx, client.Config{MetadataServiceURI: uri})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends := writeLedgers(ctx, t, c, cl.MD, 3, 10)
+	c.Close()
+	var dumped int64
+	for id := range ends {
+		dumped = id
+	}
+	file := filepath.Join(t.TempDir(), "ledger.bin")
+	mustShell(t, uri, "ledgermetadata", strconv.FormatInt(dumped, 10), "--dumptofile", file)
+	want, _, err := cl.MD.ReadLedger(ctx, dumped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.MD.DeleteLedger(ctx, dumped, metadata.VersionAny); err != nil {
+		t.Fatal(err)
+	}
+	var restored cli.LedgerMetadataFileView
+	mustJSON(t, mustShell(t, uri, "ledgermetadata", strconv.FormatInt(dumped, 10), "--restorefromfile", file, "-o", "json"), &restored)
+	mustJSON(t, mustShell(t, uri, "ledgermetadata", strconv.FormatInt(dumped, 10), "--restorefromfile", file, "--update", "-o", "json"), &restored)
+	if got, _, err := cl.MD.ReadLedger(ctx, dumped); err != nil || !got.Equal(want) || restored.Action != "updated" {
+		t.Fatalf("restored on ZooKeeper: %+v (%v), %+v", got, err, restored)
+	}
+
+	// The bookie is renamed: stop it, move its cookie, start it under the
+	// new id, re-address the ledgers.
+	oldID, newID := b.ID, metadata.BookieID(string(b.ID)+"-renamed")
+	b.Terminate()
+	b.WaitUnregistered()
+	renamed := []string{"--set", "bookieId=" + string(newID)}
+	mustShell(t, uri, append([]string{"updatecookie", "--conf", b.ConfPath, "--from-bookieid", string(oldID)}, renamed...)...)
+	b.ID = newID
+	b.Start(renamed...)
+	b.WaitRegistered(false)
+	var ul cli.UpdateLedgersView
+	mustJSON(t, mustShell(t, uri, "updateBookieInLedger", "--srcBookie", string(oldID), "--destBookie", string(newID),
+		"--updatespersec", "1000", "-o", "json"), &ul)
+	if ul.Examined != len(ends) || len(ul.Updated) == 0 {
+		t.Fatalf("updateBookieInLedger on ZooKeeper: %+v", ul)
+	}
+	checkReplicated(ctx, t, cl.MD, ends, oldID)
 	readBackLedgers(ctx, t, uri, ends)
 }
