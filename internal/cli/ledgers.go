@@ -122,8 +122,10 @@ func newListLedgersCommand(o *ShellOptions) *cobra.Command {
 			}
 			if meta {
 				return o.Printer(cmd).Print(metas, func(w io.Writer) error {
-					for _, m := range metas {
-						fmt.Fprintf(w, "ledgerID: %d\n", m.LedgerID)
+					for i, m := range metas {
+						if i > 0 {
+							fmt.Fprintln(w)
+						}
 						if err := m.writeText(w); err != nil {
 							return err
 						}
