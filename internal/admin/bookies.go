@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/foliodb/folio/internal/metadata"
@@ -56,7 +57,11 @@ func ListBookies(ctx context.Context, md metadata.Registration, writable, readOn
 // handle. It is safe for concurrent use; Close it when done.
 type Bookies struct {
 	tr *transport.Transport
+	// reg resolves bookie ids (ResolveWith); nil: ids are host:port.
+	reg atomic.Pointer[registry]
 }
+
+type registry struct{ r any }
 
 // DefaultRequestTimeout bounds each request of a Bookies.
 const DefaultRequestTimeout = 5 * time.Second
@@ -78,11 +83,26 @@ func NewBookiesTLS(timeout time.Duration, log *slog.Logger, tlsConfig *tls.Confi
 	// Frames up to the largest a bookie can be configured with: admin and
 	// AutoRecovery read and copy whatever entries a bookie holds (each
 	// bookie still refuses frames over its own nettyMaxFrameSizeBytes).
-	return &Bookies{tr: transport.New(transport.Config{
+	b := &Bookies{}
+	b.tr = transport.New(transport.Config{
 		ConnectTimeout: timeout, AddTimeout: timeout, ReadTimeout: timeout,
 		TimeoutTick: timeout / 10, Logger: log, TLS: tlsConfig, MaxFrameSize: wire.MaxFrameSizeLimit,
-	})}
+		Resolve: func(ctx context.Context, id string) (string, error) {
+			var reg any
+			if r := b.reg.Load(); r != nil {
+				reg = r.r
+			}
+			return metadata.ResolveBookie(ctx, reg, metadata.BookieID(id))
+		},
+	})
+	return b
 }
+
+// ResolveWith makes later connections resolve bookie ids through reg (a
+// metadata.Driver), as a client does: the address a bookie registered,
+// which is how a bookie with a custom id (bookieId) is reached. Without it
+// only host:port ids can be reached.
+func (b *Bookies) ResolveWith(reg metadata.Registration) { b.reg.Store(&registry{reg}) }
 
 // Close closes the connections.
 func (b *Bookies) Close() error { return b.tr.Close() }

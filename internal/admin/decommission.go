@@ -101,6 +101,33 @@ type RecoverBookieOptions struct {
 	// Progress, if not nil, is called after each ledger with the number of
 	// ledgers done, their total, and the entries copied so far.
 	Progress func(ledgersDone, ledgers, entries int)
+	// Ledgers, if not empty, restricts the recovery to these ledgers
+	// (BookKeeper's recover -ledger); the others are not looked at.
+	Ledgers []int64
+	// DryRun changes nothing: the result's Plan says, per ledger, which
+	// fragments name the failed bookies (BookKeeper's recover -dryrun).
+	DryRun bool
+}
+
+// PlannedLedger is one ledger of a dry run: what RecoverBookie would do.
+type PlannedLedger struct {
+	LedgerID int64  `json:"ledgerId"`
+	State    string `json:"state"`
+	// Fence: the ledger is not closed and its last ensemble names a failed
+	// bookie, so it would be fenced and closed first (or skipped, with
+	// SkipOpenLedgers).
+	Fence     bool              `json:"fence"`
+	Skip      bool              `json:"skip"`
+	Fragments []PlannedFragment `json:"fragments"`
+}
+
+// PlannedFragment is a segment naming failed bookies. LastEntryID is -1
+// while the ledger's last segment is open (its end comes with the fence).
+type PlannedFragment struct {
+	FirstEntryID int64    `json:"firstEntryId"`
+	LastEntryID  int64    `json:"lastEntryId"`
+	Ensemble     []string `json:"ensemble"`
+	Replace      []string `json:"replace"`
 }
 
 // RecoverBookieResult says what RecoverBookie did.
@@ -110,6 +137,8 @@ type RecoverBookieResult struct {
 	Entries   int              `json:"entries"`
 	Skipped   []int64          `json:"skippedOpenLedgers"`
 	Failed    map[int64]string `json:"failed,omitempty"`
+	// Plan is what a dry run found (nil otherwise).
+	Plan []PlannedLedger `json:"plan,omitempty"`
 }
 
 // RecoverBookie re-replicates the data of the failed bookies (BookKeeper's
@@ -132,6 +161,27 @@ func RecoverBookie(ctx context.Context, c *client.Client, bks *Bookies, md metad
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
+	if len(o.Ledgers) > 0 {
+		ids = slices.DeleteFunc(ids, func(id int64) bool { return !slices.Contains(o.Ledgers, id) })
+	}
+	if o.DryRun {
+		res.Plan = []PlannedLedger{}
+		for _, id := range ids {
+			m, _, err := md.ReadLedger(ctx, id)
+			if errors.Is(err, metadata.ErrNoSuchLedger) {
+				continue
+			}
+			if err != nil {
+				return res, fmt.Errorf("reading ledger %d: %w", id, err)
+			}
+			p := planLedger(id, m, failed, o.SkipOpenLedgers)
+			if p.Skip {
+				res.Skipped = append(res.Skipped, id)
+			}
+			res.Plan = append(res.Plan, p)
+		}
+		return res, nil
+	}
 	var limit *rate.Limiter
 	if o.RateLimitBytesPerSecond > 0 {
 		limit = rate.NewLimiter(rate.Limit(o.RateLimitBytesPerSecond), o.RateLimitBytesPerSecond)
@@ -155,6 +205,33 @@ func RecoverBookie(ctx context.Context, c *client.Client, bks *Bookies, md metad
 		}
 	}
 	return res, nil
+}
+
+// planLedger is the dry run of recoverLedgerOff on metadata m.
+func planLedger(id int64, m *metadata.LedgerMetadata, failed []metadata.BookieID, skipOpen bool) PlannedLedger {
+	isFailed := func(b metadata.BookieID) bool { return slices.Contains(failed, b) }
+	p := PlannedLedger{LedgerID: id, State: m.State.String(), Fragments: []PlannedFragment{}}
+	p.Fence = !m.IsClosed() && slices.ContainsFunc(m.LastEnsemble().Ensemble, isFailed)
+	p.Skip = p.Fence && skipOpen
+	for i, seg := range m.Ensembles {
+		f := PlannedFragment{FirstEntryID: seg.FirstEntryID, LastEntryID: -1, Ensemble: []string{}, Replace: []string{}}
+		switch {
+		case i+1 < len(m.Ensembles):
+			f.LastEntryID = m.Ensembles[i+1].FirstEntryID - 1
+		case m.IsClosed():
+			f.LastEntryID = m.LastEntryID
+		}
+		for _, b := range seg.Ensemble {
+			f.Ensemble = append(f.Ensemble, string(b))
+			if isFailed(b) {
+				f.Replace = append(f.Replace, string(b))
+			}
+		}
+		if len(f.Replace) > 0 {
+			p.Fragments = append(p.Fragments, f)
+		}
+	}
+	return p
 }
 
 // recoverLedgerOff moves ledger id's data off the failed bookies.

@@ -76,6 +76,7 @@ func (a *Auditor) checkAllLedgers(ctx context.Context) (LedgerCheckResult, error
 	bks := a.cfg.Bookies
 	if bks == nil {
 		bks = admin.NewBookies(0, a.log)
+		bks.ResolveWith(a.cfg.Driver)
 		defer bks.Close()
 	}
 	avail, err := availableBookies(ctx, a.cfg.Driver)

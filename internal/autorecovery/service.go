@@ -94,6 +94,7 @@ func StartService(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	bookies := admin.NewBookiesTLS(0, cfg.Logger, cfg.BookieTLS)
+	bookies.ResolveWith(cfg.Driver)
 	ac := cfg.Auditor
 	ac.Driver, ac.ID, ac.Logger, ac.Metrics, ac.Bookies = cfg.Driver, cfg.ID, cfg.Logger, cfg.Metrics, bookies
 	a, err := NewAuditor(ac)

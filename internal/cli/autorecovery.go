@@ -50,18 +50,33 @@ type UnderReplicatedRow struct {
 	LedgerID        int64    `json:"ledgerId"`
 	MissingReplicas []string `json:"missingReplicas"`
 	Ctime           string   `json:"ctime,omitempty"`
+	// ReplicationWorkerID is the worker re-replicating the ledger now
+	// (--printreplicationworkerid; empty: none).
+	ReplicationWorkerID string `json:"replicationWorkerId,omitempty"`
+}
+
+// UnderReplicatedCountView is what `listunderreplicated -c` prints.
+type UnderReplicatedCountView struct {
+	Count int `json:"underReplicatedLedgerCount"`
 }
 
 func newListUnderReplicatedCommand(o *ShellOptions) *cobra.Command {
 	var missing, excluding string
+	var printMissing, printWorker, onlyCount bool
 	cmd := &cobra.Command{
 		Use:   "listunderreplicated",
 		Short: "List the ledgers marked under-replicated, with their missing bookies",
 		Long: "List the under-replicated ledgers the auditor marked and the replication\n" +
 			"workers have not repaired yet, with the bookies whose copies are missing.\n" +
 			"--missingreplica keeps ledgers missing that bookie; --excludingmissingreplica\n" +
-			"drops them.",
+			"drops them. -c prints only how many ledgers match; --printreplicationworkerid\n" +
+			"adds the replication worker holding each ledger now. The missing replicas are\n" +
+			"always printed (--printmissingreplica is accepted for BookKeeper's runbooks).",
 		Args: cobra.NoArgs,
+		Annotations: map[string]string{bkFlagsAnnotation: "-mr=--missingreplica,-emr=--excludingmissingreplica," +
+			"-pmr=--printmissingreplica,-prw=--printreplicationworkerid,-missingreplica=--missingreplica," +
+			"-excludingmissingreplica=--excludingmissingreplica,-printmissingreplica=--printmissingreplica," +
+			"-printreplicationworkerid=--printreplicationworkerid,-onlydisplayledgercount=--onlydisplayledgercount"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			d, ar, err := openAutoRecovery(ctx, o)
@@ -69,6 +84,13 @@ func newListUnderReplicatedCommand(o *ShellOptions) *cobra.Command {
 				return err
 			}
 			defer d.Close()
+			var rw metadata.ReplicationWorkerReader
+			if printWorker {
+				var ok bool
+				if rw, ok = d.(metadata.ReplicationWorkerReader); !ok {
+					return fmt.Errorf("--printreplicationworkerid: %w", metadata.ErrNotSupported)
+				}
+			}
 			rows := []UnderReplicatedRow{}
 			for start := int64(0); ; {
 				page, err := ar.ListUnderReplicatedLedgers(ctx, start, listLedgersPage)
@@ -97,9 +119,24 @@ func newListUnderReplicatedCommand(o *ShellOptions) *cobra.Command {
 					if !r.Ctime.IsZero() {
 						row.Ctime = r.Ctime.UTC().Format(time.RFC3339)
 					}
+					if rw != nil && !onlyCount {
+						switch worker, err := rw.ReplicationWorker(ctx, r.LedgerID); {
+						case err == nil:
+							row.ReplicationWorkerID = string(worker)
+						case !errors.Is(err, metadata.ErrNotFound):
+							return fmt.Errorf("reading the lock of ledger %d: %w", r.LedgerID, err)
+						}
+					}
 					rows = append(rows, row)
 				}
 				start = page[len(page)-1].LedgerID + 1
+			}
+			if onlyCount {
+				v := UnderReplicatedCountView{Count: len(rows)}
+				return o.Printer(cmd).Print(v, func(w io.Writer) error {
+					_, err := fmt.Fprintf(w, "Under replicated ledger count: %d\n", v.Count)
+					return err
+				})
 			}
 			return o.Printer(cmd).Print(rows, func(w io.Writer) error {
 				if len(rows) == 0 {
@@ -107,7 +144,14 @@ func newListUnderReplicatedCommand(o *ShellOptions) *cobra.Command {
 					return err
 				}
 				t := Table{Headers: []string{"LEDGER", "MISSING REPLICAS", "MARKED"}}
+				if printWorker {
+					t.Headers = append(t.Headers, "WORKER")
+				}
 				for _, r := range rows {
+					if printWorker {
+						t.Append(r.LedgerID, strings.Join(r.MissingReplicas, ","), r.Ctime, r.ReplicationWorkerID)
+						continue
+					}
 					t.Append(r.LedgerID, strings.Join(r.MissingReplicas, ","), r.Ctime)
 				}
 				_, err := t.WriteTo(w)
@@ -117,8 +161,9 @@ func newListUnderReplicatedCommand(o *ShellOptions) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&missing, "missingreplica", "", "only ledgers missing this bookie")
 	cmd.Flags().StringVar(&excluding, "excludingmissingreplica", "", "only ledgers not missing this bookie")
-	// BookKeeper's spellings (bkflags.go).
-	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-mr=--missingreplica,-missingreplica=--missingreplica,-emr=--excludingmissingreplica,-excludingmissingreplica=--excludingmissingreplica"}
+	cmd.Flags().BoolVar(&printMissing, "printmissingreplica", false, "print the missing replicas (always done)")
+	cmd.Flags().BoolVar(&printWorker, "printreplicationworkerid", false, "print the replication worker re-replicating each ledger now")
+	cmd.Flags().BoolVarP(&onlyCount, "onlydisplayledgercount", "c", false, "print only the number of under-replicated ledgers")
 	return cmd
 }
 

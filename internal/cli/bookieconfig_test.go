@@ -60,7 +60,7 @@ func TestBookiePrintConfig(t *testing.T) {
 		"journalMaxSizeMB":             "2048 " + conf + ":64 implemented",
 		"httpServerTrustStorePassword": "(set) PULSAR_PREFIX_httpServerTrustStorePassword implemented",
 		"localScrubInterval":           "0 default not supported",
-		"bookieId":                     "(empty) default irrelevant",
+		"bookieId":                     "(empty) default implemented",
 	} {
 		if got := strings.Join(lines[key], " "); got != want {
 			t.Errorf("%s: %q, want %q", key, got, want)

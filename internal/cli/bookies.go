@@ -201,7 +201,7 @@ func newBookieInfoCommand(o *ShellOptions) *cobra.Command {
 			for i, b := range bookies {
 				ids[i] = b.ID
 			}
-			bk, err := o.newBookies(warnLogger(o))
+			bk, err := o.newBookies(warnLogger(o), d)
 			if err != nil {
 				return err
 			}
@@ -301,7 +301,7 @@ func newBookieSanityCommand(o *ShellOptions) *cobra.Command {
 					targets = append(targets, b.ID)
 				}
 			}
-			bk, err := o.newBookies(warnLogger(o))
+			bk, err := o.newBookies(warnLogger(o), d)
 			if err != nil {
 				return err
 			}

@@ -327,7 +327,7 @@ func newInspectLedgerCommand(o *ShellOptions) *cobra.Command {
 				return err
 			}
 			defer d.Close()
-			bk, err := o.newBookies(warnLogger(o))
+			bk, err := o.newBookies(warnLogger(o), d)
 			if err != nil {
 				return err
 			}

@@ -310,7 +310,7 @@ type metadataKeys struct {
 func (k *metadataKeys) masterKey(id int64) ([]byte, bool, error) {
 	ctx := k.cmd.Context()
 	if k.d == nil {
-		d, err := openBookieMetadata(k.cmd, k.o, k.cfg)
+		d, err := openBookieMetadata(k.cmd.Context(), k.cmd, k.o, k.cfg)
 		if err != nil {
 			return nil, false, WithHint(err, "to rebuild without the metadata store, give --master-keys-from-metadata=false "+
 				"(ledgers whose master key is lost then refuse adds as unauthorised)")
@@ -361,7 +361,7 @@ func newInitBookieCommand(o *ShellOptions) *cobra.Command {
 				return WithHint(err, "the bookie id comes from advertisedAddress and bookiePort in the configuration")
 			}
 			ctx := cmd.Context()
-			d, err := openBookieMetadata(cmd, o, &cfg)
+			d, err := openBookieMetadata(cmd.Context(), cmd, o, &cfg)
 			if err != nil {
 				return err
 			}
@@ -397,25 +397,4 @@ func newInitBookieCommand(o *ShellOptions) *cobra.Command {
 	}
 	f.register(cmd)
 	return cmd
-}
-
-// openBookieMetadata opens the metadata store of a bookie's configuration:
-// its metadataServiceUri and security settings, unless the shell's flags
-// name others.
-func openBookieMetadata(cmd *cobra.Command, o *ShellOptions, cfg *server.Config) (metadata.Driver, error) {
-	if fl := cmd.Flag("metadata-service-uri"); fl != nil && fl.Changed {
-		cfg.MetadataServiceURI = o.MetadataServiceURI
-	}
-	so := *o
-	so.MetadataServiceURI = cfg.MetadataServiceURI
-	if !o.metadataSec.given() {
-		sec, err := cfg.LoadMetadataSecurity()
-		if err != nil {
-			return nil, WithHint(err, "fix the configuration file or give the shell's --metadata-tls-* and --metadata-user flags")
-		}
-		if !sec.IsZero() {
-			so.security = &sec
-		}
-	}
-	return openMetadata(cmd.Context(), &so)
 }

@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,12 +52,39 @@ type RecoverBookieView struct {
 	Entries   int      `json:"entriesCopied"`
 	Skipped   []int64  `json:"skippedOpenLedgers"`
 	Failed    []string `json:"failed"`
+	// SkippedUnrecoverable: Failed were skipped
+	// (--skip-unrecoverable-ledgers), not an error.
+	SkippedUnrecoverable bool `json:"skippedUnrecoverable,omitempty"`
+	// DeletedCookies are the bookies whose cookie --delete-cookie deleted.
+	DeletedCookies []string `json:"deletedCookies,omitempty"`
+}
+
+// RecoverQueryRow is one ledger of `recover --query`: a ledger whose
+// ensembles name one of the bookies, with how many of them each ensemble
+// names (BookKeeper's "summary").
+type RecoverQueryRow struct {
+	LedgerID  int64                  `json:"ledgerId"`
+	State     string                 `json:"state"`
+	Ensembles []RecoverQueryEnsemble `json:"ensembles"`
+}
+
+// RecoverQueryEnsemble is one segment of a RecoverQueryRow.
+type RecoverQueryEnsemble struct {
+	FirstEntryID int64    `json:"firstEntryId"`
+	Bookies      []string `json:"bookies"`
+	ToReplace    int      `json:"bookiesToReplace"`
 }
 
 func newRecoverBookieCommand(o *ShellOptions) *cobra.Command {
 	var (
 		skipOpen  bool
 		rateLimit int
+		query     bool
+		dryRun    bool
+		ledger    int64
+		skipBad   bool
+		delCookie bool
+		force     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "recover <bookie-id>...",
@@ -66,16 +95,38 @@ func newRecoverBookieCommand(o *ShellOptions) *cobra.Command {
 			"(its writer, if alive, can add nothing more) unless --skip-open-ledgers is\n" +
 			"given. Entries are read from the surviving replicas, their digests checked,\n" +
 			"and written with RECOVERY_ADD; each ensemble change is a compare-and-set.\n" +
-			"Progress is shown on a terminal. It may be run again after a failure.",
+			"Progress is shown on a terminal. It may be run again after a failure.\n" +
+			"Bookies may also be given comma-separated, as in BookKeeper.\n" +
+			"--query lists the ledgers whose ensembles name the bookies and changes nothing;\n" +
+			"--dryrun prints the plan (ledgers, fragments, fences) and changes nothing;\n" +
+			"--ledger N recovers only that ledger; --skip-unrecoverable-ledgers reports\n" +
+			"ledgers that cannot be recovered and succeeds anyway; --delete-cookie deletes\n" +
+			"the bookies' cookies once their data is recovered (not with --dryrun, not\n" +
+			"after a failure unless it was skipped). --force is accepted (Folio never asks).",
 		Args: cobra.MinimumNArgs(1),
+		Annotations: map[string]string{bkFlagsAnnotation: "-query=--query,-dryrun=--dryrun,-dr=--dryrun," +
+			"-ledger=--ledger,-skipOpenLedgers=--skip-open-ledgers,-sk=--skip-open-ledgers," +
+			"-deleteCookie=--delete-cookie,-skipUnrecoverableLedgers=--skip-unrecoverable-ledgers," +
+			"-sku=--skip-unrecoverable-ledgers,-replicationRate=--rate-limit,-rate=--rate-limit,-force=--force"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var failed []metadata.BookieID
-			for _, a := range args {
-				b := metadata.BookieID(a)
-				if err := metadata.ValidateBookieID(b); err != nil {
-					return Usagef(cmd, "bad bookie id %q: %v (use host:port)", a, err)
+			var names []string
+			for _, arg := range args {
+				for _, a := range strings.Split(arg, ",") {
+					b := metadata.BookieID(a)
+					if err := metadata.ValidateBookieID(b); err != nil {
+						return Usagef(cmd, "bad bookie id %q: %v", a, err)
+					}
+					failed = append(failed, b)
+					names = append(names, a)
 				}
-				failed = append(failed, b)
+			}
+			args = names
+			if cmd.Flags().Changed("ledger") && (ledger < 0 || ledger > metadata.MaxLedgerID) {
+				return Usagef(cmd, "--ledger %d: want a ledger id", ledger)
+			}
+			if query {
+				return recoverQuery(cmd, o, failed)
 			}
 			ctx := cmd.Context()
 			d, err := openMetadata(ctx, o)
@@ -94,13 +145,16 @@ func newRecoverBookieCommand(o *ShellOptions) *cobra.Command {
 				return WithHint(err, "check that the metadata store is running and reachable")
 			}
 			defer c.Close()
-			bks, err := o.newBookies(log)
+			bks, err := o.newBookies(log, d)
 			if err != nil {
 				return err
 			}
 			defer bks.Close()
 			show, finish := statusLine(o)
-			opts := admin.RecoverBookieOptions{SkipOpenLedgers: skipOpen, RateLimitBytesPerSecond: rateLimit}
+			opts := admin.RecoverBookieOptions{SkipOpenLedgers: skipOpen, RateLimitBytesPerSecond: rateLimit, DryRun: dryRun}
+			if cmd.Flags().Changed("ledger") {
+				opts.Ledgers = []int64{ledger}
+			}
 			if show != nil {
 				opts.Progress = func(done, total, entries int) {
 					show("recovering: %d/%d ledgers, %d entries copied", done, total, entries)
@@ -110,6 +164,9 @@ func newRecoverBookieCommand(o *ShellOptions) *cobra.Command {
 			finish()
 			if err != nil {
 				return fmt.Errorf("recovering %s: %w", strings.Join(args, ","), err)
+			}
+			if dryRun {
+				return o.Printer(cmd).Print(res.Plan, func(w io.Writer) error { return writePlan(w, res.Plan) })
 			}
 			view := RecoverBookieView{Bookies: args, Ledgers: res.Ledgers, Fragments: res.Fragments, Entries: res.Entries,
 				Skipped: res.Skipped, Failed: []string{}}
@@ -121,6 +178,18 @@ func newRecoverBookieCommand(o *ShellOptions) *cobra.Command {
 			for _, id := range ids {
 				view.Failed = append(view.Failed, fmt.Sprintf("ledger %d: %s", id, res.Failed[id]))
 			}
+			view.SkippedUnrecoverable = skipBad && len(view.Failed) > 0
+			if delCookie && (len(view.Failed) == 0 || skipBad) {
+				for _, b := range failed {
+					deleted, err := deleteCookieIfAny(ctx, d, b)
+					if err != nil {
+						return err
+					}
+					if deleted {
+						view.DeletedCookies = append(view.DeletedCookies, string(b))
+					}
+				}
+			}
 			if err := o.Printer(cmd).Print(view, func(w io.Writer) error {
 				t := Table{}
 				t.Append("bookies", strings.Join(view.Bookies, ","))
@@ -130,15 +199,22 @@ func newRecoverBookieCommand(o *ShellOptions) *cobra.Command {
 				if len(view.Skipped) > 0 {
 					t.Append("skippedOpenLedgers", fmt.Sprint(view.Skipped))
 				}
+				label := "failed"
+				if view.SkippedUnrecoverable {
+					label = "skippedUnrecoverable"
+				}
 				for _, f := range view.Failed {
-					t.Append("failed", f)
+					t.Append(label, f)
+				}
+				for _, b := range view.DeletedCookies {
+					t.Append("deletedCookie", b)
 				}
 				_, err := t.WriteTo(w)
 				return err
 			}); err != nil {
 				return err
 			}
-			if len(view.Failed) > 0 {
+			if len(view.Failed) > 0 && !skipBad {
 				return WithHint(fmt.Errorf("%d ledgers could not be recovered", len(view.Failed)),
 					"bring their other bookies back or add writable bookies, then run the command again")
 			}
@@ -148,7 +224,117 @@ func newRecoverBookieCommand(o *ShellOptions) *cobra.Command {
 	f := cmd.Flags()
 	f.BoolVar(&skipOpen, "skip-open-ledgers", false, "leave ledgers that are not closed alone instead of fencing them")
 	f.IntVar(&rateLimit, "rate-limit", 0, "bytes per second to copy (0: unlimited)")
+	f.BoolVarP(&query, "query", "q", false, "list the ledgers whose ensembles name the bookies; change nothing")
+	f.BoolVar(&dryRun, "dryrun", false, "print what would be done; change nothing")
+	f.Int64VarP(&ledger, "ledger", "l", -1, "recover only this ledger")
+	f.BoolVar(&skipBad, "skip-unrecoverable-ledgers", false, "report ledgers that cannot be recovered and succeed anyway")
+	f.BoolVarP(&delCookie, "delete-cookie", "d", false, "delete the bookies' cookies once their data is recovered")
+	f.BoolVarP(&force, "force", "f", false, "accepted for BookKeeper's runbooks (Folio never asks for confirmation)")
 	return cmd
+}
+
+// deleteCookieIfAny deletes b's stored cookie (compare-and-set on the
+// version read) and says whether there was one.
+func deleteCookieIfAny(ctx context.Context, d metadata.Driver, b metadata.BookieID) (bool, error) {
+	_, v, err := d.ReadCookie(ctx, b)
+	if errors.Is(err, metadata.ErrNoSuchCookie) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading the cookie of %s: %w", b, err)
+	}
+	if err := d.DeleteCookie(ctx, b, v); err != nil && !errors.Is(err, metadata.ErrNoSuchCookie) {
+		return false, fmt.Errorf("deleting the cookie of %s: %w", b, err)
+	}
+	return true, nil
+}
+
+// recoverQuery is `recover --query`.
+func recoverQuery(cmd *cobra.Command, o *ShellOptions, bookies []metadata.BookieID) error {
+	ctx := cmd.Context()
+	d, err := openMetadata(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	var ids []int64
+	for _, b := range bookies {
+		got, err := admin.LedgersOnBookie(ctx, d, b, true)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, got...)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	rows := []RecoverQueryRow{}
+	for _, id := range ids {
+		m, _, err := d.ReadLedger(ctx, id)
+		if errors.Is(err, metadata.ErrNoSuchLedger) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading ledger %d: %w", id, err)
+		}
+		row := RecoverQueryRow{LedgerID: id, State: m.State.String(), Ensembles: []RecoverQueryEnsemble{}}
+		for _, seg := range m.Ensembles {
+			e := RecoverQueryEnsemble{FirstEntryID: seg.FirstEntryID, Bookies: []string{}}
+			for _, b := range seg.Ensemble {
+				e.Bookies = append(e.Bookies, string(b))
+				if slices.Contains(bookies, b) {
+					e.ToReplace++
+				}
+			}
+			row.Ensembles = append(row.Ensembles, e)
+		}
+		rows = append(rows, row)
+	}
+	return o.Printer(cmd).Print(rows, func(w io.Writer) error {
+		if len(rows) == 0 {
+			_, err := fmt.Fprintln(w, "no ledger names these bookies")
+			return err
+		}
+		for _, r := range rows {
+			fmt.Fprintf(w, "ledger %d : %s\n", r.LedgerID, r.State)
+			for _, e := range r.Ensembles {
+				marked := make([]string, len(e.Bookies))
+				for i, b := range e.Bookies {
+					marked[i] = b
+					if slices.Contains(bookies, metadata.BookieID(b)) {
+						marked[i] += "*"
+					}
+				}
+				fmt.Fprintf(w, "  %d: %s  (%d to replace)\n", e.FirstEntryID, strings.Join(marked, " "), e.ToReplace)
+			}
+		}
+		return nil
+	})
+}
+
+// writePlan prints a dry run's plan.
+func writePlan(w io.Writer, plan []admin.PlannedLedger) error {
+	if len(plan) == 0 {
+		_, err := fmt.Fprintln(w, "nothing to recover")
+		return err
+	}
+	for _, p := range plan {
+		what := "replicate"
+		switch {
+		case p.Skip:
+			what = "skip (open, --skip-open-ledgers)"
+		case p.Fence:
+			what = "fence and close, then replicate"
+		}
+		fmt.Fprintf(w, "ledger %d (%s): %s\n", p.LedgerID, p.State, what)
+		for _, f := range p.Fragments {
+			last := strconv.FormatInt(f.LastEntryID, 10)
+			if f.LastEntryID < 0 && f.LastEntryID < f.FirstEntryID {
+				last = "end"
+			}
+			fmt.Fprintf(w, "  entries %d..%s on %s: replace %s\n", f.FirstEntryID, last, strings.Join(f.Ensemble, ","), strings.Join(f.Replace, ","))
+		}
+	}
+	return nil
 }
 
 func newDecommissionBookieCommand(o *ShellOptions) *cobra.Command {

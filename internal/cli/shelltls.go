@@ -9,6 +9,7 @@ import (
 
 	"github.com/foliodb/folio/client"
 	"github.com/foliodb/folio/internal/admin"
+	"github.com/foliodb/folio/internal/metadata"
 )
 
 // The TLS settings of a command's bookie connections: --tls-ca, --tls-cert
@@ -63,11 +64,13 @@ func (f *bookieTLSFlags) config(env Env) (*tls.Config, error) {
 func (o *ShellOptions) bookieTLS() (*tls.Config, error) { return o.BookieTLS.config(o.env) }
 
 // newBookies returns direct bookie connections with the shell's TLS
-// settings.
-func (o *ShellOptions) newBookies(log *slog.Logger) (*admin.Bookies, error) {
+// settings, resolving bookie ids through md's registrations.
+func (o *ShellOptions) newBookies(log *slog.Logger, md metadata.Registration) (*admin.Bookies, error) {
 	t, err := o.bookieTLS()
 	if err != nil {
 		return nil, err
 	}
-	return admin.NewBookiesTLS(0, log, t), nil
+	b := admin.NewBookiesTLS(0, log, t)
+	b.ResolveWith(md)
+	return b, nil
 }

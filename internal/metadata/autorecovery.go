@@ -24,6 +24,17 @@ type AutoRecoveryDriver interface {
 	AuditorElection
 }
 
+// ReplicationWorkerReader is implemented by AutoRecovery drivers that can
+// say who holds an under-replicated ledger's lock (Java's
+// getReplicationWorkerIdRereplicatingLedger).
+type ReplicationWorkerReader interface {
+	// ReplicationWorker returns the owner id the lock of ledgerID holds:
+	// the replication worker re-replicating it now. ErrNotFound if the
+	// ledger is not locked; ErrCorruptMetadata if the lock's value is not
+	// an id.
+	ReplicationWorker(ctx context.Context, ledgerID int64) (BookieID, error)
+}
+
 // UnderReplicatedLedger is one under-replication record
 // (UnderreplicatedLedgerFormat).
 type UnderReplicatedLedger struct {

@@ -133,8 +133,10 @@ type LedgerIDGenerator interface {
 	GenerateLedgerID(ctx context.Context) (int64, error)
 }
 
-// BookieID is a bookie's identity, `host:port` for Folio bookies (the
-// only form Java clients can resolve on etcd). ValidateBookieID checks it.
+// BookieID is a bookie's identity: `host:port`, or a custom id (bookieId)
+// that clients resolve to an address through the BookieServiceInfo of the
+// bookie's registration (ResolveBookie; Java clients on etcd cannot: their
+// driver reads no service info). ValidateBookieID checks it.
 type BookieID string
 
 // SessionOptions configure a session.
@@ -147,9 +149,10 @@ type SessionOptions struct {
 	TTL time.Duration
 
 	// ServiceInfo is what the bookie registered under this session
-	// publishes about itself (ZooKeeper stores it as the registration's
-	// value, as Java does; etcd stores nothing, as Java's etcd driver).
-	// Nil means DefaultBookieServiceInfo of the registered id.
+	// publishes about itself, as the registration's value (ZooKeeper, as
+	// Java does; etcd too, where Java's driver stores nothing and ignores
+	// values). Nil means DefaultBookieServiceInfo of the registered id
+	// (ZooKeeper) or an empty value (etcd, as Java writes).
 	ServiceInfo *BookieServiceInfo
 }
 

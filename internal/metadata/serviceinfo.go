@@ -1,6 +1,8 @@
 package metadata
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -13,8 +15,10 @@ import (
 // BookieServiceInfo is what a bookie publishes about how to reach it
 // (BookieServiceInfoFormat, spec/metadata.md §5). ZooKeeper stores it as
 // the value of the bookie's registration znode, where Java clients resolve
-// the bookie id through its first `bookie-rpc` endpoint; Java's etcd driver
-// stores nothing, and neither does Folio's.
+// the bookie id through its first `bookie-rpc` endpoint. Java's etcd driver
+// stores nothing (its clients can only resolve host:port ids); Folio's
+// stores it as the value of the registration key, which Java's etcd
+// clients ignore, so Folio clients resolve custom bookie ids on etcd too.
 type BookieServiceInfo struct {
 	Endpoints  []BookieEndpoint
 	Properties map[string]string
@@ -88,6 +92,87 @@ func DecodeBookieServiceInfo(b []byte) (BookieServiceInfo, error) {
 			ID: e.GetId(), Host: e.GetHost(), Port: int(e.GetPort()), Protocol: e.GetProtocol(),
 			Auth: e.GetAuth(), Extensions: e.GetExtensions(),
 		})
+	}
+	return info, nil
+}
+
+// ServiceInfoReader is implemented by drivers that can read the
+// BookieServiceInfo a registered bookie published (Java's
+// RegistrationClient.getBookieServiceInfo).
+type ServiceInfoReader interface {
+	// BookieServiceInfo returns the info of the registered bookie id
+	// (writable registration first, then read-only). A registration with an
+	// empty value gets DefaultBookieServiceInfo when the id is host:port.
+	// ErrNotFound if the bookie is not registered; ErrCorruptMetadata if
+	// the value does not parse.
+	ReadBookieServiceInfo(ctx context.Context, id BookieID) (BookieServiceInfo, error)
+}
+
+// ErrBookieNotResolved: a bookie id that is not host:port could not be
+// turned into an address (Java's BookieIdNotResolvedException).
+var ErrBookieNotResolved = errors.New("bookie id not resolved")
+
+// ServiceInfoOf returns the BookieServiceInfo of id as Java's
+// DefaultBookieAddressResolver finds it: the registration's, and for a
+// bookie that is not registered (or a driver that cannot read registration
+// values) the legacy info derived from a host:port id. A custom id (not
+// host:port) of a bookie that is not registered is ErrBookieNotResolved.
+func ServiceInfoOf(ctx context.Context, reg any, id BookieID) (BookieServiceInfo, error) {
+	if r, ok := reg.(ServiceInfoReader); ok {
+		info, err := r.ReadBookieServiceInfo(ctx, id)
+		if err == nil {
+			return info, nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return BookieServiceInfo{}, err
+		}
+	}
+	info, err := DefaultBookieServiceInfo(id)
+	if err != nil {
+		return BookieServiceInfo{}, fmt.Errorf("%w: bookie %s is not registered and its id is not host:port", ErrBookieNotResolved, id)
+	}
+	return info, nil
+}
+
+// BookieAddress is the host:port of the first bookie-rpc endpoint of info
+// (where Java's DefaultBookieAddressResolver connects).
+func (info BookieServiceInfo) BookieAddress() (string, error) {
+	for _, e := range info.Endpoints {
+		if e.Protocol == BookieRPCProtocol {
+			return net.JoinHostPort(e.Host, strconv.Itoa(e.Port)), nil
+		}
+	}
+	return "", fmt.Errorf("%w: its service info has no %s endpoint", ErrBookieNotResolved, BookieRPCProtocol)
+}
+
+// ResolveBookie returns the address to dial for bookie id: the bookie-rpc
+// endpoint of ServiceInfoOf(reg, id).
+func ResolveBookie(ctx context.Context, reg any, id BookieID) (string, error) {
+	info, err := ServiceInfoOf(ctx, reg, id)
+	if err != nil {
+		return "", err
+	}
+	addr, err := info.BookieAddress()
+	if err != nil {
+		return "", fmt.Errorf("bookie %s: %w", id, err)
+	}
+	return addr, nil
+}
+
+// DecodeRegistrationValue parses the value of a registration key or znode
+// of id: empty is the legacy default (DefaultBookieServiceInfo), anything
+// else a BookieServiceInfoFormat. where names the key for errors.
+func DecodeRegistrationValue(where string, id BookieID, value []byte) (BookieServiceInfo, error) {
+	if len(value) == 0 {
+		info, err := DefaultBookieServiceInfo(id)
+		if err != nil {
+			return BookieServiceInfo{}, fmt.Errorf("%w: %s has no service info and the id is not host:port", ErrBookieNotResolved, where)
+		}
+		return info, nil
+	}
+	info, err := DecodeBookieServiceInfo(value)
+	if err != nil {
+		return BookieServiceInfo{}, Corrupt(where, err)
 	}
 	return info, nil
 }

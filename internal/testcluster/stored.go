@@ -37,6 +37,9 @@ func CheckStoredTLS(ctx context.Context, t testing.TB, md metadata.LedgerManager
 	}
 	bks := admin.NewBookiesTLS(5*time.Second, nil, tlsConfig)
 	defer bks.Close()
+	if reg, ok := md.(metadata.Registration); ok {
+		bks.ResolveWith(reg) // custom bookie ids (WithCustomBookieIDs)
+	}
 	p := quorum.Params{EnsembleSize: m.EnsembleSize, WriteQuorum: m.WriteQuorum, AckQuorum: m.AckQuorum}
 	for e := int64(0); e <= m.LastEntryID; e++ {
 		ensemble := m.EnsembleAt(e)

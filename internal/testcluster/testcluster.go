@@ -141,6 +141,8 @@ type Cluster struct {
 	Security      metadata.Security
 	MetadataFlags []string
 
+	// customIDs: bookies get bookieId=bookie-<port> (WithCustomBookieIDs).
+	customIDs  bool
 	etcdOpts   *EtcdOptions
 	secureOpts *etcdtest.SecureOptions
 	existing   bool // WithExistingCluster: Start does not initialise the scope
@@ -162,6 +164,13 @@ func WithMetadataURI(uri string) Option {
 // initnewcluster created, instead of initialising it.
 func WithExistingCluster() Option {
 	return func(c *Cluster) { c.existing = true }
+}
+
+// WithCustomBookieIDs gives each bookie a custom id (bookieId=bookie-<port>,
+// not host:port): clients reach it only through the address its
+// registration publishes. Bookie.ID is that id, Bookie.Addr its address.
+func WithCustomBookieIDs() Option {
+	return func(c *Cluster) { c.customIDs = true }
 }
 
 // WithSettings adds bookie configuration pairs (key=value).
@@ -275,8 +284,14 @@ func (c *Cluster) NewBookie() *Bookie {
 	dir := t.TempDir()
 	b := &Bookie{c: c, Dir: dir, Port: FreePort(t), HTTPPort: FreePort(t)}
 	b.ID = metadata.BookieID("127.0.0.1:" + strconv.Itoa(b.Port))
+	var idLine string
+	if c.customIDs {
+		b.ID = metadata.BookieID("bookie-" + strconv.Itoa(b.Port))
+		idLine = "bookieId=" + string(b.ID)
+	}
 	b.ConfPath = filepath.Join(dir, "bk_server.conf")
 	conf := strings.Join([]string{
+		idLine,
 		"# written by testcluster",
 		"bookiePort=" + strconv.Itoa(b.Port),
 		"listenHost=127.0.0.1",
@@ -298,8 +313,8 @@ func (c *Cluster) NewBookie() *Bookie {
 	return b
 }
 
-// Addr is the bookie's host:port.
-func (b *Bookie) Addr() string { return string(b.ID) }
+// Addr is the bookie's host:port (its id too, unless WithCustomBookieIDs).
+func (b *Bookie) Addr() string { return "127.0.0.1:" + strconv.Itoa(b.Port) }
 
 // HTTPAddr is the admin HTTP server's host:port.
 func (b *Bookie) HTTPAddr() string { return "127.0.0.1:" + strconv.Itoa(b.HTTPPort) }

@@ -178,7 +178,7 @@ type Config struct {
 	// Logger receives connection events; nil discards them.
 	Logger *slog.Logger
 	// TLS, if set, secures every connection (see TLS in the package doc).
-	// Each connection uses tlsconf.ForHost(TLS, host of the bookie id).
+	// Each connection uses tlsconf.ForHost(TLS, host of the address dialled).
 	TLS *tls.Config
 	// StartTLSTimeout bounds the START_TLS exchange and the handshake
 	// (Java's startTLSTimeoutSecs).
@@ -188,6 +188,12 @@ type Config struct {
 	// request over it fails before it is sent, with wire.ErrFrameTooLarge;
 	// an answer over it closes the connection.
 	MaxFrameSize int
+	// Resolve maps a bookie id to the host:port to dial; it is called at
+	// every connect (so a bookie that moved is found at its new address
+	// on reconnect), with the connect's context. Nil: the id is the
+	// address (host:port), as for every bookie without a custom id. An
+	// error fails the connect like a refused dial (ErrBookieUnavailable).
+	Resolve func(ctx context.Context, bookie string) (string, error)
 	// Clock reads the time for request deadlines and the reconnect
 	// backoff; nil means the wall clock. The sweeper still wakes every
 	// TimeoutTick of real time and then compares deadlines with Clock.Now,
@@ -361,9 +367,10 @@ func (t *Transport) peer(bookie string, key int64, ln lane) (*peer, error) {
 	if p := t.mu.peers[pk]; p != nil {
 		return p, nil
 	}
-	// The BookieID is the address (spec/wire-protocol.md §7.5): check it
-	// once, so that a bad id fails here and not in a dial loop.
-	if _, _, err := net.SplitHostPort(bookie); err != nil {
+	// Without a resolver the BookieID is the address (spec/wire-protocol.md
+	// §7.5): check it once, so that a bad id fails here and not in a dial
+	// loop.
+	if _, _, err := net.SplitHostPort(bookie); err != nil && t.cfg.Resolve == nil {
 		return nil, fmt.Errorf("%w: %s: bookie id is not host:port: %v", ErrBookieUnavailable, bookie, err)
 	}
 	p := &peer{t: t, addr: bookie}
@@ -653,9 +660,22 @@ func (s *session) run() {
 		case <-ctx.Done():
 		}
 	}()
-	conn, err := t.cfg.Dialer(ctx, "tcp", p.addr)
+	addr := p.addr
+	if t.cfg.Resolve != nil {
+		a, err := t.cfg.Resolve(ctx, p.addr)
+		if err != nil {
+			cancel()
+			s.fail(fmt.Errorf("resolve the bookie id: %w", err), true)
+			return
+		}
+		addr = a
+	}
+	conn, err := t.cfg.Dialer(ctx, "tcp", addr)
 	cancel()
 	if err != nil {
+		if addr != p.addr {
+			err = fmt.Errorf("%s: %w", addr, err)
+		}
 		s.fail(fmt.Errorf("connect: %w", err), true)
 		return
 	}
@@ -674,7 +694,7 @@ func (s *session) run() {
 	p.mu.Unlock()
 	stream := conn
 	if t.cfg.TLS != nil {
-		tc, err := s.startTLS(conn)
+		tc, err := s.startTLS(conn, addr)
 		if err != nil {
 			s.fail(err, true)
 			return
@@ -690,9 +710,9 @@ func (s *session) run() {
 	s.writeLoop(stream)
 }
 
-// startTLS upgrades a new connection (see TLS in the package doc) and
+// startTLS upgrades a new connection to addr (see TLS in the package doc) and
 // returns the TLS session. Errors wrap ErrTLS.
-func (s *session) startTLS(conn net.Conn) (net.Conn, error) {
+func (s *session) startTLS(conn net.Conn, addr string) (net.Conn, error) {
 	t := s.p.t
 	_ = conn.SetDeadline(time.Now().Add(t.cfg.StartTLSTimeout))
 	txn := txnIDs.Add(1)
@@ -725,7 +745,9 @@ func (s *session) startTLS(conn net.Conn) (net.Conn, error) {
 	default:
 		return nil, fmt.Errorf("%w: the bookie refused START_TLS with %v", ErrTLS, resp.Status)
 	}
-	host, _, _ := net.SplitHostPort(s.p.addr)
+	// The host verified is the one dialled (for a custom bookie id, the
+	// host of its resolved address).
+	host, _, _ := net.SplitHostPort(addr)
 	// Bytes after the answer, if the bookie sent any, belong to TLS.
 	tc := tls.Client(&bufferedConn{Conn: conn, r: br}, tlsconf.ForHost(t.cfg.TLS, host))
 	if err := tc.Handshake(); err != nil {

@@ -73,6 +73,12 @@ type Config struct {
 	// UseHostNameAsBookieID uses the host name instead of an IP address
 	// (useHostNameAsBookieID).
 	UseHostNameAsBookieID bool
+	// CustomBookieID is the bookie's id when set (bookieId): any name
+	// BookKeeper's BookieId accepts, not necessarily host:port. The bookie
+	// registers and stamps its cookies under it, and publishes its address
+	// (BookieAddress) in the registration's BookieServiceInfo, through which
+	// clients resolve it. Empty: the id is the address.
+	CustomBookieID string
 	// AllowLoopback permits a loopback address as the bookie id's host
 	// (allowLoopback; for tests and single-machine clusters).
 	AllowLoopback bool
@@ -530,6 +536,8 @@ var configKeys = []configKey{
 	{"forceAllowCompaction", boolKey(func(c *Config) *bool { return &c.ForceAllowCompaction })},
 	// Frame size (Pulsar's configurations raise it).
 	{"nettyMaxFrameSizeBytes", intKey(func(c *Config) *int { return &c.MaxFrameSize })},
+	// wip-shell2: bookie identity.
+	{"bookieId", stringKey(func(c *Config) *string { return &c.CustomBookieID })},
 }
 
 // propsKeys are implemented keys read from Config.Props where they are
@@ -900,15 +908,33 @@ func firstIPv4(iface string, allowLoopback bool) (net.IP, error) {
 	return nil, errors.New("bookie id: no non-loopback IPv4 address found; set advertisedAddress (or allowLoopback=true)")
 }
 
-// BookieID is host:port for the given (bound) port.
+// BookieID is the bookie's id for the given (bound) port: CustomBookieID
+// if set (Java's BookieImpl.getBookieId), else BookieAddress.
 func (c *Config) BookieID(port int) (metadata.BookieID, error) {
-	host, err := c.BookieHost()
+	if c.CustomBookieID != "" {
+		id := metadata.BookieID(c.CustomBookieID)
+		if err := metadata.ValidateBookieID(id); err != nil {
+			return "", fmt.Errorf("bookieId: %w", err)
+		}
+		return id, nil
+	}
+	addr, err := c.BookieAddress(port)
 	if err != nil {
 		return "", err
 	}
-	id := metadata.BookieID(net.JoinHostPort(host, strconv.Itoa(port)))
+	id := metadata.BookieID(addr)
 	if err := metadata.ValidateBookieID(id); err != nil {
 		return "", err
 	}
 	return id, nil
+}
+
+// BookieAddress is host:port where clients reach the bookie: BookieHost and
+// the given (bound) port. It is the bookie id unless CustomBookieID is set.
+func (c *Config) BookieAddress(port int) (string, error) {
+	host, err := c.BookieHost()
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port)), nil
 }

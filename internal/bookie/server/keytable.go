@@ -115,7 +115,6 @@ const (
 	rFolio      = "Folio's key"
 	rSame       = "as BookKeeper"
 	rPlacement  = "only read by a rack-, region- or zone-aware ensemble placement policy; Folio's AutoRecovery inside the bookie places replacements at random among writable bookies (rack-aware checks: `folio autorecovery --rack-locations`)"
-	rShell2     = "implemented in wip-shell2"
 	rHTTP       = "implemented in wip-http"
 )
 
@@ -153,7 +152,7 @@ var bkKeys = []KeyInfo{
 	impl("registrationRetryInterval", "1000", rFolio+": milliseconds between failed registration attempts"),
 	impl("logLevel", "info", rFolio+": debug, info, warn or error; --log-level overrides it (BookKeeper configures logging in log4j2.yaml)"),
 	impl("logFormat", "text", rFolio+": text or json (log/slog handlers); --log-format overrides it"),
-	irr("bookieId", "", rShell2),
+	impl("bookieId", "", rSame+": a custom bookie id (not host:port); the address is published in the registration's BookieServiceInfo, through which clients resolve it"),
 	refuse("dataIntegrityChecking", "false", whenTrue, "BookKeeper's data integrity checker (checking and repairing local storage on start) is not implemented"),
 	refuse("dataIntegrityStampMissingCookies", "false", whenTrue, "stamping missing cookies belongs to the data integrity checker, which is not implemented"),
 	refuse("localConsistencyCheckOnStartup", "false", whenTrue, "a consistency check of local storage on start is not implemented (the journal replay checks what it reads)"),

@@ -457,7 +457,7 @@ func TestEffectiveConfig(t *testing.T) {
 	}
 	for name, want := range map[string]EffectiveKey{
 		"gcWaitTime":                 {Value: "900000", Source: "testdata/pulsar-bookkeeper.conf:37", Class: Implemented},
-		"bookieId":                   {Value: "", Source: "default", Class: Irrelevant},
+		"bookieId":                   {Value: "", Source: "default", Class: Implemented},
 		"httpServerKeyStorePassword": {Value: "(set)", Source: "BK_httpServerKeyStorePassword", Class: Implemented},
 		"passwd":                     {Value: "(set)", Source: "--set", Class: Irrelevant},
 		"bookiPort":                  {Value: "1", Source: "--set", Class: "unknown"},

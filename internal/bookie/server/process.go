@@ -191,7 +191,11 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 	cleanups = append(cleanups, func() { p.metrics.Unregister(p.registry) })
 
 	// Registration follows the bookie's effective read-only state.
-	info, err := serviceInfo(&cfg, p.id, opts.NoHTTP)
+	addr, err := cfg.BookieAddress(port)
+	if err != nil {
+		return nil, err
+	}
+	info, err := serviceInfo(&cfg, addr, opts.NoHTTP)
 	if err != nil {
 		return nil, err
 	}
@@ -270,10 +274,11 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 
 // serviceInfo is what the bookie publishes with its registration, as a
 // Java bookie does (BookieService, HttpService): endpoint "bookie"
-// (bookie-rpc) at the bookie id's address, and "httpserver" (http) when the
-// admin HTTP server runs on a fixed port.
-func serviceInfo(cfg *Config, id metadata.BookieID, noHTTP bool) (metadata.BookieServiceInfo, error) {
-	info, err := metadata.DefaultBookieServiceInfo(id)
+// (bookie-rpc) at the bookie's address (host:port; the id too unless
+// bookieId names another), and "httpserver" (http) when the admin HTTP
+// server runs on a fixed port.
+func serviceInfo(cfg *Config, addr string, noHTTP bool) (metadata.BookieServiceInfo, error) {
+	info, err := metadata.DefaultBookieServiceInfo(metadata.BookieID(addr))
 	if err != nil {
 		return info, err
 	}

@@ -742,6 +742,30 @@ func (d *Driver) CampaignAuditor(ctx context.Context, s metadata.Session, candid
 	return l, nil
 }
 
+// ReplicationWorker implements metadata.ReplicationWorkerReader: the value
+// of the ledger's lock key.
+func (d *Driver) ReplicationWorker(ctx context.Context, ledgerID int64) (metadata.BookieID, error) {
+	if err := checkLedgerID(ledgerID); err != nil {
+		return "", err
+	}
+	if err := d.checkOpen(); err != nil {
+		return "", err
+	}
+	lock := d.k.urLock(ledgerID)
+	resp, err := d.get(ctx, "read "+lock, lock)
+	if err != nil {
+		return "", err
+	}
+	if len(resp.Kvs) == 0 {
+		return "", fmt.Errorf("lock of under-replicated ledger %d: %w", ledgerID, metadata.ErrNotFound)
+	}
+	id := metadata.BookieID(resp.Kvs[0].Value)
+	if err := metadata.ValidateBookieID(id); err != nil {
+		return "", metadata.Corrupt(lock, err)
+	}
+	return id, nil
+}
+
 // Auditor implements metadata.AuditorElection: the value of the election
 // key with the lowest create revision.
 func (d *Driver) Auditor(ctx context.Context) (metadata.BookieID, error) {

@@ -132,8 +132,11 @@
 // ("previous bookie registration still exists"). UnregisterBookie deletes
 // the key read first (`if create_revision == read`), whoever holds it. When
 // the lease is lost, Session.Done closes; the owner opens a new session and
-// registers again. Values are empty: Java's etcd driver stores no
-// BookieServiceInfo, so bookie ids must be resolvable host:port.
+// registers again. The value is the session's BookieServiceInfoFormat
+// (SessionOptions.ServiceInfo; empty without one): Java's etcd driver
+// stores nothing and reads only the keys, so its clients can resolve only
+// host:port ids, while Folio's read the value (BookieServiceInfo) and so
+// resolve custom bookie ids (bookieId) too.
 //
 // # Watches
 //

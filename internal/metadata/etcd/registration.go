@@ -26,6 +26,9 @@ type session struct {
 	d     *Driver
 	lease clientv3.LeaseID
 	ttl   time.Duration // as granted (etcd may raise it to its minimum)
+	// info is the BookieServiceInfo registrations publish as their value
+	// (nil: an empty value, as Java's etcd driver writes).
+	info *metadata.BookieServiceInfo
 
 	done     chan struct{}
 	doneOnce sync.Once
@@ -97,7 +100,7 @@ func (d *Driver) OpenSession(ctx context.Context, opts metadata.SessionOptions) 
 	if err != nil {
 		return nil, err
 	}
-	s := &session{d: d, lease: grant.ID, ttl: time.Duration(grant.TTL) * time.Second, done: make(chan struct{})}
+	s := &session{d: d, lease: grant.ID, ttl: time.Duration(grant.TTL) * time.Second, info: opts.ServiceInfo, done: make(chan struct{})}
 	kctx, cancel := context.WithCancel(context.Background())
 	s.stopKA = cancel
 	revoke := func() {
@@ -282,7 +285,15 @@ func (s *session) readRegistration(ctx context.Context, what, key, other string)
 // current registration stands.
 func (s *session) registerOnce(ctx context.Context, id metadata.BookieID, key, other string, otherCreated int64) (bool, error) {
 	what := "register bookie at " + key
-	then := []clientv3.Op{clientv3.OpPut(key, "", clientv3.WithLease(s.lease))}
+	var value []byte
+	if s.info != nil {
+		v, err := metadata.EncodeBookieServiceInfo(*s.info)
+		if err != nil {
+			return false, fmt.Errorf("register bookie %s: %w", id, err)
+		}
+		value = v
+	}
+	then := []clientv3.Op{clientv3.OpPut(key, string(value), clientv3.WithLease(s.lease))}
 	if otherCreated != 0 {
 		then = append(then, clientv3.OpDelete(other))
 	}
@@ -387,6 +398,30 @@ func (d *Driver) ReadOnlyBookies(ctx context.Context) ([]metadata.BookieID, erro
 		return nil, err
 	}
 	return d.listIDs(ctx, d.k.readonly)
+}
+
+// ReadBookieServiceInfo reads the value of the bookie's writable registration
+// key, else of its read-only one: the encoded BookieServiceInfo a Folio
+// bookie publishes, or empty (a Java bookie) for the legacy info of a
+// host:port id. ErrNotFound if neither key exists.
+func (d *Driver) ReadBookieServiceInfo(ctx context.Context, id metadata.BookieID) (metadata.BookieServiceInfo, error) {
+	if err := checkBookieID(id); err != nil {
+		return metadata.BookieServiceInfo{}, err
+	}
+	if err := d.checkOpen(); err != nil {
+		return metadata.BookieServiceInfo{}, err
+	}
+	for _, ro := range []bool{false, true} {
+		key := d.k.registration(id, ro)
+		resp, err := d.get(ctx, "read "+key, key)
+		if err != nil {
+			return metadata.BookieServiceInfo{}, err
+		}
+		if len(resp.Kvs) > 0 {
+			return metadata.DecodeRegistrationValue(key, id, resp.Kvs[0].Value)
+		}
+	}
+	return metadata.BookieServiceInfo{}, fmt.Errorf("bookie %s: %w: not registered", id, metadata.ErrNotFound)
 }
 
 // idsOf turns the keys under prefix into bookie ids; a key that is not a

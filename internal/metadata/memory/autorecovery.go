@@ -43,10 +43,11 @@ type urRecord struct {
 
 // memLock is a held lock or an election candidacy: done closes when it ends.
 type memLock struct {
-	s    *Store
-	ss   *session
-	done chan struct{}
-	once sync.Once
+	s     *Store
+	ss    *session
+	owner metadata.BookieID // the under-replication lock's value
+	done  chan struct{}
+	once  sync.Once
 	// release removes the lock from the store; called under Store.mu.
 	release func()
 }
@@ -267,7 +268,7 @@ func (d *Driver) LockUnderReplicatedLedger(ctx context.Context, sess metadata.Se
 	if s.mu.ar.locks == nil {
 		s.mu.ar.locks = map[int64]*memLock{}
 	}
-	l := &memLock{s: s, ss: ss, done: make(chan struct{})}
+	l := &memLock{s: s, ss: ss, owner: owner, done: make(chan struct{})}
 	l.release = func() {
 		if s.mu.ar.locks[ledgerID] == l {
 			delete(s.mu.ar.locks, ledgerID)
@@ -276,6 +277,20 @@ func (d *Driver) LockUnderReplicatedLedger(ctx context.Context, sess metadata.Se
 	s.mu.ar.locks[ledgerID] = l
 	s.nextRevLocked()
 	return l, nil
+}
+
+// ReplicationWorker implements metadata.ReplicationWorkerReader.
+func (d *Driver) ReplicationWorker(ctx context.Context, ledgerID int64) (metadata.BookieID, error) {
+	if err := d.begin(ctx, OpUnderReplication, fmt.Sprintf("%s/underreplication/locks/%d", d.s.scope, ledgerID)); err != nil {
+		return "", err
+	}
+	s := d.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l := s.mu.ar.locks[ledgerID]; l != nil {
+		return l.owner, nil
+	}
+	return "", fmt.Errorf("lock of under-replicated ledger %d: %w", ledgerID, metadata.ErrNotFound)
 }
 
 // SetReplicationEnabled implements metadata.UnderReplication.

@@ -268,6 +268,7 @@ type session struct {
 	s    *Store
 	d    *Driver
 	ttl  time.Duration
+	info *metadata.BookieServiceInfo // published by registrations; nil: derived from the id
 	done chan struct{}
 
 	// Guarded by Store.mu.
@@ -285,7 +286,7 @@ func (d *Driver) OpenSession(ctx context.Context, opts metadata.SessionOptions) 
 	if ttl <= 0 {
 		ttl = metadata.DefaultSessionTTL
 	}
-	ss := &session{s: d.s, d: d, ttl: ttl, done: make(chan struct{})}
+	ss := &session{s: d.s, d: d, ttl: ttl, info: opts.ServiceInfo, done: make(chan struct{})}
 	d.mu.Lock()
 	if d.mu.closed {
 		d.mu.Unlock()
@@ -436,6 +437,32 @@ func (d *Driver) WritableBookies(ctx context.Context) ([]metadata.BookieID, erro
 	d.s.mu.Lock()
 	defer d.s.mu.Unlock()
 	return sortedIDs(d.s.mu.writable), nil
+}
+
+// ReadBookieServiceInfo implements metadata.ServiceInfoReader: the info of
+// the session holding the bookie's registration (writable first).
+func (d *Driver) ReadBookieServiceInfo(ctx context.Context, id metadata.BookieID) (metadata.BookieServiceInfo, error) {
+	if err := d.begin(ctx, OpListBookies, d.s.bookieKey(id, false)); err != nil {
+		return metadata.BookieServiceInfo{}, err
+	}
+	d.s.mu.Lock()
+	owner, ok := d.s.mu.writable[id]
+	if !ok {
+		owner, ok = d.s.mu.readOnly[id]
+	}
+	d.s.mu.Unlock()
+	switch {
+	case !ok:
+		return metadata.BookieServiceInfo{}, fmt.Errorf("bookie %s: %w: not registered", id, metadata.ErrNotFound)
+	case owner.info == nil:
+		return metadata.DecodeRegistrationValue(d.s.bookieKey(id, false), id, nil)
+	}
+	// A copy through the codec, so the caller owns what it gets.
+	b, err := metadata.EncodeBookieServiceInfo(*owner.info)
+	if err != nil {
+		return metadata.BookieServiceInfo{}, err
+	}
+	return metadata.DecodeBookieServiceInfo(b)
 }
 
 // ReadOnlyBookies implements metadata.Registration.

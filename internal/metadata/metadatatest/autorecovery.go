@@ -118,8 +118,17 @@ func testURLocks(t *testing.T, h *Harness) {
 	wantErr(t, "lock without a record", err, metadata.ErrNotFound)
 	must(t, "mark", ar.MarkLedgerUnderReplicated(ctx, 3, ids("10.0.0.5:3181")))
 
+	rw, ok := h.Driver.(metadata.ReplicationWorkerReader)
+	if !ok {
+		t.Fatalf("%T does not implement metadata.ReplicationWorkerReader", h.Driver)
+	}
+	_, err = rw.ReplicationWorker(ctx, 3)
+	wantErr(t, "worker of an unlocked ledger", err, metadata.ErrNotFound)
 	l1, err := ar.LockUnderReplicatedLedger(ctx, s1, 3, w1)
 	must(t, "lock", err)
+	if got, err := rw.ReplicationWorker(ctx, 3); err != nil || got != w1 {
+		t.Fatalf("ReplicationWorker = %q, %v; want %s", got, err, w1)
+	}
 	_, err = ar2.LockUnderReplicatedLedger(ctx, s2, 3, w2)
 	wantErr(t, "second lock from another session", err, metadata.ErrLocked)
 	_, err = ar.LockUnderReplicatedLedger(ctx, s1, 3, w1)
@@ -132,6 +141,8 @@ func testURLocks(t *testing.T, h *Harness) {
 	must(t, "unlock", l1.Unlock(ctx))
 	must(t, "unlock again", l1.Unlock(ctx))
 	recvClosed(t, l1.Done(), "lock Done after Unlock")
+	_, err = rw.ReplicationWorker(ctx, 3)
+	wantErr(t, "worker after unlock", err, metadata.ErrNotFound)
 
 	// The other session takes it, loses its session: the lock goes with it.
 	l2, err := ar2.LockUnderReplicatedLedger(ctx, s2, 3, w2)

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -84,6 +85,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) *Harness) {
 		{"WatchLedgerCancel", testWatchLedgerCancel},
 		{"Registration", testRegistration},
 		{"RegistrationConflict", testRegistrationConflict},
+		{"BookieServiceInfo", testBookieServiceInfo},
 		{"LeaseExpiry", testLeaseExpiry},
 		{"WatchBookies", testWatchBookies},
 		{"Cookies", testCookies},
@@ -628,6 +630,57 @@ func testRegistration(t *testing.T, h *Harness) {
 
 	if err := openSession(t, ctx, d, h.SessionTTL).RegisterBookie(ctx, "bad id:1", false); err == nil {
 		t.Fatal("registered an invalid bookie id")
+	}
+}
+
+// testBookieServiceInfo: a bookie with a custom id registers with the
+// info naming its address; readers resolve the id through it, in either
+// mode, and not after it unregistered. A host:port id without info resolves
+// to itself (the legacy rule).
+func testBookieServiceInfo(t *testing.T, h *Harness) {
+	ctx, d := ctxOf(t), h.Driver
+	r, ok := d.(metadata.ServiceInfoReader)
+	if !ok {
+		t.Fatalf("%T does not implement metadata.ServiceInfoReader", d)
+	}
+	id := metadata.BookieID("bookie-0")
+	info := metadata.BookieServiceInfo{Endpoints: []metadata.BookieEndpoint{
+		{ID: metadata.BookieEndpointID, Host: "10.1.2.3", Port: 3181, Protocol: metadata.BookieRPCProtocol},
+		{ID: metadata.HTTPServerEndpointID, Host: "10.1.2.3", Port: 8080, Protocol: metadata.HTTPProtocol},
+	}, Properties: map[string]string{"rack": "/r1"}}
+	s, err := d.OpenSession(ctx, metadata.SessionOptions{TTL: h.SessionTTL, ServiceInfo: &info})
+	must(t, "OpenSession", err)
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	_, err = r.ReadBookieServiceInfo(ctx, id)
+	wantErr(t, "service info of an unregistered bookie", err, metadata.ErrNotFound)
+	_, err = metadata.ResolveBookie(ctx, d, id)
+	wantErr(t, "resolving an unregistered custom id", err, metadata.ErrBookieNotResolved)
+	for _, ro := range []bool{false, true} {
+		must(t, "register", s.RegisterBookie(ctx, id, ro))
+		got, err := r.ReadBookieServiceInfo(ctx, id)
+		must(t, "ReadBookieServiceInfo", err)
+		if !reflect.DeepEqual(got, info) {
+			t.Fatalf("read-only=%v: service info %+v, want %+v", ro, got, info)
+		}
+		addr, err := metadata.ResolveBookie(ctx, d, id)
+		if err != nil || addr != "10.1.2.3:3181" {
+			t.Fatalf("read-only=%v: ResolveBookie = %q, %v", ro, addr, err)
+		}
+	}
+	must(t, "unregister", s.UnregisterBookie(ctx, id, true))
+	_, err = r.ReadBookieServiceInfo(ctx, id)
+	wantErr(t, "service info after unregistering", err, metadata.ErrNotFound)
+
+	legacy := metadata.BookieID("127.0.0.1:3181")
+	plain := openSession(t, ctx, d, h.SessionTTL)
+	must(t, "register", plain.RegisterBookie(ctx, legacy, false))
+	got, err := r.ReadBookieServiceInfo(ctx, legacy)
+	must(t, "ReadBookieServiceInfo", err)
+	if addr, err := got.BookieAddress(); err != nil || addr != string(legacy) {
+		t.Fatalf("legacy registration: %+v (%q, %v)", got, addr, err)
+	}
+	if addr, err := metadata.ResolveBookie(ctx, d, "10.9.9.9:3181"); err != nil || addr != "10.9.9.9:3181" {
+		t.Fatalf("unregistered host:port id resolves to %q, %v", addr, err)
 	}
 }
 

@@ -285,6 +285,35 @@ func (d *Driver) zkSession(s metadata.Session) (*session, error) {
 // host name into locks; Folio the worker's bookie id).
 func lockData(id metadata.BookieID) []byte { return []byte(fmt.Sprintf("bookieId: %q\n", string(id))) }
 
+// ReplicationWorker implements metadata.ReplicationWorkerReader: the
+// bookieId of the lock znode's LockDataFormat (text), as Java's
+// getReplicationWorkerIdRereplicatingLedger reads it.
+func (d *Driver) ReplicationWorker(ctx context.Context, ledgerID int64) (metadata.BookieID, error) {
+	if err := checkLedgerID(ledgerID); err != nil {
+		return "", err
+	}
+	if err := d.checkOpen(); err != nil {
+		return "", err
+	}
+	p := d.p.urLock(ledgerID)
+	b, _, err := d.conn.get(ctx, p)
+	if errors.Is(err, gozk.ErrNoNode) {
+		return "", fmt.Errorf("lock of under-replicated ledger %d: %w", ledgerID, metadata.ErrNotFound)
+	}
+	if err != nil {
+		return "", d.storeErr("read "+p, err)
+	}
+	var f formatpb.LockDataFormat
+	if err := prototext.Unmarshal(b, &f); err != nil {
+		return "", metadata.Corrupt(p, fmt.Errorf("lock %q is not a LockDataFormat: %w", b, err))
+	}
+	id := metadata.BookieID(f.GetBookieId())
+	if err := metadata.ValidateBookieID(id); err != nil {
+		return "", metadata.Corrupt(p, err)
+	}
+	return id, nil
+}
+
 // LockUnderReplicatedLedger creates the ephemeral
 // `underreplication/locks/urL%010d` under session s, in one multi with a
 // check that the record exists. ErrLocked if the lock exists, ErrNotFound

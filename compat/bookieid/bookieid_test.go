@@ -1,0 +1,9 @@
+package bookieid
+
+import (
+	"testing"
+
+	"github.com/foliodb/folio/compat/harness"
+)
+
+func TestCustomBookieIDs(t *testing.T) { harness.CustomBookieIDs(t) }
