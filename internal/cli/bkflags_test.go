@@ -96,7 +96,7 @@ func sampleValue(f *pflag.Flag) string {
 		return "7"
 	case "duration":
 		return "5s"
-	case "bool": // a boolean that takes its value (BookKeeper's -v true)
+	case "bool", "true|false": // "true|false": a boolean that takes its value (BookKeeper's -v true)
 		return "true"
 	case "format":
 		return "json"
