@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"strconv"
@@ -20,6 +22,7 @@ import (
 	_ "github.com/foliodb/folio/internal/metadata/etcd"
 	_ "github.com/foliodb/folio/internal/metadata/zk"
 	"github.com/foliodb/folio/internal/storage"
+	"github.com/foliodb/folio/internal/storage/ledgerstore"
 )
 
 // ProcessOptions are what a bookie process takes besides its Config.
@@ -44,6 +47,11 @@ type ProcessOptions struct {
 	RemoveStaleRegistration bool
 	// Clock drives the background loops; default the system clock.
 	Clock LoopClock
+	// ClusterAdmin, if set, makes the admin HTTP server's cluster
+	// operations (ledger/read, ledger/delete, autorecovery/bookie, ...)
+	// from the process's metadata store; the process closes it (when it
+	// is an io.Closer) at shutdown. Nil: those routes answer 503.
+	ClusterAdmin func(md metadata.Driver) (ClusterAdmin, error)
 }
 
 // Process is one running bookie: storage, request semantics, the TCP
@@ -76,6 +84,7 @@ type Process struct {
 	inflight prometheus.Collector
 	http     *http.Server
 	httpLn   net.Listener
+	cluster  ClusterAdmin
 
 	cancelLoops context.CancelFunc
 	loops       sync.WaitGroup
@@ -246,7 +255,16 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 		if err != nil {
 			return nil, fmt.Errorf("admin HTTP server on port %d: %w", cfg.HTTPServerPort, err)
 		}
-		p.http = NewAdminServer(NewAdminHandler(p.registry, func() []AdminTarget { return []AdminTarget{p} }, sec.HTTP), sec.HTTPTLS)
+		hopts := sec.HTTP
+		hopts.Metadata = p.md
+		if opts.ClusterAdmin != nil {
+			if p.cluster, err = opts.ClusterAdmin(p.md); err != nil {
+				return nil, fmt.Errorf("admin HTTP server: %w", err)
+			}
+			cleanups = append(cleanups, p.closeCluster)
+			hopts.Cluster = p.cluster
+		}
+		p.http = NewAdminServer(NewAdminHandler(p.registry, func() []AdminTarget { return []AdminTarget{p} }, hopts), sec.HTTPTLS)
 		go func() {
 			if err := ServeAdmin(p.http, p.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				p.log.Error("admin HTTP server failed", "err", err)
@@ -439,6 +457,7 @@ func (p *Process) shutdown(ctx context.Context) error {
 		_ = p.http.Shutdown(hctx)
 		cancel()
 	}
+	p.closeCluster()
 	p.metrics.Unregister(p.registry)
 	p.registry.Unregister(p.inflight)
 	if p.ownMD {
@@ -451,3 +470,101 @@ func (p *Process) shutdown(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// closeCluster closes the ClusterAdmin, if it has one to close.
+func (p *Process) closeCluster() {
+	if c, ok := p.cluster.(io.Closer); ok {
+		if err := c.Close(); err != nil {
+			p.log.Warn("closing the admin HTTP server's cluster client", "err", err)
+		}
+	}
+	p.cluster = nil
+}
+
+// Ready implements AdminTarget.
+func (p *Process) Ready() (bool, string) {
+	st := p.State()
+	if !st.Running || st.ShuttingDown {
+		return false, "shutting down"
+	}
+	registered, ro := p.reg.State()
+	switch {
+	case !registered:
+		return false, "not registered with the metadata store"
+	case ro != st.ReadOnly:
+		return false, fmt.Sprintf("registration (read-only %v) does not match the bookie's mode (read-only %v) yet", ro, st.ReadOnly)
+	}
+	return true, ""
+}
+
+// compactionControl is the storage's compaction control (ledgerstore).
+type compactionControl interface {
+	LastLogMarks() []ledgerstore.LogMark
+	SuspendCompaction(major, minor bool)
+	ResumeCompaction(major, minor bool)
+	CompactionStatus() ledgerstore.CompactionStatus
+}
+
+// LastLogMarks implements AdminTarget.
+func (p *Process) LastLogMarks() []LogMark {
+	cc, ok := p.store.(compactionControl)
+	if !ok {
+		return nil
+	}
+	var out []LogMark
+	for _, m := range cc.LastLogMarks() {
+		out = append(out, LogMark{FileID: m.File, Offset: m.Offset})
+	}
+	return out
+}
+
+// DiskFiles implements AdminTarget.
+func (p *Process) DiskFiles() (map[string][]string, error) { return diskFiles(&p.cfg) }
+
+// GCDetails implements AdminTarget.
+func (p *Process) GCDetails() GCStatus {
+	var st GCStatus
+	if cc, ok := p.store.(compactionControl); ok {
+		cs := cc.CompactionStatus()
+		st.MinorCompacting = cs.Compacting
+		st.MinorCompactionCounter = cs.Passes
+		if !cs.LastPass.IsZero() {
+			st.LastMinorCompactionTime = cs.LastPass.UnixMilli()
+		}
+	}
+	st.ForceCompacting = p.gc.Running()
+	return st
+}
+
+// SuspendCompaction implements AdminTarget.
+func (p *Process) SuspendCompaction(major, minor bool) {
+	if cc, ok := p.store.(compactionControl); ok {
+		cc.SuspendCompaction(major, minor)
+	}
+}
+
+// ResumeCompaction implements AdminTarget.
+func (p *Process) ResumeCompaction(major, minor bool) {
+	if cc, ok := p.store.(compactionControl); ok {
+		cc.ResumeCompaction(major, minor)
+	}
+}
+
+// CompactionSuspended implements AdminTarget.
+func (p *Process) CompactionSuspended() (major, minor bool) {
+	if cc, ok := p.store.(compactionControl); ok {
+		cs := cc.CompactionStatus()
+		return cs.MajorSuspended, cs.MinorSuspended
+	}
+	return false, false
+}
+
+// ExpandStorage implements AdminTarget: the start-up cookie check again,
+// which stamps directories added since (with allowStorageExpansion).
+func (p *Process) ExpandStorage(ctx context.Context) error {
+	_, err := CheckCookies(ctx, p.md, &p.cfg, p.id)
+	return err
+}
+
+// ServerConfig implements AdminTarget.
+func (p *Process) ServerConfig() map[string]string { return maps.Clone(p.cfg.Props) }

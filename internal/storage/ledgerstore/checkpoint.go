@@ -86,13 +86,23 @@ type GCStats = entrylog.CompactStats
 
 // GC is the body of the garbage-collection loop: in every ledger directory
 // it removes entry logs holding only deleted ledgers' entries and compacts
-// sealed logs whose live fraction is below Config.GCThreshold, moving live
+// sealed logs whose live fraction is below Config.GCThreshold (no sealed
+// log while compaction is suspended, see SuspendCompaction), moving live
 // entries with index.Relocate as the compare-and-set apply step (see
 // entrylog's package comment for the protocol). A ledger is live while its
 // state record exists and is not fenced-and-deleted; if its state cannot be
 // read it counts as live (never drop data on doubt).
 func (s *Store) GC() (GCStats, error) {
 	var total GCStats
+	threshold := s.compactionThreshold()
+	s.compaction.running.Store(true)
+	defer func() {
+		s.compaction.running.Store(false)
+		if threshold > 0 {
+			s.compaction.passes.Add(1)
+			s.compaction.lastPass.Store(s.cfg.Clock.Now().UnixNano())
+		}
+	}()
 	for _, sh := range s.shards {
 		live := func(ledgerID int64) bool {
 			st, err := sh.ix.LedgerState(ledgerID)
@@ -105,7 +115,7 @@ func (s *Store) GC() (GCStats, error) {
 			_, err := sh.ix.Relocate(rs)
 			return err
 		}
-		st, err := sh.el.GC(s.cfg.GCThreshold, live, apply)
+		st, err := sh.el.GC(threshold, live, apply)
 		total.LogsRemoved += st.LogsRemoved
 		total.LogsWritten += st.LogsWritten
 		total.BytesRead += st.BytesRead

@@ -44,6 +44,15 @@ type Store struct {
 	// of Checkpoint and DeleteLedger, to crash the file system between steps.
 	// Atomic: tests set it while the background loops run.
 	hook atomic.Pointer[func(point string)]
+
+	// compaction is the operator's control of GC's compaction and its
+	// status (admin.go).
+	compaction struct {
+		majorSuspended, minorSuspended atomic.Bool
+		running                        atomic.Bool
+		passes                         atomic.Int64
+		lastPass                       atomic.Int64 // unix nanoseconds
+	}
 }
 
 var _ storage.Store = (*Store)(nil)
