@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -566,5 +567,38 @@ func (p *Process) ExpandStorage(ctx context.Context) error {
 	return err
 }
 
-// ServerConfig implements AdminTarget.
-func (p *Process) ServerConfig() map[string]string { return maps.Clone(p.cfg.Props) }
+// ServerConfig implements AdminTarget: every property as read (Java's
+// conf.asJson lists the keys set), with the effective values of the keys
+// every bookie has, so that they show even when left to their defaults.
+func (p *Process) ServerConfig() map[string]string {
+	out := maps.Clone(p.cfg.Props)
+	if out == nil {
+		out = map[string]string{}
+	}
+	c := &p.cfg
+	maps.Copy(out, map[string]string{
+		"bookiePort":          strconv.Itoa(procPortOf(p)),
+		"journalDirectories":  strings.Join(c.JournalDirs, ","),
+		"ledgerDirectories":   strings.Join(c.LedgerDirs, ","),
+		"metadataServiceUri":  c.MetadataServiceURI,
+		"httpServerEnabled":   strconv.FormatBool(c.HTTPServerEnabled),
+		"httpServerPort":      strconv.Itoa(c.HTTPServerPort),
+		"gcWaitTime":          strconv.FormatInt(c.GCWaitTime.Milliseconds(), 10),
+		"readOnlyModeEnabled": strconv.FormatBool(c.ReadOnlyModeEnabled),
+		"forceReadOnlyBookie": strconv.FormatBool(c.ForceReadOnly),
+		"diskUsageThreshold":  strconv.FormatFloat(c.DiskUsageThreshold, 'f', -1, 64),
+		"diskCheckInterval":   strconv.FormatInt(c.DiskCheckInterval.Milliseconds(), 10),
+	})
+	if c.AdvertisedAddress != "" {
+		out["advertisedAddress"] = c.AdvertisedAddress
+	}
+	return out
+}
+
+// procPortOf is the port the bookie listens on.
+func procPortOf(p *Process) int {
+	if a, ok := p.ln.Addr().(*net.TCPAddr); ok {
+		return a.Port
+	}
+	return p.cfg.BookiePort
+}
