@@ -83,6 +83,7 @@ type Process struct {
 	metrics  *PrometheusMetrics
 	registry *prometheus.Registry
 	inflight prometheus.Collector
+	storageC prometheus.Collector
 	http     *http.Server
 	httpLn   net.Listener
 	cluster  ClusterAdmin
@@ -224,6 +225,11 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 		p.metrics.setReadOnlyCauses(f, d, s)
 	}, p.fail)
 	p.state.Check() // the first registration then has the right mode
+	p.storageC = newStorageCollector(p, labels)
+	if err := p.registry.Register(p.storageC); err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	cleanups = append(cleanups, func() { p.registry.Unregister(p.storageC) })
 
 	// The listener, now that the journal has been replayed.
 	p.ln, err = net.Listen("tcp", net.JoinHostPort(cfg.ListenHost, strconv.Itoa(port)))
@@ -461,6 +467,7 @@ func (p *Process) shutdown(ctx context.Context) error {
 	p.closeCluster()
 	p.metrics.Unregister(p.registry)
 	p.registry.Unregister(p.inflight)
+	p.registry.Unregister(p.storageC)
 	if p.ownMD {
 		if err := p.md.Close(); err != nil {
 			errs = append(errs, err)

@@ -38,6 +38,11 @@ type CompactionStatus struct {
 	Passes int64
 	// LastPass is when the last such pass ended (zero: never).
 	LastPass time.Time
+	// LogsRemoved, BytesRead and BytesWritten total every pass's
+	// GCStats since the store opened: entry logs removed, and bytes of
+	// sealed logs read and rewritten by compaction.
+	LogsRemoved             int64
+	BytesRead, BytesWritten int64
 }
 
 // SuspendCompaction suspends major and/or minor compaction (BookKeeper's
@@ -74,6 +79,9 @@ func (s *Store) CompactionStatus() CompactionStatus {
 		MajorSuspended: s.compaction.majorSuspended.Load(),
 		MinorSuspended: s.compaction.minorSuspended.Load(),
 		Passes:         s.compaction.passes.Load(),
+		LogsRemoved:    s.compaction.logsRemoved.Load(),
+		BytesRead:      s.compaction.bytesRead.Load(),
+		BytesWritten:   s.compaction.bytesWritten.Load(),
 	}
 	if ns := s.compaction.lastPass.Load(); ns != 0 {
 		st.LastPass = time.Unix(0, ns)

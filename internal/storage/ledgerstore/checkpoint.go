@@ -98,6 +98,9 @@ func (s *Store) GC() (GCStats, error) {
 	s.compaction.running.Store(true)
 	defer func() {
 		s.compaction.running.Store(false)
+		s.compaction.logsRemoved.Add(int64(total.LogsRemoved))
+		s.compaction.bytesRead.Add(total.BytesRead)
+		s.compaction.bytesWritten.Add(total.BytesWritten)
 		if threshold > 0 {
 			s.compaction.passes.Add(1)
 			s.compaction.lastPass.Store(s.cfg.Clock.Now().UnixNano())

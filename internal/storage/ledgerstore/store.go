@@ -52,6 +52,8 @@ type Store struct {
 		running                        atomic.Bool
 		passes                         atomic.Int64
 		lastPass                       atomic.Int64 // unix nanoseconds
+		logsRemoved                    atomic.Int64
+		bytesRead, bytesWritten        atomic.Int64
 	}
 }
 
