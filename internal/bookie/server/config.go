@@ -102,6 +102,9 @@ type Config struct {
 	HTTPServerEnabled bool
 	HTTPServerHost    string
 	HTTPServerPort    int
+	// Stats is where metrics are served without the admin HTTP server
+	// (statsconfig.go).
+	Stats StatsConfig
 
 	// MetadataSecurity and HTTPSecurity are the metadata store
 	// connection's and the admin HTTP server's TLS and authentication
@@ -205,6 +208,7 @@ func DefaultConfig() Config {
 		SessionTTL:            metadata.DefaultSessionTTL,
 		RegistrationRetry:     DefaultRegistrationRetry,
 		HTTPServerPort:        DefaultHTTPServerPort,
+		Stats:                 StatsConfig{PrometheusAddress: DefaultPrometheusStatsAddress, PrometheusPort: DefaultPrometheusStatsPort},
 		GCWaitTime:            DefaultGCWaitTime,
 		DiskUsageThreshold:    DefaultDiskThreshold,
 		DiskUsageLwmThreshold: DefaultDiskThreshold,
@@ -356,6 +360,10 @@ var configKeys = []configKey{
 	{"rwRereplicateBackoffMs", msKey(func(c *Config) *time.Duration { return &c.AutoRecovery.RereplicateBackoff })},
 	{"replicationRateByBytes", intKey(func(c *Config) *int { return &c.AutoRecovery.RateLimitBytesPerSecond })},
 	{"autoRecoveryPollInterval", msKey(func(c *Config) *time.Duration { return &c.AutoRecovery.PollInterval })},
+	// wip-http: where metrics are served (statsconfig.go).
+	{"statsProviderClass", stringKey(func(c *Config) *string { return &c.Stats.ProviderClass })},
+	{"prometheusStatsHttpAddress", stringKey(func(c *Config) *string { return &c.Stats.PrometheusAddress })},
+	{"prometheusStatsHttpPort", intKey(func(c *Config) *int { return &c.Stats.PrometheusPort })},
 }
 
 // ignoredKeys are BookKeeper keys that Folio reads without complaint but
@@ -372,8 +380,8 @@ var ignoredKeys = []string{
 	"minorCompactionInterval", "majorCompactionThreshold", "majorCompactionInterval",
 	"compactionMaxOutstandingRequests", "compactionRate", "isThrottleByBytes", "compactionRateByEntries",
 	"compactionRateByBytes", "openFileLimit", "pageSize", "pageLimit", "dbStorage_writeCacheMaxSizeMb",
-	"dbStorage_readAheadCacheMaxSizeMb", "dbStorage_rocksDB_blockCacheSize", "statsProviderClass",
-	"prometheusStatsHttpPort", "prometheusStatsHttpAddress", "enableStatistics", "rereplicationEntryBatchSize",
+	"dbStorage_readAheadCacheMaxSizeMb", "dbStorage_rocksDB_blockCacheSize",
+	"enableStatistics", "rereplicationEntryBatchSize",
 	"lockReleaseOfFailedLedgerGracePeriod", "bookieDeathWatchInterval", "serverTcpNoDelay",
 	"serverSockKeepalive", "serverSockLinger", "byteBufAllocatorSizeMax", "nettyMaxFrameSizeBytes",
 	"journalSyncData", "journalPageCacheFlushIntervalMSec", "skipListSizeLimit", "skipListArenaChunkSize",
@@ -543,6 +551,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HTTPServerPort < 0 || c.HTTPServerPort > 65535 {
 		errs = append(errs, fmt.Errorf("httpServerPort %d is not a port", c.HTTPServerPort))
+	}
+	if err := c.Stats.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if len(c.JournalDirs) == 0 {
 		errs = append(errs, errors.New("journalDirectories is empty"))

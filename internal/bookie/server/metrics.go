@@ -26,15 +26,16 @@ import (
 //   - bookie_WRITE_BYTES, bookie_READ_BYTES (counters): entry bytes added
 //     and read;
 //   - bookie_SERVER_STATUS: 1 writable, 0 read-only;
-//   - bookie_journal_JOURNAL_QUEUE_SIZE, bookie_journal_JOURNAL_SYNC
-//     (fsync latency, summary), bookie_journal_JOURNAL_ADD_ENTRY (enqueue to
-//     durable, summary): fed by the storage engine through JournalObserver;
+//   - bookie_journal_JOURNAL_SYNC (fsync latency, summary) and
+//     bookie_journal_JOURNAL_ADD_ENTRY (append to durable, summary): fed by
+//     the storage engine (ledgerstore.Observer);
 //   - bookie_DELETED_LEDGER_TOTAL (4.17's name) and bookie_DELETED_LEDGER_COUNT
 //     (the name before 4.13, which older dashboards query): ledgers dropped
 //     by garbage collection;
 //   - storageCollector's, read at scrape time: bookie_ledgers_count,
 //     bookie_MINOR_COMPACTION_TOTAL, bookie_MAJOR_COMPACTION_TOTAL,
-//     bookie_RECLAIMED_COMPACTION_SPACE_BYTES, bookie_ledger_writable_dirs.
+//     bookie_RECLAIMED_COMPACTION_SPACE_BYTES, bookie_ledger_writable_dirs,
+//     bookie_journal_JOURNAL_QUEUE_SIZE.
 //
 // Folio's own (no BookKeeper equivalent): bookkeeper_server_REQUESTS_IN_PROGRESS and
 // bookkeeper_server_LONG_POLL_READS_IN_PROGRESS (bookie.InFlight),
@@ -55,9 +56,8 @@ type PrometheusMetrics struct {
 	writeBytes   prometheus.Counter
 	readBytes    prometheus.Counter
 
-	journalQueue prometheus.Gauge
-	journalSync  prometheus.Observer
-	journalAdd   prometheus.Observer
+	journalSync prometheus.Observer
+	journalAdd  [2]prometheus.Observer
 
 	deletedLedgers    prometheus.Counter
 	deletedLedgersOld prometheus.Counter
@@ -108,11 +108,8 @@ func NewPrometheusMetrics(reg prometheus.Registerer, constLabels prometheus.Labe
 	m.readBytes = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "bookie_READ_BYTES", Help: "Bytes of entry bodies read.", ConstLabels: constLabels,
 	})
-	m.journalQueue = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "bookie_journal_JOURNAL_QUEUE_SIZE", Help: "Entries waiting in the journal queue.", ConstLabels: constLabels,
-	})
 	m.journalSync = opStats("bookie_journal_JOURNAL_SYNC", "Latency of journal fsyncs, in milliseconds.")[1]
-	m.journalAdd = opStats("bookie_journal_JOURNAL_ADD_ENTRY", "Latency from journal enqueue to durable, in milliseconds.")[1]
+	m.journalAdd = opStats("bookie_journal_JOURNAL_ADD_ENTRY", "Latency from journal enqueue to durable, in milliseconds.")
 	m.deletedLedgers = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "bookie_DELETED_LEDGER_TOTAL", Help: "Ledgers deleted by garbage collection.", ConstLabels: constLabels,
 	})
@@ -126,7 +123,7 @@ func NewPrometheusMetrics(reg prometheus.Registerer, constLabels prometheus.Labe
 		Name: "bookie_READ_ONLY_CAUSE", Help: "1 for each cause currently holding the bookie read-only (forced, disk_full, storage_failed).", ConstLabels: constLabels,
 	}, []string{"cause"})
 	m.initConnMetrics(constLabels)
-	m.collectors = append(m.collectors, m.serverStatus, m.writeBytes, m.readBytes, m.journalQueue,
+	m.collectors = append(m.collectors, m.serverStatus, m.writeBytes, m.readBytes,
 		m.deletedLedgers, m.deletedLedgersOld, m.gcPasses, m.readOnlyCause)
 	// Make the labelled series exist before the first observation, so a
 	// scrape shows every name from the start.
@@ -217,12 +214,19 @@ func (m *PrometheusMetrics) gcPass(r GCResult) {
 	}
 }
 
-// JournalQueued, JournalSynced and JournalAdded are the storage engine's
-// measurements (queue depth, one fsync's latency, one entry's time from
-// enqueue to durable).
-func (m *PrometheusMetrics) JournalQueued(depth int)             { m.journalQueue.Set(float64(depth)) }
-func (m *PrometheusMetrics) JournalSynced(latency time.Duration) { m.journalSync.Observe(ms(latency)) }
-func (m *PrometheusMetrics) JournalAdded(latency time.Duration)  { m.journalAdd.Observe(ms(latency)) }
+// JournalSynced and JournalAdded implement ledgerstore.Observer: one
+// journal fdatasync, and one entry's time from journal append to durable.
+func (m *PrometheusMetrics) JournalSynced(took time.Duration) { m.journalSync.Observe(ms(took)) }
+
+func (m *PrometheusMetrics) JournalAdded(took time.Duration, err error) {
+	i := 1
+	if err != nil {
+		i = 0
+	}
+	m.journalAdd[i].Observe(ms(took))
+}
+
+var _ ledgerstore.Observer = (*PrometheusMetrics)(nil)
 
 // inFlightCollector exports a bookie's in-flight gauges, read at scrape
 // time.
@@ -319,11 +323,11 @@ var _ Metrics = (*PrometheusMetrics)(nil)
 // counters (Folio's one compaction level counts as minor; major stays 0) and
 // bookie_ledger_writable_dirs.
 type storageCollector struct {
-	p                                          *Process
-	ledgers, minor, major, reclaimed, writable *prometheus.Desc
-	mu                                         sync.Mutex
-	ledgerCount                                int
-	countedAt                                  time.Time
+	p                                                  *Process
+	ledgers, minor, major, reclaimed, writable, jqueue *prometheus.Desc
+	mu                                                 sync.Mutex
+	ledgerCount                                        int
+	countedAt                                          time.Time
 }
 
 // ledgerCountTTL bounds how often a scrape counts the store's ledgers.
@@ -338,6 +342,7 @@ func newStorageCollector(p *Process, constLabels prometheus.Labels) *storageColl
 		major:     d("bookie_MAJOR_COMPACTION_TOTAL", "Major compaction passes (always 0: Folio has one compaction level, counted as minor)."),
 		reclaimed: d("bookie_RECLAIMED_COMPACTION_SPACE_BYTES", "Bytes reclaimed by compaction (read from old entry logs minus rewritten)."),
 		writable:  d("bookie_ledger_writable_dirs", "Ledger directories new entries may be written to (0 while the bookie is read-only for a full disk)."),
+		jqueue:    d("bookie_journal_JOURNAL_QUEUE_SIZE", "Journal records queued or being written, not yet durable."),
 	}
 }
 
@@ -347,6 +352,7 @@ func (c *storageCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.major
 	ch <- c.reclaimed
 	ch <- c.writable
+	ch <- c.jqueue
 }
 
 func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
@@ -360,9 +366,12 @@ func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.ledgers, prometheus.GaugeValue, float64(c.ledgerCount))
 	c.mu.Unlock()
 	var cs ledgerstore.CompactionStatus
+	queued := 0
 	if cc, ok := c.p.store.(compactionControl); ok {
 		cs = cc.CompactionStatus()
+		queued = cc.JournalQueuedRecords()
 	}
+	ch <- prometheus.MustNewConstMetric(c.jqueue, prometheus.GaugeValue, float64(queued))
 	ch <- prometheus.MustNewConstMetric(c.minor, prometheus.CounterValue, float64(cs.Passes))
 	ch <- prometheus.MustNewConstMetric(c.major, prometheus.CounterValue, 0)
 	ch <- prometheus.MustNewConstMetric(c.reclaimed, prometheus.CounterValue, float64(max(cs.BytesRead-cs.BytesWritten, 0)))

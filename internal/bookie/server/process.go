@@ -87,6 +87,7 @@ type Process struct {
 	http     *http.Server
 	httpLn   net.Listener
 	cluster  ClusterAdmin
+	stats    *metricsServer // the Prometheus provider's listener, if any
 
 	cancelLoops context.CancelFunc
 	loops       sync.WaitGroup
@@ -173,14 +174,6 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 		p.log.Warn("indexDirectories are stamped with cookies but unused: Folio keeps the index in the ledger directories")
 	}
 
-	// Storage (journal replay happens here).
-	openStart := time.Now()
-	if p.store, p.closeSt, err = openStore(&cfg, p.log); err != nil {
-		return nil, fmt.Errorf("open storage: %w", err)
-	}
-	cleanups = append(cleanups, func() { _ = p.closeSt(context.Background()) })
-	p.log.Info("storage open", "took", time.Since(openStart).Round(time.Millisecond))
-
 	// Metrics.
 	p.registry = opts.Registry
 	if p.registry == nil {
@@ -195,6 +188,14 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	cleanups = append(cleanups, func() { p.metrics.Unregister(p.registry) })
+
+	// Storage (journal replay happens here).
+	openStart := time.Now()
+	if p.store, p.closeSt, err = openStore(&cfg, p.log, p.metrics); err != nil {
+		return nil, fmt.Errorf("open storage: %w", err)
+	}
+	cleanups = append(cleanups, func() { _ = p.closeSt(context.Background()) })
+	p.log.Info("storage open", "took", time.Since(openStart).Round(time.Millisecond))
 
 	// Registration follows the bookie's effective read-only state.
 	info, err := serviceInfo(&cfg, p.id, opts.NoHTTP)
@@ -278,6 +279,15 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 			}
 		}()
 	}
+	// Metrics without the admin HTTP server: BookKeeper's Prometheus
+	// provider's listener, only when configured (StatsConfig).
+	if !cfg.HTTPServerEnabled && !opts.NoHTTP && cfg.Stats.wantsListener() {
+		if p.stats, err = startMetricsServer(cfg.Stats, p.registry, func(err error) { p.log.Error("metrics listener failed", "err", err) }); err != nil {
+			return nil, err
+		}
+		cleanups = append(cleanups, func() { p.stats.srv.Close() })
+		p.log.Info("serving metrics", "address", p.stats.ln.Addr().String())
+	}
 	p.log.Info("bookie started", "addr", p.ln.Addr().String(), "http", p.HTTPAddr(), "tls", serverTLS != nil, "authorizer", authorizer != nil)
 	return p, nil
 }
@@ -355,6 +365,15 @@ func (p *Process) ID() metadata.BookieID { return p.id }
 
 // Addr is the bookie protocol listener's address.
 func (p *Process) Addr() net.Addr { return p.ln.Addr() }
+
+// MetricsAddr is the address of the Prometheus provider's metrics
+// listener (StatsConfig), "" when there is none.
+func (p *Process) MetricsAddr() string {
+	if p.stats == nil {
+		return ""
+	}
+	return p.stats.ln.Addr().String()
+}
 
 // HTTPAddr is the admin HTTP server's address, "" when it has none.
 func (p *Process) HTTPAddr() string {
@@ -464,6 +483,11 @@ func (p *Process) shutdown(ctx context.Context) error {
 		_ = p.http.Shutdown(hctx)
 		cancel()
 	}
+	if p.stats != nil {
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		_ = p.stats.srv.Shutdown(hctx)
+		cancel()
+	}
 	p.closeCluster()
 	p.metrics.Unregister(p.registry)
 	p.registry.Unregister(p.inflight)
@@ -511,6 +535,7 @@ type compactionControl interface {
 	SuspendCompaction(major, minor bool)
 	ResumeCompaction(major, minor bool)
 	CompactionStatus() ledgerstore.CompactionStatus
+	JournalQueuedRecords() int
 }
 
 // LastLogMarks implements AdminTarget.

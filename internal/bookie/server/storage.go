@@ -54,13 +54,14 @@ func StorageConfig(cfg *Config) (ledgerstore.Config, error) {
 }
 
 // openStore opens the bookie's storage on the OS file system (replaying
-// the journals) and returns it with its close function (flush, checkpoint,
+// the journals; obs receives the journal's measurements) and returns it with its close function (flush, checkpoint,
 // close).
-func openStore(cfg *Config, log *slog.Logger) (storage.Store, func(context.Context) error, error) {
+func openStore(cfg *Config, log *slog.Logger, obs ledgerstore.Observer) (storage.Store, func(context.Context) error, error) {
 	sc, err := StorageConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
+	sc.Observer = obs
 	for _, d := range append(append([]string(nil), sc.JournalDirs...), sc.LedgerDirs...) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, nil, err

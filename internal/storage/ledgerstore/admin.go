@@ -97,3 +97,13 @@ func (s *Store) compactionThreshold() float64 {
 	}
 	return s.cfg.GCThreshold
 }
+
+// JournalQueuedRecords is the records queued in all journals, not yet
+// durable (BookKeeper's JOURNAL_QUEUE_SIZE).
+func (s *Store) JournalQueuedRecords() int {
+	n := 0
+	for _, jr := range s.journals {
+		n += jr.j.QueuedRecords()
+	}
+	return n
+}
