@@ -2,9 +2,12 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -348,6 +351,15 @@ func TestBusyBookieServesDashboardSeries(t *testing.T) {
 			t.Errorf("%s is exported: remove it from dashboardNotExported", s)
 		}
 	}
+	// Every series the shipped dashboard queries is exported here (the
+	// bookie's, AutoRecovery's and the client's collectors share this
+	// registry).
+	for _, name := range dashboardMetrics(t, "../../../deploy/grafana/folio-cluster.json") {
+		if !exported(names, name) {
+			t.Errorf("deploy/grafana/folio-cluster.json queries %s, which is not exported", name)
+		}
+	}
+
 	// The traffic shows.
 	for _, s := range []string{"bookie_WRITE_BYTES", "bookie_READ_BYTES", `bookkeeper_server_ADD_ENTRY_REQUEST_count{success="true"}`,
 		`bookie_journal_JOURNAL_ADD_ENTRY_count{success="true"}`, `auditor_AUDIT_BOOKIES_TIME_count{success="true"}`,
@@ -357,4 +369,64 @@ func TestBusyBookieServesDashboardSeries(t *testing.T) {
 			t.Errorf("%s = %q after traffic", s, v)
 		}
 	}
+}
+
+// promQLWords are PromQL's functions, aggregations and keywords: the
+// identifiers of an expression that are not metric names.
+var promQLWords = map[string]bool{
+	"sum": true, "avg": true, "min": true, "max": true, "count": true, "rate": true, "irate": true, "increase": true,
+	"by": true, "without": true, "on": true, "ignoring": true, "group_left": true, "group_right": true, "bool": true,
+	"and": true, "or": true, "unless": true, "vector": true, "histogram_quantile": true, "topk": true, "bottomk": true,
+	"clamp_min": true, "clamp_max": true, "abs": true, "offset": true, "label_values": true,
+}
+
+var (
+	promLabels   = regexp.MustCompile(`\{[^}]*\}`)
+	promGrouping = regexp.MustCompile(`\b(by|without|on|ignoring)\s*\([^)]*\)`)
+	promRange    = regexp.MustCompile(`\[[^\]]*\]`)
+	promIdent    = regexp.MustCompile(`[a-zA-Z_:][a-zA-Z0-9_:]*`)
+)
+
+// dashboardMetrics returns the metric names a Grafana dashboard's panel
+// queries use.
+func dashboardMetrics(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			e := promLabels.ReplaceAllString(tg.Expr, "")
+			e = promGrouping.ReplaceAllString(e, "")
+			e = promRange.ReplaceAllString(e, "")
+			for _, m := range promIdent.FindAllStringIndex(e, -1) {
+				id := e[m[0]:m[1]]
+				if promQLWords[id] || m[1] < len(e) && e[m[1]] == '(' || m[0] > 0 && (e[m[0]-1] >= '0' && e[m[0]-1] <= '9') {
+					continue
+				}
+				if !seen[id] {
+					seen[id] = true
+					out = append(out, id)
+				}
+			}
+		}
+	}
+	if len(out) < 20 {
+		t.Fatalf("%s: only %d metric names found: %v", path, len(out), out)
+	}
+	return out
 }
