@@ -376,6 +376,16 @@ func TestBKClusterRoutes(t *testing.T) {
 		t.Errorf("who_is_auditor: %q", body)
 	}
 	wantCode(t, "PUT", base+"/api/v1/autorecovery/trigger_audit", "", 409)
+	status := base + "/api/v1/autorecovery/status"
+	var enabled map[string]bool
+	wantCode(t, "PUT", status+"?enabled=false", "", 200)
+	getJSON(t, status, &enabled)
+	if enabled["enabled"] {
+		t.Errorf("status after disabling: %v", enabled)
+	}
+	wantCode(t, "PUT", status, "", 400)
+	wantCode(t, "PUT", status+"?enabled=maybe", "", 400)
+	wantCode(t, "DELETE", status, "", 405)
 	s, err := cl.md.OpenSession(ctx, metadata.SessionOptions{TTL: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -388,8 +398,10 @@ func TestBKClusterRoutes(t *testing.T) {
 		t.Errorf("who_is_auditor: %q", body)
 	}
 	wantCode(t, "PUT", base+"/api/v1/autorecovery/who_is_auditor", "", 405)
-	if err := ar.SetReplicationEnabled(ctx, true); err != nil {
-		t.Fatal(err)
+	wantCode(t, "PUT", base+"/api/v1/autorecovery/trigger_audit", "", 409) // disabled
+	wantCode(t, "PUT", status+"?enabled=true", "", 200)
+	if on, err := ar.ReplicationEnabled(ctx); err != nil || !on {
+		t.Fatalf("replication enabled over HTTP: %v %v", on, err)
 	}
 	if body := wantCode(t, "PUT", base+"/api/v1/autorecovery/trigger_audit", "", 200); body != "Success trigger audit." {
 		t.Errorf("trigger_audit: %q", body)

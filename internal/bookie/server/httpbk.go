@@ -582,6 +582,34 @@ func bkRoutes(mux *http.ServeMux, targets func() []AdminTarget, opts AdminOption
 			writeJSON(w, http.StatusOK, ids)
 		}
 	}, http.MethodGet)
+	cluster("/api/v1/autorecovery/status", func(ctx context.Context, w http.ResponseWriter, r *http.Request, md metadata.Driver) {
+		ar := autoRecovery(w, md)
+		if ar == nil {
+			return
+		}
+		if r.Method == http.MethodPut {
+			s := r.URL.Query().Get("enabled")
+			if s == "" {
+				httpError(w, http.StatusBadRequest, "missing parameter enabled=true|false")
+				return
+			}
+			on, err := strconv.ParseBool(s)
+			if err != nil {
+				httpError(w, http.StatusBadRequest, fmt.Sprintf("parameter enabled=%q: want true or false", s))
+				return
+			}
+			if err := ar.SetReplicationEnabled(ctx, on); err != nil {
+				httpError(w, http.StatusInternalServerError, "setting replication: "+err.Error())
+				return
+			}
+		}
+		on, err := ar.ReplicationEnabled(ctx)
+		if err != nil {
+			httpError(w, http.StatusInternalServerError, "reading replication: "+err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]bool{"enabled": on})
+	}, http.MethodGet, http.MethodPut)
 	cluster("/api/v1/autorecovery/who_is_auditor", func(ctx context.Context, w http.ResponseWriter, r *http.Request, md metadata.Driver) {
 		ar := autoRecovery(w, md)
 		if ar == nil {
