@@ -49,9 +49,13 @@ import (
 type PrometheusMetrics struct {
 	// requests, addEntry and readEntry are indexed by success (0 false,
 	// 1 true).
-	requests     [numRequestKinds][2]prometheus.Observer
-	addEntry     [2]prometheus.Observer
-	readEntry    [2]prometheus.Observer
+	requests  [numRequestKinds][2]prometheus.Observer
+	addEntry  [2]prometheus.Observer
+	readEntry [2]prometheus.Observer
+	// processing are BookKeeper's processing-latency names of the other
+	// request kinds (WRITE_LAC, READ_LAC, FORCE_LEDGER, GET_BOOKIE_INFO,
+	// GET_LIST_OF_ENTRIES_OF_LEDGER), by kind; unset for kinds without one.
+	processing   [numRequestKinds]*[2]prometheus.Observer
 	serverStatus prometheus.Gauge
 	writeBytes   prometheus.Counter
 	readBytes    prometheus.Counter
@@ -61,6 +65,7 @@ type PrometheusMetrics struct {
 
 	deletedLedgers    prometheus.Counter
 	deletedLedgersOld prometheus.Counter
+	deletedLedgersGC  prometheus.Counter
 	gcPasses          *prometheus.CounterVec
 	readOnlyCause     *prometheus.GaugeVec
 	conn              connMetrics
@@ -99,6 +104,13 @@ func NewPrometheusMetrics(reg prometheus.Registerer, constLabels prometheus.Labe
 	}
 	m.addEntry = opStats("bookkeeper_server_ADD_ENTRY", "Latency of adds, in milliseconds.")
 	m.readEntry = opStats("bookkeeper_server_READ_ENTRY", "Latency of reads, in milliseconds.")
+	for kind, name := range map[bookie.RequestKind]string{
+		bookie.KindWriteLAC: "WRITE_LAC", bookie.KindReadLAC: "READ_LAC", bookie.KindForceLedger: "FORCE_LEDGER",
+		bookie.KindGetBookieInfo: "GET_BOOKIE_INFO", bookie.KindGetListOfEntries: "GET_LIST_OF_ENTRIES_OF_LEDGER",
+	} {
+		o := opStats("bookkeeper_server_"+name, "Latency of "+name+" processing, in milliseconds.")
+		m.processing[kind] = &o
+	}
 	m.serverStatus = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "bookie_SERVER_STATUS", Help: "1 when the bookie is writable, 0 when read-only.", ConstLabels: constLabels,
 	})
@@ -113,6 +125,9 @@ func NewPrometheusMetrics(reg prometheus.Registerer, constLabels prometheus.Labe
 	m.deletedLedgers = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "bookie_DELETED_LEDGER_TOTAL", Help: "Ledgers deleted by garbage collection.", ConstLabels: constLabels,
 	})
+	m.deletedLedgersGC = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "bookie_gc_DELETED_LEDGER_TOTAL", Help: "Ledgers deleted by garbage collection (4.17's name, under the gc scope; the same as bookie_DELETED_LEDGER_TOTAL).", ConstLabels: constLabels,
+	})
 	m.deletedLedgersOld = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "bookie_DELETED_LEDGER_COUNT", Help: "Ledgers deleted by garbage collection (BookKeeper's name before 4.13; the same as bookie_DELETED_LEDGER_TOTAL).", ConstLabels: constLabels,
 	})
@@ -124,7 +139,7 @@ func NewPrometheusMetrics(reg prometheus.Registerer, constLabels prometheus.Labe
 	}, []string{"cause"})
 	m.initConnMetrics(constLabels)
 	m.collectors = append(m.collectors, m.serverStatus, m.writeBytes, m.readBytes,
-		m.deletedLedgers, m.deletedLedgersOld, m.gcPasses, m.readOnlyCause)
+		m.deletedLedgers, m.deletedLedgersOld, m.deletedLedgersGC, m.gcPasses, m.readOnlyCause)
 	// Make the labelled series exist before the first observation, so a
 	// scrape shows every name from the start.
 	m.gcPasses.WithLabelValues("ok")
@@ -169,6 +184,10 @@ func (m *PrometheusMetrics) RequestCompleted(kind bookie.RequestKind, status wir
 		m.addEntry[success].Observe(v)
 	case bookie.KindRead, bookie.KindFenceRead, bookie.KindLongPollRead, bookie.KindBatchRead:
 		m.readEntry[success].Observe(v)
+	default:
+		if o := m.processing[kind]; o != nil {
+			o[success].Observe(v)
+		}
 	}
 }
 
@@ -207,6 +226,7 @@ func (m *PrometheusMetrics) setReadOnlyCauses(forced, diskFull, failed bool) {
 func (m *PrometheusMetrics) gcPass(r GCResult) {
 	m.deletedLedgers.Add(float64(len(r.Deleted)))
 	m.deletedLedgersOld.Add(float64(len(r.Deleted)))
+	m.deletedLedgersGC.Add(float64(len(r.Deleted)))
 	if r.Err != nil {
 		m.gcPasses.WithLabelValues("failed").Inc()
 	} else {
@@ -325,9 +345,13 @@ var _ Metrics = (*PrometheusMetrics)(nil)
 type storageCollector struct {
 	p                                                  *Process
 	ledgers, minor, major, reclaimed, writable, jqueue *prometheus.Desc
-	mu                                                 sync.Mutex
-	ledgerCount                                        int
-	countedAt                                          time.Time
+	// gcMinor, gcMajor, gcReclaimed: the same counters under the gc
+	// scope, as BookKeeper 4.17 names them (bookie_gc_…); the unscoped
+	// names are the ones stock dashboards query.
+	gcMinor, gcMajor, gcReclaimed, numDirs *prometheus.Desc
+	mu                                     sync.Mutex
+	ledgerCount                            int
+	countedAt                              time.Time
 }
 
 // ledgerCountTTL bounds how often a scrape counts the store's ledgers.
@@ -337,12 +361,17 @@ func newStorageCollector(p *Process, constLabels prometheus.Labels) *storageColl
 	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, constLabels) }
 	return &storageCollector{
 		p:         p,
-		ledgers:   d("bookie_ledgers_count", "Ledgers held by this bookie's storage (recounted at most every 10 s)."),
+		ledgers:   d("bookie_ledgers_count", "Ledgers held by this bookie's storage (recounted at most every 10 s; DbLedgerStorage's, without its ledgerDir/indexDir labels)."),
 		minor:     d("bookie_MINOR_COMPACTION_TOTAL", "Compaction passes of entry logs (Folio's single compaction level)."),
 		major:     d("bookie_MAJOR_COMPACTION_TOTAL", "Major compaction passes (always 0: Folio has one compaction level, counted as minor)."),
 		reclaimed: d("bookie_RECLAIMED_COMPACTION_SPACE_BYTES", "Bytes reclaimed by compaction (read from old entry logs minus rewritten)."),
 		writable:  d("bookie_ledger_writable_dirs", "Ledger directories new entries may be written to (0 while the bookie is read-only for a full disk)."),
 		jqueue:    d("bookie_journal_JOURNAL_QUEUE_SIZE", "Journal records queued or being written, not yet durable."),
+
+		gcMinor:     d("bookie_gc_MINOR_COMPACTION_TOTAL", "As bookie_MINOR_COMPACTION_TOTAL (BookKeeper 4.17's gc-scoped name)."),
+		gcMajor:     d("bookie_gc_MAJOR_COMPACTION_TOTAL", "As bookie_MAJOR_COMPACTION_TOTAL (BookKeeper 4.17's gc-scoped name)."),
+		gcReclaimed: d("bookie_gc_RECLAIMED_COMPACTION_SPACE_BYTES", "As bookie_RECLAIMED_COMPACTION_SPACE_BYTES (BookKeeper 4.17's gc-scoped name)."),
+		numDirs:     d("bookie_ledger_num_dirs", "Ledger directories configured."),
 	}
 }
 
@@ -353,6 +382,10 @@ func (c *storageCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.reclaimed
 	ch <- c.writable
 	ch <- c.jqueue
+	ch <- c.gcMinor
+	ch <- c.gcMajor
+	ch <- c.gcReclaimed
+	ch <- c.numDirs
 }
 
 func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
@@ -371,10 +404,20 @@ func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
 		cs = cc.CompactionStatus()
 		queued = cc.JournalQueuedRecords()
 	}
-	ch <- prometheus.MustNewConstMetric(c.jqueue, prometheus.GaugeValue, float64(queued))
-	ch <- prometheus.MustNewConstMetric(c.minor, prometheus.CounterValue, float64(cs.Passes))
-	ch <- prometheus.MustNewConstMetric(c.major, prometheus.CounterValue, 0)
-	ch <- prometheus.MustNewConstMetric(c.reclaimed, prometheus.CounterValue, float64(max(cs.BytesRead-cs.BytesWritten, 0)))
+	// A counter, as Java's (incremented on enqueue, decremented on
+	// completion): its value is a level, not a total.
+	ch <- prometheus.MustNewConstMetric(c.jqueue, prometheus.CounterValue, float64(queued))
+	reclaimed := float64(max(cs.BytesRead-cs.BytesWritten, 0))
+	for _, d := range []*prometheus.Desc{c.minor, c.gcMinor} {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(cs.Passes))
+	}
+	for _, d := range []*prometheus.Desc{c.major, c.gcMajor} {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, 0)
+	}
+	for _, d := range []*prometheus.Desc{c.reclaimed, c.gcReclaimed} {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, reclaimed)
+	}
+	ch <- prometheus.MustNewConstMetric(c.numDirs, prometheus.GaugeValue, float64(len(c.p.cfg.LedgerDirs)))
 	writable := len(c.p.cfg.LedgerDirs)
 	if _, diskFull, _ := c.p.state.Causes(); diskFull {
 		writable = 0
