@@ -518,6 +518,8 @@ func bkRoutes(mux *http.ServeMux, targets func() []AdminTarget, opts AdminOption
 	}, http.MethodDelete)
 
 	cluster("/api/v1/autorecovery/bookie", func(ctx context.Context, w http.ResponseWriter, r *http.Request, md metadata.Driver) {
+		// bookie_dest is accepted and ignored, as Java 4.17 does: the
+		// copies go to writable bookies chosen like the workers'.
 		var body struct {
 			Src          []string `json:"bookie_src"`
 			Dest         []string `json:"bookie_dest"`
