@@ -470,7 +470,7 @@ func TestBKClusterRoutes(t *testing.T) {
 	if body := wantCode(t, "PUT", rec, `{"bookie_src": ["`+string(missing)+`"], "delete_cookie": true}`, 200); body != "Success send recovery request command." {
 		t.Errorf("recover: %q", body)
 	}
-	waitFor(t, "no ledger on the recovered bookie", func() bool {
+	waitWithin(t, time.Minute, "no ledger on the recovered bookie", func() bool {
 		on, err := admin.LedgersOnBookie(ctx, cl.md, missing, true)
 		return err == nil && len(on) == 0
 	})

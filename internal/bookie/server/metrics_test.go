@@ -334,7 +334,7 @@ func TestBusyBookieServesDashboardSeries(t *testing.T) {
 	if err := procs[3].Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the lost bookie's ledgers re-replicated", func() bool {
+	waitWithin(t, time.Minute, "the lost bookie's ledgers re-replicated", func() bool {
 		on, err := admin.LedgersOnBookie(ctx, md, victim, true)
 		return err == nil && len(on) == 0
 	})
@@ -429,4 +429,17 @@ func dashboardMetrics(t *testing.T, path string) []string {
 		t.Fatalf("%s: only %d metric names found: %v", path, len(out), out)
 	}
 	return out
+}
+
+// waitWithin polls cond until it holds or d passes (waitFor with a bound
+// for work that takes several steps: an audit, then copies).
+func waitWithin(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
