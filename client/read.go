@@ -1,6 +1,8 @@
 package client
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"iter"
@@ -192,6 +194,7 @@ func (r *ReadHandle) readChunk(ctx context.Context, lo, hi int64, out []Entry, c
 		return out, err
 	}
 	var res ledger.ReadComplete
+	start := time.Now()
 	lio := r.newIO()
 	lio.speculate = r.c.cfg.SpeculativeReadTimeout
 	err = lio.run(ctx, m, m.Start, func(eff ledger.Effect) {
@@ -206,6 +209,7 @@ func (r *ReadHandle) readChunk(ctx context.Context, lo, hi int64, out []Entry, c
 		err = res.Err
 	}
 	r.c.metrics.entriesRead.Add(float64(len(out)))
+	observe(r.c.metrics.read, start, err)
 	if err != nil {
 		return out, publicError(fmt.Errorf("client: ledger %d: read: %w", r.id, err))
 	}

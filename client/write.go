@@ -84,13 +84,7 @@ func (f *AppendFuture) complete(id int64, err error) {
 	if f.slot {
 		<-f.w.c.addSlots
 	}
-	m := f.w.c.metrics
-	if err != nil {
-		m.addsFailed.Inc()
-	} else {
-		m.addsOK.Inc()
-		m.addLatency.Observe(time.Since(f.start).Seconds())
-	}
+	observe(f.w.c.metrics.add, f.start, err)
 	close(f.done)
 }
 

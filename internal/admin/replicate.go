@@ -73,6 +73,8 @@ type ReplicateResult struct {
 	From    metadata.BookieID
 	To      metadata.BookieID
 	Entries int
+	// Bytes is the stored bodies' total size of the entries copied.
+	Bytes int64
 	// Version is the ledger metadata version after the ensemble update.
 	Version metadata.Version
 	// Skipped: the segment no longer names From (someone else repaired
@@ -144,6 +146,7 @@ func (b *Bookies) ReplicateFragment(ctx context.Context, md metadata.LedgerManag
 			return res, fmt.Errorf("ledger %d entry %d: recovery add to %s: %w", id, e, target, err)
 		}
 		res.Entries++
+		res.Bytes += int64(len(body))
 	}
 	// All copied: swap the bookie in the segment by CAS.
 	for {

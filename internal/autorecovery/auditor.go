@@ -342,9 +342,11 @@ func (a *Auditor) lead(ctx context.Context) error {
 			// even if they left the store a moment ago: their own
 			// membership event (and delay) decides about them.
 			known := t.known
+			start := clk.Now()
 			res, err := audit(ctx, a.cfg.Driver, a.ar, a.log, func(b metadata.BookieID) bool { return known[b] })
 			if ctx.Err() == nil {
-				a.cfg.Metrics.audited(len(res.Marked), err)
+				a.cfg.Metrics.audited(len(res.Marked), clk.Now().Sub(start), err)
+				a.countUnderReplicated(ctx)
 			}
 			if err != nil {
 				if ctx.Err() != nil {
@@ -571,4 +573,26 @@ func audit(ctx context.Context, d metadata.Driver, ar metadata.AutoRecoveryDrive
 		log.Info("audit marked ledgers under-replicated", "lost", res.Lost, "ledgers", len(res.Marked))
 	}
 	return res, nil
+}
+
+// countUnderReplicated refreshes the metrics' count of under-replicated
+// ledgers after a check: one listing per check, never per scrape.
+func (a *Auditor) countUnderReplicated(ctx context.Context) {
+	if a.cfg.Metrics == nil {
+		return
+	}
+	n := 0
+	for start := int64(0); ; {
+		page, err := a.ar.ListUnderReplicatedLedgers(ctx, start, 1000)
+		if err != nil {
+			a.log.Warn("counting under-replicated ledgers for the metrics", "err", err)
+			return
+		}
+		if len(page) == 0 {
+			break
+		}
+		n += len(page)
+		start = page[len(page)-1].LedgerID + 1
+	}
+	a.cfg.Metrics.setUnderReplicated(n)
 }

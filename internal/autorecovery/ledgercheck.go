@@ -56,6 +56,9 @@ func (a *Auditor) CheckAllLedgers(ctx context.Context) (LedgerCheckResult, error
 	res.Duration = a.cfg.Clock.Now().Sub(start)
 	if ctx.Err() == nil {
 		a.cfg.Metrics.ledgerChecked(res, err)
+		if err == nil && !res.Skipped {
+			a.countUnderReplicated(ctx)
+		}
 	}
 	switch {
 	case err != nil:
@@ -235,6 +238,9 @@ func (a *Auditor) CheckPlacement(ctx context.Context) (PlacementCheckResult, err
 	res.Duration = a.cfg.Clock.Now().Sub(start)
 	if ctx.Err() == nil {
 		a.cfg.Metrics.placementChecked(res, err)
+		if err == nil && len(res.Marked) > 0 {
+			a.countUnderReplicated(ctx)
+		}
 	}
 	if err == nil {
 		a.log.Info("placement policy check done", "ledgers", res.Ledgers, "notAdhering", len(res.NotAdhering),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/foliodb/folio/client"
 	"github.com/foliodb/folio/internal/admin"
@@ -159,6 +160,9 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
+		if mf.GetName()+"_count" == name {
+			return float64(successCount(mf))
+		}
 		if mf.GetName() != name {
 			continue
 		}
@@ -232,7 +236,7 @@ func TestLedgerCheckRepairsEntriesMissingOnLiveBookie(t *testing.T) {
 	}
 	clk.Advance(time.Hour)
 	waitFor(ctx, t, "the periodic ledger check", func() bool {
-		return gathered(t, reg, "folio_autorecovery_ledger_checks_total") == 1
+		return gathered(t, reg, "auditor_CHECK_ALL_LEDGERS_TIME_count") == 1
 	})
 	acancel()
 	<-adone
@@ -241,7 +245,7 @@ func TestLedgerCheckRepairsEntriesMissingOnLiveBookie(t *testing.T) {
 		t.Fatalf("under-replicated %+v, want ledger %d missing %s", ur, victim, bad)
 	}
 	for name, want := range map[string]float64{
-		"folio_autorecovery_ledgers_checked_total":             3,
+		"auditor_NUM_LEDGERS_CHECKED":                          3,
 		"folio_autorecovery_ledger_check_ledgers_marked_total": 1,
 		"folio_autorecovery_ledgers_marked_total":              1,
 	} {
@@ -399,7 +403,7 @@ func TestPlacementCheckAndRepair(t *testing.T) {
 		len(res.SoftlyAdhering) != 0 || len(res.Marked) != 0 {
 		t.Fatalf("placement check %+v, want 2 closed ledgers with only %d not adhering", res, oneRack)
 	}
-	if n := gathered(t, reg, "folio_autorecovery_placement_not_adhering_ledgers"); n != 1 {
+	if n := gathered(t, reg, "auditor_NUM_LEDGERS_NOT_ADHERING_TO_PLACEMENT_POLICY"); n != 1 {
 		t.Fatalf("placement_not_adhering_ledgers = %v", n)
 	}
 	if ur := underReplicated(ctx, t, cl.md); len(ur) != 0 {
@@ -472,4 +476,17 @@ func TestLedgerCheckSkippedWhileDisabled(t *testing.T) {
 	if ur := underReplicated(ctx, t, md); len(ur) != 1 || !slices.Equal(ur[0].MissingReplicas, m.Ensembles[0].Ensemble) {
 		t.Fatalf("records %+v", ur)
 	}
+}
+
+// successCount is a BookKeeper OpStatsLogger summary's count of successful
+// observations.
+func successCount(mf *dto.MetricFamily) uint64 {
+	for _, m := range mf.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "success" && l.GetValue() == "true" {
+				return m.GetSummary().GetSampleCount()
+			}
+		}
+	}
+	return 0
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/metadata/memory"
@@ -21,7 +22,7 @@ import (
 //
 // The env has no registered bookies, so the ledger check finds every copy
 // bad without a read (no network); its runs are counted by the auditor's
-// Metrics (folio_autorecovery_ledger_checks_total), its stored time read
+// Metrics (auditor_CHECK_ALL_LEDGERS_TIME_count), its stored time read
 // from the store. The clock is manual: a run happens only when the test
 // advances it past the check's timer.
 
@@ -72,7 +73,7 @@ func (e *checkEnv) checkAuditor(id string, interval time.Duration) (*Metrics, co
 // ledgerChecks is how many ledger checks m's auditor completed.
 func (e *checkEnv) ledgerChecks(m *Metrics) int {
 	e.t.Helper()
-	return e.counter(m, "folio_autorecovery_ledger_checks_total")
+	return e.counter(m, "auditor_CHECK_ALL_LEDGERS_TIME_count")
 }
 
 func (e *checkEnv) counter(m *Metrics, name string) int {
@@ -86,6 +87,9 @@ func (e *checkEnv) counter(m *Metrics, name string) int {
 	for _, mf := range mfs {
 		if mf.GetName() == name {
 			return int(mf.GetMetric()[0].GetCounter().GetValue())
+		}
+		if mf.GetName()+"_count" == name { // a summary: its success="true" count
+			return int(successCount(mf))
 		}
 	}
 	e.t.Fatalf("no %s", name)
@@ -263,17 +267,30 @@ func TestPlacementCheckResumesStoredSchedule(t *testing.T) {
 		e.waitAuditor("10.0.0.100:1")
 		e.waitTimers(1)
 		e.clk.Advance(time.Hour - time.Second)
-		e.never("a placement check before the stored schedule", func() bool { return e.counter(m, "folio_autorecovery_placement_checks_total") > 0 })
+		e.never("a placement check before the stored schedule", func() bool { return e.counter(m, "auditor_PLACEMENT_POLICY_CHECK_TIME_count") > 0 })
 		e.clk.Advance(time.Second)
 		e.eventually("the placement check stored", func() bool {
 			last, err := e.md.LastCheckTime(e.ctx, metadata.PlacementPolicyCheck)
 			return err == nil && last.Equal(e.start.Add(time.Hour))
 		})
-		if n := e.counter(m, "folio_autorecovery_placement_checks_total"); n != 1 {
+		if n := e.counter(m, "auditor_PLACEMENT_POLICY_CHECK_TIME_count"); n != 1 {
 			t.Fatalf("%d placement checks, want 1", n)
 		}
 		if last := e.lastCheck(); !last.IsZero() {
 			t.Fatalf("the ledger check's time is %v; only the placement check ran", last)
 		}
 	})
+}
+
+// successCount is a BookKeeper OpStatsLogger summary's count of successful
+// observations.
+func successCount(mf *dto.MetricFamily) uint64 {
+	for _, m := range mf.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "success" && l.GetValue() == "true" {
+				return m.GetSummary().GetSampleCount()
+			}
+		}
+	}
+	return 0
 }

@@ -209,13 +209,17 @@ func TestAuditorProcessFailover(t *testing.T) {
 	checkIntact(ctx, t, cl.MD, ends, firsts, 0, victim.ID)
 	v := scrape(ctx, t, metricsAddr)
 	for name, ok := range map[string]func(string) bool{
-		"folio_autorecovery_is_auditor":                 func(s string) bool { return s == "1" },
-		"folio_autorecovery_audits_total":               func(s string) bool { return s != "" && s != "0" },
-		"folio_autorecovery_ledgers_marked_total":       func(s string) bool { return s != "" && s != "0" },
-		"folio_autorecovery_fragments_replicated_total": func(s string) bool { return s != "" && s != "0" },
-		"folio_autorecovery_entries_replicated_total":   func(s string) bool { return s != "" && s != "0" },
-		"folio_autorecovery_ledgers_replicated_total":   func(s string) bool { return s != "" && s != "0" },
-		"folio_autorecovery_under_replicated_ledgers":   func(s string) bool { return s == "0" },
+		"folio_autorecovery_is_auditor":                             func(s string) bool { return s == "1" },
+		`auditor_AUDIT_BOOKIES_TIME_count{success="true"}`:          func(s string) bool { return s != "" && s != "0" },
+		`auditor_NUM_UNDER_REPLICATED_LEDGERS_sum{success="true"}`:  func(s string) bool { return s != "" && s != "0" },
+		"folio_autorecovery_ledgers_marked_total":                   func(s string) bool { return s != "" && s != "0" },
+		"folio_autorecovery_fragments_replicated_total":             func(s string) bool { return s != "" && s != "0" },
+		"replication_worker_NUM_ENTRIES_WRITTEN":                    func(s string) bool { return s != "" && s != "0" },
+		`replication_worker_NUM_BYTES_WRITTEN_sum{success="true"}`:  func(s string) bool { return s != "" && s != "0" },
+		"replication_worker_NUM_FULL_OR_PARTIAL_LEDGERS_REPLICATED": func(s string) bool { return s != "" && s != "0" },
+		// A cached count, refreshed by the auditor's checks (not at scrape
+		// time): present, as of the last audit.
+		"folio_autorecovery_under_replicated_ledgers": func(s string) bool { return s != "" },
 	} {
 		if !ok(v[name]) {
 			t.Errorf("metric %s = %q", name, v[name])
@@ -328,7 +332,7 @@ func TestReadOnlyBookieNotLost(t *testing.T) {
 	cl.StartAutoRecovery("127.0.0.1:1", "--workers", "2", "--metrics-address", metricsAddr)
 	waitFor(ctx, t, "an auditor", func() bool { return auditorIs(ctx, cl.MD, "127.0.0.1:1") })
 	audits := func() int {
-		n, _ := strconv.Atoi(scrape(ctx, t, metricsAddr)["folio_autorecovery_audits_total"])
+		n, _ := strconv.Atoi(scrape(ctx, t, metricsAddr)[`auditor_AUDIT_BOOKIES_TIME_count{success="true"}`])
 		return n
 	}
 	waitFor(ctx, t, "the auditor's first audit", func() bool { return audits() > 0 })

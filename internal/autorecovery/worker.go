@@ -402,7 +402,7 @@ func (w *Worker) repair(ctx context.Context, id int64, lock metadata.Lock) error
 // replicated counts and logs one fragment copy.
 func (w *Worker) replicated(id int64, res admin.ReplicateResult) {
 	if !res.Skipped {
-		w.cfg.Metrics.fragment(res.Entries)
+		w.cfg.Metrics.fragment(res.Entries, res.Bytes)
 	}
 	w.log.Info("re-replicated fragment", "ledger", id, "segment", res.Segment, "from", res.From, "to", res.To, "entries", res.Entries, "skipped", res.Skipped)
 }

@@ -57,6 +57,7 @@ func (b *Bookie) add(req *wire.Request, respond Responder, start time.Time) {
 		Recovery:     recovery,
 		DeferredSync: req.Protocol == wire.ProtocolV3 && a.WriteFlags&wire.WriteFlagDeferredSync != 0,
 	}
+	b.metrics.EntryBytes(true, len(a.Body))
 	b.store.AddEntry(ledgerID, entryID, a.MasterKey, a.Body, opts, op)
 }
 

@@ -40,6 +40,10 @@ type Metrics interface {
 	// ReadOnlyChanged is called when the bookie's effective read-only state
 	// changes (manual switch or a failed store).
 	ReadOnlyChanged(readOnly bool)
+	// EntryBytes is called with the size of each entry body handed to the
+	// store by an add (written) and of each entry read from it (BookKeeper's
+	// WRITE_BYTES and READ_BYTES).
+	EntryBytes(written bool, n int)
 }
 
 // NopMetrics is the Metrics that records nothing.
@@ -47,6 +51,7 @@ type NopMetrics struct{}
 
 func (NopMetrics) RequestCompleted(RequestKind, wire.Status, time.Duration) {}
 func (NopMetrics) ReadOnlyChanged(bool)                                     {}
+func (NopMetrics) EntryBytes(bool, int)                                     {}
 
 // RequestKind classifies requests for metrics, finer than wire.Op: reads are
 // split by what they do. String returns BookKeeper's request stat name

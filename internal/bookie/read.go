@@ -26,7 +26,7 @@ func (b *Bookie) read(req *wire.Request, resp *wire.Response) {
 		b.fillStatus(req, resp, wire.StatusBadRequest)
 		return
 	}
-	body, err := b.store.ReadEntry(r.LedgerID, r.EntryID)
+	body, err := b.readStored(r.LedgerID, r.EntryID)
 	if err != nil {
 		b.fillStatus(req, resp, b.statusLogged(err, "read", r.LedgerID, r.EntryID))
 		return
@@ -61,7 +61,7 @@ func (b *Bookie) fenceRead(req *wire.Request, resp *wire.Response) {
 		b.fillStatus(req, resp, b.statusLogged(err, "fence", r.LedgerID, r.EntryID))
 		return
 	}
-	body, err := b.store.ReadEntry(r.LedgerID, r.EntryID)
+	body, err := b.readStored(r.LedgerID, r.EntryID)
 	if err != nil {
 		b.fillStatus(req, resp, b.statusLogged(err, "fence read", r.LedgerID, r.EntryID))
 		return
@@ -103,7 +103,7 @@ func (b *Bookie) longPoll(req *wire.Request, resp *wire.Response) {
 	}
 	if r.Flag != wire.ReadFlagEntryPiggyback {
 		// A plain read of entryId once the wait is over, with maxLAC.
-		body, err := b.store.ReadEntry(r.LedgerID, r.EntryID)
+		body, err := b.readStored(r.LedgerID, r.EntryID)
 		if err != nil {
 			b.fillStatus(req, resp, b.statusLogged(err, "long poll read", r.LedgerID, r.EntryID))
 			return
@@ -122,7 +122,7 @@ func (b *Bookie) longPoll(req *wire.Request, resp *wire.Response) {
 		return
 	}
 	next := r.PreviousLAC + 1
-	body, err := b.store.ReadEntry(r.LedgerID, next)
+	body, err := b.readStored(r.LedgerID, next)
 	switch {
 	case err == nil:
 		resp.Read.EntryID = next
@@ -184,7 +184,7 @@ func (b *Bookie) batchRead(req *wire.Request, resp *wire.Response) {
 	if br.MaxSize < limit {
 		limit = br.MaxSize
 	}
-	first, err := b.store.ReadEntry(br.LedgerID, br.StartEntryID)
+	first, err := b.readStored(br.LedgerID, br.StartEntryID)
 	if err != nil {
 		b.fillStatus(req, resp, b.statusLogged(err, "batch read", br.LedgerID, br.StartEntryID))
 		return
@@ -193,7 +193,7 @@ func (b *Bookie) batchRead(req *wire.Request, resp *wire.Response) {
 	size := int64(36 + 4 + len(first))
 	// Entry -1 is "the last entry": nothing follows it.
 	for id := br.StartEntryID + 1; br.StartEntryID >= 0 && (br.MaxCount <= 0 || len(entries) < int(br.MaxCount)); id++ {
-		body, err := b.store.ReadEntry(br.LedgerID, id)
+		body, err := b.readStored(br.LedgerID, id)
 		if err != nil {
 			if !isNegative(err) {
 				b.statusLogged(err, "batch read", br.LedgerID, id)
@@ -208,4 +208,13 @@ func (b *Bookie) batchRead(req *wire.Request, resp *wire.Response) {
 	}
 	b.fillStatus(req, resp, wire.StatusOK)
 	resp.BatchRead.Entries = entries
+}
+
+// readStored reads an entry from the store and counts its bytes.
+func (b *Bookie) readStored(ledgerID, entryID int64) ([]byte, error) {
+	body, err := b.store.ReadEntry(ledgerID, entryID)
+	if err == nil {
+		b.metrics.EntryBytes(false, len(body))
+	}
+	return body, err
 }

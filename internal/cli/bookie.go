@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"github.com/foliodb/folio/client"
+	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/autorecovery"
 	"github.com/foliodb/folio/internal/bookie/server"
 	"github.com/foliodb/folio/internal/metadata"
@@ -117,7 +119,7 @@ func newBookieCommand(env Env) *cobra.Command {
 // cfg.AutoRecovery.Enabled it also runs AutoRecovery from the bookie's
 // registration on, and stops it before the bookie.
 func runBookie(ctx context.Context, cfg server.Config, log *slog.Logger) error {
-	opts := server.ProcessOptions{Logger: log}
+	opts := server.ProcessOptions{Logger: log, ClusterAdmin: httpClusterAdmin(cfg, log)}
 	if cfg.AutoRecovery.Enabled {
 		// One registry, so that AutoRecovery's metrics are served with the
 		// bookie's on its admin HTTP server.
@@ -344,3 +346,30 @@ func newBookieFormatCommand(o *ShellOptions) *cobra.Command {
 	cmd.Annotations = map[string]string{BKFlagsAnnotation: "-n=--non-interactive,-nonInteractive=--non-interactive,-noninteractive=--non-interactive,-f=--force,-force=--force,-d=--delete-cookie,-deleteCookie=--delete-cookie,-deletecookie=--delete-cookie,-conf=--conf"}
 	return cmd
 }
+
+// httpClusterAdmin makes the admin HTTP server's cluster operations
+// (BookKeeper's ledger/read, ledger/delete, autorecovery/bookie, ...) with
+// the bookie's metadata store and its client TLS settings, as Java's
+// services build their client from the bookie's configuration.
+func httpClusterAdmin(cfg server.Config, log *slog.Logger) func(md metadata.Driver) (server.ClusterAdmin, error) {
+	return func(md metadata.Driver) (server.ClusterAdmin, error) {
+		bookieTLS, err := cfg.Security.ClientTLS(nil, log)
+		if err != nil {
+			return nil, err
+		}
+		sec, err := cfg.LoadSecurity()
+		if err != nil {
+			return nil, err
+		}
+		newClient := func(ctx context.Context) (*client.Client, error) {
+			return client.New(ctx, client.Config{
+				MetadataServiceURI: cfg.MetadataServiceURI, Logger: log,
+				MetadataTLS: sec.Metadata.TLS, MetadataUser: sec.Metadata.User, MetadataPassword: sec.Metadata.Password,
+				TLS: bookieTLS, StartTLSTimeout: cfg.Security.StartTLSTimeoutOrDefault(),
+			})
+		}
+		return admin.NewHTTPCluster(md, newClient, admin.NewBookiesTLS(0, log, bookieTLS), log), nil
+	}
+}
+
+var _ server.ClusterAdmin = (*admin.HTTPCluster)(nil)

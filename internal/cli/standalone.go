@@ -117,7 +117,7 @@ func writeStandaloneScreen(w io.Writer, info standalone.Info) {
 	if scheme == "" {
 		scheme = "http"
 	}
-	fmt.Fprintf(&b, "  http       %s://%s  /heartbeat /metrics /api/v1/bookie/{info,state,is_ready,state/readonly,gc,ledger/info}?bookie=<id>\n", scheme, info.HTTPAddr)
+	fmt.Fprintf(&b, "  http       %s://%s  /heartbeat /metrics /api/v1/bookie/{info,state,is_ready,state/readonly,gc,ledger/info,...}?bookie=<id> /api/v1/{ledger,autorecovery}/...\n", scheme, info.HTTPAddr)
 	fmt.Fprintf(&b, "  data       %s (ports picked as 0 are kept in ports.json)\n", info.DataDir)
 	if d := info.TLS; d != nil {
 		fmt.Fprintf(&b, "  tls        %s: CA %s, client certificate %s, key %s\n", d.Path, pki.CAFile, pki.ClientCertFile, pki.ClientKeyFile)

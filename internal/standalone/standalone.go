@@ -52,6 +52,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/foliodb/folio/client"
+	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/autorecovery"
 	"github.com/foliodb/folio/internal/bookie/server"
 	"github.com/foliodb/folio/internal/metadata"
@@ -379,6 +381,16 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var bookiesMu sync.Mutex
 	var bookies []*server.Process
+	// The cluster routes (ledger/*, autorecovery/*) over the standalone's
+	// own metadata connection, with a client made at first use.
+	clusterAdmin := admin.NewHTTPCluster(md, func(ctx context.Context) (*client.Client, error) {
+		return client.New(ctx, client.Config{MetadataServiceURI: uri, Logger: log, MetadataTLS: sec.metadata.TLS})
+	}, admin.NewBookies(0, log), log)
+	defer func() {
+		if err != nil {
+			clusterAdmin.Close()
+		}
+	}()
 	httpSrv := server.NewAdminServer(server.NewAdminHandler(registry, func() []server.AdminTarget {
 		bookiesMu.Lock()
 		defer bookiesMu.Unlock()
@@ -387,7 +399,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			out = append(out, b)
 		}
 		return out
-	}, server.AdminOptions{Pprof: cfg.HTTPPprof}), sec.httpTLS)
+	}, server.AdminOptions{Pprof: cfg.HTTPPprof, Metadata: md, Cluster: clusterAdmin}), sec.httpTLS)
 	go func() {
 		if err := server.ServeAdmin(httpSrv, httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("admin HTTP server failed", "err", err)
@@ -417,7 +429,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), 500*time.Millisecond)
 		_ = httpSrv.Shutdown(hctx)
 		hcancel()
-		errs = append(errs, md.Close(), etcdSrv.Close())
+		errs = append(errs, clusterAdmin.Close(), md.Close(), etcdSrv.Close())
 		return errors.Join(errs...)
 	}
 

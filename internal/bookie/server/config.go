@@ -119,6 +119,9 @@ type Config struct {
 	HTTPServerEnabled bool
 	HTTPServerHost    string
 	HTTPServerPort    int
+	// Stats is where metrics are served without the admin HTTP server
+	// (statsconfig.go).
+	Stats StatsConfig
 
 	// MetadataSecurity and HTTPSecurity are the metadata store
 	// connection's and the admin HTTP server's TLS and authentication
@@ -296,6 +299,7 @@ func DefaultConfig() Config {
 		RegistrationRetry:     DefaultRegistrationRetry,
 		HTTPServerPort:        DefaultHTTPServerPort,
 		MaxFrameSize:          wire.MaxFrameSize,
+		Stats:                 StatsConfig{PrometheusAddress: DefaultPrometheusStatsAddress, PrometheusPort: DefaultPrometheusStatsPort},
 		GCWaitTime:            DefaultGCWaitTime,
 		DiskUsageThreshold:    DefaultDiskThreshold,
 		DiskUsageLwmThreshold: DefaultDiskThreshold,
@@ -538,6 +542,10 @@ var configKeys = []configKey{
 	{"nettyMaxFrameSizeBytes", intKey(func(c *Config) *int { return &c.MaxFrameSize })},
 	// wip-shell2: bookie identity.
 	{"bookieId", stringKey(func(c *Config) *string { return &c.CustomBookieID })},
+	// wip-http: where metrics are served (statsconfig.go).
+	{"statsProviderClass", stringKey(func(c *Config) *string { return &c.Stats.ProviderClass })},
+	{"prometheusStatsHttpAddress", stringKey(func(c *Config) *string { return &c.Stats.PrometheusAddress })},
+	{"prometheusStatsHttpPort", intKey(func(c *Config) *int { return &c.Stats.PrometheusPort })},
 }
 
 // propsKeys are implemented keys read from Config.Props where they are
@@ -765,6 +773,9 @@ func (c *Config) Validate() error {
 	}
 	if err := wire.CheckFrameLimit(c.MaxFrameSize); err != nil {
 		errs = append(errs, fmt.Errorf("nettyMaxFrameSizeBytes: %w", err))
+	}
+	if err := c.Stats.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if len(c.JournalDirs) == 0 {
 		errs = append(errs, errors.New("journalDirectories is empty"))

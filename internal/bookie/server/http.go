@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/tls"
@@ -40,6 +41,29 @@ type AdminTarget interface {
 	// LedgerInfo reports the bookie's state of one ledger without changing
 	// it (storage.Store.LedgerInfo).
 	LedgerInfo(ledgerID int64) (storage.LedgerInfo, error)
+
+	// Ready reports whether the bookie is ready for traffic (is_ready):
+	// running, not shutting down, and registered in the mode it is in
+	// (writable, or read-only when it is read-only); why says what is
+	// missing otherwise.
+	Ready() (ready bool, why string)
+	// LastLogMarks are the journals' last log marks, in directory order.
+	LastLogMarks() []LogMark
+	// DiskFiles lists the bookie's files by kind: "journal", "entrylog",
+	// "index" (names, sorted).
+	DiskFiles() (map[string][]string, error)
+	// GCDetails reports the garbage collection's state.
+	GCDetails() GCStatus
+	// SuspendCompaction, ResumeCompaction and CompactionSuspended are
+	// the operator's control of compaction (levels given true change).
+	SuspendCompaction(major, minor bool)
+	ResumeCompaction(major, minor bool)
+	CompactionSuspended() (major, minor bool)
+	// ExpandStorage checks the directories against the cookies again and
+	// updates the cookies for newly added directories (allowStorageExpansion).
+	ExpandStorage(ctx context.Context) error
+	// ServerConfig is the configuration as read (key → value).
+	ServerConfig() map[string]string
 }
 
 // LedgerInfoBody is the body of GET /api/v1/bookie/ledger/info: one
@@ -87,6 +111,12 @@ type AdminOptions struct {
 	// Pprof serves /debug/pprof/ (httpServerPprofEnabled); without it
 	// those paths are 404.
 	Pprof bool
+	// Metadata is the metadata store the cluster routes (list_bookies,
+	// /api/v1/ledger/*, /api/v1/autorecovery/*) read; nil: they answer 503.
+	Metadata metadata.Driver
+	// Cluster serves the cluster routes that need a BookKeeper client;
+	// nil: they answer 503.
+	Cluster ClusterAdmin
 }
 
 // openPaths are the routes served without the token: liveness, readiness
@@ -109,17 +139,18 @@ func NewAdminHandler(gatherer prometheus.Gatherer, targets func() []AdminTarget,
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 
-	// BookKeeper's BookieIsReadyService: 200 while the bookie runs and is
-	// not shutting down, else 503.
+	// BookKeeper's BookieIsReadyService, the readiness probe: 200 "OK"
+	// once the bookie is registered in the mode it is in, 503 before
+	// (and while shutting down).
 	mux.HandleFunc("/api/v1/bookie/is_ready", func(w http.ResponseWriter, r *http.Request) {
 		t, ok := pickTarget(w, r, targets, http.MethodGet)
 		if !ok {
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if st := t.State(); !st.Running || st.ShuttingDown {
+		if ready, why := t.Ready(); !ready {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			io.WriteString(w, "Bookie is not fully started yet\n")
+			io.WriteString(w, "Bookie is not fully started yet: "+why+"\n")
 			return
 		}
 		io.WriteString(w, "OK\n")
@@ -205,6 +236,8 @@ func NewAdminHandler(gatherer prometheus.Gatherer, targets func() []AdminTarget,
 		}
 		writeJSON(w, http.StatusOK, body)
 	})
+
+	bkRoutes(mux, targets, opts)
 
 	if opts.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

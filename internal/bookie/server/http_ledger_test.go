@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http/httptest"
 	"testing"
@@ -73,3 +74,13 @@ func TestLedgerInfoEndpoint(t *testing.T) {
 		t.Errorf("PUT: %d, want 405", code)
 	}
 }
+
+func (t *ledgerTarget) Ready() (bool, string)                   { return true, "" }
+func (t *ledgerTarget) LastLogMarks() []LogMark                 { return nil }
+func (t *ledgerTarget) DiskFiles() (map[string][]string, error) { return nil, nil }
+func (t *ledgerTarget) GCDetails() GCStatus                     { return GCStatus{} }
+func (t *ledgerTarget) SuspendCompaction(major, minor bool)     {}
+func (t *ledgerTarget) ResumeCompaction(major, minor bool)      {}
+func (t *ledgerTarget) CompactionSuspended() (bool, bool)       { return false, false }
+func (t *ledgerTarget) ExpandStorage(context.Context) error     { return nil }
+func (t *ledgerTarget) ServerConfig() map[string]string         { return nil }

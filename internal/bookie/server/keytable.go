@@ -115,7 +115,6 @@ const (
 	rFolio      = "Folio's key"
 	rSame       = "as BookKeeper"
 	rPlacement  = "only read by a rack-, region- or zone-aware ensemble placement policy; Folio's AutoRecovery inside the bookie places replacements at random among writable bookies (rack-aware checks: `folio autorecovery --rack-locations`)"
-	rHTTP       = "implemented in wip-http"
 )
 
 // bkKeys is every key of BookKeeper 4.17's bk_server.conf and of the keys
@@ -391,9 +390,9 @@ var bkKeys = []KeyInfo{
 	impl("diskCheckInterval", "10000", rSame),
 
 	// Statistics.
-	irr("statsProviderClass", "", rHTTP),
-	irr("prometheusStatsHttpAddress", "0.0.0.0", rHTTP),
-	irr("prometheusStatsHttpPort", "8000", rHTTP),
+	impl("statsProviderClass", "", rSame+": with httpServerEnabled=false, BookKeeper's Prometheus provider (org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider) opens a /metrics listener on prometheusStatsHttpAddress:prometheusStatsHttpPort; with the admin HTTP server on, /metrics is served there and no other listener opens"),
+	impl("prometheusStatsHttpAddress", "0.0.0.0", rSame+": the /metrics listener's address (see statsProviderClass)"),
+	impl("prometheusStatsHttpPort", "8000", rSame+": the /metrics listener's port (see statsProviderClass)"),
 	irr("enableStatistics", "true", "Folio always keeps its metrics"),
 	irr("prometheusStatsLatencyRolloverSeconds", "60", "Prometheus provider option of Java: Folio's histograms are cumulative"),
 	irr("exposeDefaultJVMMetrics", "true", rJVM),

@@ -1,50 +1,74 @@
 package server
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/foliodb/folio/internal/bookie"
+	"github.com/foliodb/folio/internal/storage/ledgerstore"
 	"github.com/foliodb/folio/internal/wire"
 )
 
-// PrometheusMetrics are one bookie's Prometheus collectors. Names follow BookKeeper's
-// Prometheus provider where BookKeeper has the measurement, so existing
-// dashboards work:
+// PrometheusMetrics are one bookie's Prometheus collectors. Names, types
+// and labels follow BookKeeper's Prometheus provider (scope names joined
+// with "_"; an OpStatsLogger is a summary in milliseconds with the label
+// success="true|false", both present from start-up; a Counter has no
+// _total suffix) where BookKeeper has the measurement, so existing
+// dashboards and alerts work:
 //
-//   - bookkeeper_server_<REQUEST> (summary in milliseconds, label
-//     success="true|false"): per request kind, e.g. ADD_ENTRY_REQUEST,
-//     READ_ENTRY_REQUEST, READ_ENTRY_FENCE_REQUEST (bookie.RequestKind);
+//   - bookkeeper_server_<REQUEST> (summary): per request kind, e.g.
+//     ADD_ENTRY_REQUEST, READ_ENTRY_REQUEST, READ_ENTRY_FENCE_REQUEST
+//     (bookie.RequestKind);
 //   - bookkeeper_server_ADD_ENTRY and bookkeeper_server_READ_ENTRY: the same
 //     add and read observations under BookKeeper's processing-latency names;
+//   - bookie_WRITE_BYTES, bookie_READ_BYTES (counters): entry bytes added
+//     and read;
 //   - bookie_SERVER_STATUS: 1 writable, 0 read-only;
-//   - bookie_journal_JOURNAL_QUEUE_SIZE, bookie_journal_JOURNAL_SYNC
-//     (fsync latency, ms), bookie_journal_JOURNAL_ADD_ENTRY: fed by the
-//     storage engine through JournalObserver;
-//   - bookie_DELETED_LEDGER_COUNT: ledgers dropped by garbage collection.
+//   - bookie_journal_JOURNAL_SYNC (fsync latency, summary) and
+//     bookie_journal_JOURNAL_ADD_ENTRY (append to durable, summary): fed by
+//     the storage engine (ledgerstore.Observer);
+//   - bookie_DELETED_LEDGER_TOTAL (4.17's name) and bookie_DELETED_LEDGER_COUNT
+//     (the name before 4.13, which older dashboards query): ledgers dropped
+//     by garbage collection;
+//   - storageCollector's, read at scrape time: bookie_ledgers_count,
+//     bookie_MINOR_COMPACTION_TOTAL, bookie_MAJOR_COMPACTION_TOTAL,
+//     bookie_RECLAIMED_COMPACTION_SPACE_BYTES, bookie_ledger_writable_dirs,
+//     bookie_journal_JOURNAL_QUEUE_SIZE.
 //
-// Folio's own: bookkeeper_server_REQUESTS_IN_PROGRESS and
+// Folio's own (no BookKeeper equivalent): bookkeeper_server_REQUESTS_IN_PROGRESS and
 // bookkeeper_server_LONG_POLL_READS_IN_PROGRESS (bookie.InFlight),
 // bookie_gc_PASSES{outcome}, bookie_READ_ONLY_CAUSE{cause},
 // bookkeeper_server_READS_PAUSED (connections at their in-flight limit).
 //
 // It implements bookie.Metrics. In `folio standalone` every bookie's
-// collectors carry the constant label bookie="<bookie id>".
+// collectors carry the constant label bookie="<bookie id>". The
+// per-request methods do not allocate: every labelled child is resolved
+// once, here.
 type PrometheusMetrics struct {
-	requests     [numRequestKinds]*prometheus.SummaryVec
-	addEntry     *prometheus.SummaryVec
-	readEntry    *prometheus.SummaryVec
+	// requests, addEntry and readEntry are indexed by success (0 false,
+	// 1 true).
+	requests  [numRequestKinds][2]prometheus.Observer
+	addEntry  [2]prometheus.Observer
+	readEntry [2]prometheus.Observer
+	// processing are BookKeeper's processing-latency names of the other
+	// request kinds (WRITE_LAC, READ_LAC, FORCE_LEDGER, GET_BOOKIE_INFO,
+	// GET_LIST_OF_ENTRIES_OF_LEDGER), by kind; unset for kinds without one.
+	processing   [numRequestKinds]*[2]prometheus.Observer
 	serverStatus prometheus.Gauge
+	writeBytes   prometheus.Counter
+	readBytes    prometheus.Counter
 
-	journalQueue prometheus.Gauge
-	journalSync  prometheus.Summary
-	journalAdd   prometheus.Summary
+	journalSync prometheus.Observer
+	journalAdd  [2]prometheus.Observer
 
-	deletedLedgers prometheus.Counter
-	gcPasses       *prometheus.CounterVec
-	readOnlyCause  *prometheus.GaugeVec
-	conn           connMetrics
+	deletedLedgers    prometheus.Counter
+	deletedLedgersOld prometheus.Counter
+	deletedLedgersGC  prometheus.Counter
+	gcPasses          *prometheus.CounterVec
+	readOnlyCause     *prometheus.GaugeVec
+	conn              connMetrics
 
 	collectors []prometheus.Collector
 }
@@ -67,29 +91,45 @@ func NewPrometheusMetrics(reg prometheus.Registerer, constLabels prometheus.Labe
 		m.collectors = append(m.collectors, v)
 		return v
 	}
+	// opStats is a BookKeeper OpStatsLogger: both success children exist
+	// from the start.
+	opStats := func(name, help string) [2]prometheus.Observer {
+		v := summary(name, help, "success")
+		return [2]prometheus.Observer{v.WithLabelValues("false"), v.WithLabelValues("true")}
+	}
 	for k := 0; k < numRequestKinds; k++ {
 		kind := bookie.RequestKind(k)
-		m.requests[k] = summary("bookkeeper_server_"+kind.String(),
-			"Latency of "+kind.String()+" from receipt to response, in milliseconds.", "success")
+		m.requests[k] = opStats("bookkeeper_server_"+kind.String(),
+			"Latency of "+kind.String()+" from receipt to response, in milliseconds.")
 	}
-	m.addEntry = summary("bookkeeper_server_ADD_ENTRY", "Latency of adds, in milliseconds.", "success")
-	m.readEntry = summary("bookkeeper_server_READ_ENTRY", "Latency of reads, in milliseconds.", "success")
+	m.addEntry = opStats("bookkeeper_server_ADD_ENTRY", "Latency of adds, in milliseconds.")
+	m.readEntry = opStats("bookkeeper_server_READ_ENTRY", "Latency of reads, in milliseconds.")
+	for kind, name := range map[bookie.RequestKind]string{
+		bookie.KindWriteLAC: "WRITE_LAC", bookie.KindReadLAC: "READ_LAC", bookie.KindForceLedger: "FORCE_LEDGER",
+		bookie.KindGetBookieInfo: "GET_BOOKIE_INFO", bookie.KindGetListOfEntries: "GET_LIST_OF_ENTRIES_OF_LEDGER",
+	} {
+		o := opStats("bookkeeper_server_"+name, "Latency of "+name+" processing, in milliseconds.")
+		m.processing[kind] = &o
+	}
 	m.serverStatus = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "bookie_SERVER_STATUS", Help: "1 when the bookie is writable, 0 when read-only.", ConstLabels: constLabels,
 	})
-	m.journalQueue = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "bookie_journal_JOURNAL_QUEUE_SIZE", Help: "Entries waiting in the journal queue.", ConstLabels: constLabels,
+	m.writeBytes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "bookie_WRITE_BYTES", Help: "Bytes of entry bodies added.", ConstLabels: constLabels,
 	})
-	m.journalSync = prometheus.NewSummary(prometheus.SummaryOpts{
-		Name: "bookie_journal_JOURNAL_SYNC", Help: "Latency of journal fsyncs, in milliseconds.", ConstLabels: constLabels,
-		Objectives: summaryObjectives, MaxAge: time.Minute,
+	m.readBytes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "bookie_READ_BYTES", Help: "Bytes of entry bodies read.", ConstLabels: constLabels,
 	})
-	m.journalAdd = prometheus.NewSummary(prometheus.SummaryOpts{
-		Name: "bookie_journal_JOURNAL_ADD_ENTRY", Help: "Latency from journal enqueue to durable, in milliseconds.", ConstLabels: constLabels,
-		Objectives: summaryObjectives, MaxAge: time.Minute,
-	})
+	m.journalSync = opStats("bookie_journal_JOURNAL_SYNC", "Latency of journal fsyncs, in milliseconds.")[1]
+	m.journalAdd = opStats("bookie_journal_JOURNAL_ADD_ENTRY", "Latency from journal enqueue to durable, in milliseconds.")
 	m.deletedLedgers = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "bookie_DELETED_LEDGER_COUNT", Help: "Ledgers deleted by garbage collection.", ConstLabels: constLabels,
+		Name: "bookie_DELETED_LEDGER_TOTAL", Help: "Ledgers deleted by garbage collection.", ConstLabels: constLabels,
+	})
+	m.deletedLedgersGC = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "bookie_gc_DELETED_LEDGER_TOTAL", Help: "Ledgers deleted by garbage collection (4.17's name, under the gc scope; the same as bookie_DELETED_LEDGER_TOTAL).", ConstLabels: constLabels,
+	})
+	m.deletedLedgersOld = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "bookie_DELETED_LEDGER_COUNT", Help: "Ledgers deleted by garbage collection (BookKeeper's name before 4.13; the same as bookie_DELETED_LEDGER_TOTAL).", ConstLabels: constLabels,
 	})
 	m.gcPasses = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "bookie_gc_PASSES", Help: "Garbage collection passes by outcome (ok, failed).", ConstLabels: constLabels,
@@ -98,15 +138,10 @@ func NewPrometheusMetrics(reg prometheus.Registerer, constLabels prometheus.Labe
 		Name: "bookie_READ_ONLY_CAUSE", Help: "1 for each cause currently holding the bookie read-only (forced, disk_full, storage_failed).", ConstLabels: constLabels,
 	}, []string{"cause"})
 	m.initConnMetrics(constLabels)
-	m.collectors = append(m.collectors, m.serverStatus, m.journalQueue, m.journalSync, m.journalAdd,
-		m.deletedLedgers, m.gcPasses, m.readOnlyCause)
+	m.collectors = append(m.collectors, m.serverStatus, m.writeBytes, m.readBytes,
+		m.deletedLedgers, m.deletedLedgersOld, m.deletedLedgersGC, m.gcPasses, m.readOnlyCause)
 	// Make the labelled series exist before the first observation, so a
 	// scrape shows every name from the start.
-	for k := range m.requests {
-		m.requests[k].WithLabelValues("true")
-	}
-	m.addEntry.WithLabelValues("true")
-	m.readEntry.WithLabelValues("true")
 	m.gcPasses.WithLabelValues("ok")
 	m.gcPasses.WithLabelValues("failed")
 	for _, c := range []string{"forced", "disk_full", "storage_failed"} {
@@ -138,17 +173,30 @@ func (m *PrometheusMetrics) RequestCompleted(kind bookie.RequestKind, status wir
 	if int(kind) >= numRequestKinds {
 		kind = bookie.KindOther
 	}
-	success := "false"
+	success := 0
 	if status == wire.StatusOK || status == wire.StatusNoEntry || status == wire.StatusNoLedger {
-		success = "true"
+		success = 1
 	}
 	v := ms(latency)
-	m.requests[kind].WithLabelValues(success).Observe(v)
+	m.requests[kind][success].Observe(v)
 	switch kind {
 	case bookie.KindAdd, bookie.KindRecoveryAdd:
-		m.addEntry.WithLabelValues(success).Observe(v)
+		m.addEntry[success].Observe(v)
 	case bookie.KindRead, bookie.KindFenceRead, bookie.KindLongPollRead, bookie.KindBatchRead:
-		m.readEntry.WithLabelValues(success).Observe(v)
+		m.readEntry[success].Observe(v)
+	default:
+		if o := m.processing[kind]; o != nil {
+			o[success].Observe(v)
+		}
+	}
+}
+
+// EntryBytes implements bookie.Metrics.
+func (m *PrometheusMetrics) EntryBytes(written bool, n int) {
+	if written {
+		m.writeBytes.Add(float64(n))
+	} else {
+		m.readBytes.Add(float64(n))
 	}
 }
 
@@ -177,6 +225,8 @@ func (m *PrometheusMetrics) setReadOnlyCauses(forced, diskFull, failed bool) {
 // gcPass records a garbage collection pass.
 func (m *PrometheusMetrics) gcPass(r GCResult) {
 	m.deletedLedgers.Add(float64(len(r.Deleted)))
+	m.deletedLedgersOld.Add(float64(len(r.Deleted)))
+	m.deletedLedgersGC.Add(float64(len(r.Deleted)))
 	if r.Err != nil {
 		m.gcPasses.WithLabelValues("failed").Inc()
 	} else {
@@ -184,12 +234,19 @@ func (m *PrometheusMetrics) gcPass(r GCResult) {
 	}
 }
 
-// JournalQueued, JournalSynced and JournalAdded are the storage engine's
-// measurements (queue depth, one fsync's latency, one entry's time from
-// enqueue to durable).
-func (m *PrometheusMetrics) JournalQueued(depth int)             { m.journalQueue.Set(float64(depth)) }
-func (m *PrometheusMetrics) JournalSynced(latency time.Duration) { m.journalSync.Observe(ms(latency)) }
-func (m *PrometheusMetrics) JournalAdded(latency time.Duration)  { m.journalAdd.Observe(ms(latency)) }
+// JournalSynced and JournalAdded implement ledgerstore.Observer: one
+// journal fdatasync, and one entry's time from journal append to durable.
+func (m *PrometheusMetrics) JournalSynced(took time.Duration) { m.journalSync.Observe(ms(took)) }
+
+func (m *PrometheusMetrics) JournalAdded(took time.Duration, err error) {
+	i := 1
+	if err != nil {
+		i = 0
+	}
+	m.journalAdd[i].Observe(ms(took))
+}
+
+var _ ledgerstore.Observer = (*PrometheusMetrics)(nil)
 
 // inFlightCollector exports a bookie's in-flight gauges, read at scrape
 // time.
@@ -278,3 +335,92 @@ func (m *PrometheusMetrics) ResponsesWritten(responses int, _ int) {
 func (m *PrometheusMetrics) ReadPaused() { m.conn.paused.Inc() }
 
 var _ Metrics = (*PrometheusMetrics)(nil)
+
+// storageCollector exports the storage's figures at scrape time, under
+// BookKeeper's names: bookie_ledgers_count (DbLedgerStorage's ledgers-count;
+// counted from the store's index at most once per ledgerCountTTL, so that
+// frequent scrapes do not walk the index each time), the compaction
+// counters (Folio's one compaction level counts as minor; major stays 0) and
+// bookie_ledger_writable_dirs.
+type storageCollector struct {
+	p                                                  *Process
+	ledgers, minor, major, reclaimed, writable, jqueue *prometheus.Desc
+	// gcMinor, gcMajor, gcReclaimed: the same counters under the gc
+	// scope, as BookKeeper 4.17 names them (bookie_gc_…); the unscoped
+	// names are the ones stock dashboards query.
+	gcMinor, gcMajor, gcReclaimed, numDirs *prometheus.Desc
+	mu                                     sync.Mutex
+	ledgerCount                            int
+	countedAt                              time.Time
+}
+
+// ledgerCountTTL bounds how often a scrape counts the store's ledgers.
+const ledgerCountTTL = 10 * time.Second
+
+func newStorageCollector(p *Process, constLabels prometheus.Labels) *storageCollector {
+	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, constLabels) }
+	return &storageCollector{
+		p:         p,
+		ledgers:   d("bookie_ledgers_count", "Ledgers held by this bookie's storage (recounted at most every 10 s; DbLedgerStorage's, without its ledgerDir/indexDir labels)."),
+		minor:     d("bookie_MINOR_COMPACTION_TOTAL", "Compaction passes of entry logs (Folio's single compaction level)."),
+		major:     d("bookie_MAJOR_COMPACTION_TOTAL", "Major compaction passes (always 0: Folio has one compaction level, counted as minor)."),
+		reclaimed: d("bookie_RECLAIMED_COMPACTION_SPACE_BYTES", "Bytes reclaimed by compaction (read from old entry logs minus rewritten)."),
+		writable:  d("bookie_ledger_writable_dirs", "Ledger directories new entries may be written to (0 while the bookie is read-only for a full disk)."),
+		jqueue:    d("bookie_journal_JOURNAL_QUEUE_SIZE", "Journal records queued or being written, not yet durable."),
+
+		gcMinor:     d("bookie_gc_MINOR_COMPACTION_TOTAL", "As bookie_MINOR_COMPACTION_TOTAL (BookKeeper 4.17's gc-scoped name)."),
+		gcMajor:     d("bookie_gc_MAJOR_COMPACTION_TOTAL", "As bookie_MAJOR_COMPACTION_TOTAL (BookKeeper 4.17's gc-scoped name)."),
+		gcReclaimed: d("bookie_gc_RECLAIMED_COMPACTION_SPACE_BYTES", "As bookie_RECLAIMED_COMPACTION_SPACE_BYTES (BookKeeper 4.17's gc-scoped name)."),
+		numDirs:     d("bookie_ledger_num_dirs", "Ledger directories configured."),
+	}
+}
+
+func (c *storageCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.ledgers
+	ch <- c.minor
+	ch <- c.major
+	ch <- c.reclaimed
+	ch <- c.writable
+	ch <- c.jqueue
+	ch <- c.gcMinor
+	ch <- c.gcMajor
+	ch <- c.gcReclaimed
+	ch <- c.numDirs
+}
+
+func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	if c.countedAt.IsZero() || time.Since(c.countedAt) >= ledgerCountTTL {
+		n := 0
+		if err := c.p.store.Ledgers(func(int64) bool { n++; return true }); err == nil {
+			c.ledgerCount, c.countedAt = n, time.Now()
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.ledgers, prometheus.GaugeValue, float64(c.ledgerCount))
+	c.mu.Unlock()
+	var cs ledgerstore.CompactionStatus
+	queued := 0
+	if cc, ok := c.p.store.(compactionControl); ok {
+		cs = cc.CompactionStatus()
+		queued = cc.JournalQueuedRecords()
+	}
+	// A counter, as Java's (incremented on enqueue, decremented on
+	// completion): its value is a level, not a total.
+	ch <- prometheus.MustNewConstMetric(c.jqueue, prometheus.CounterValue, float64(queued))
+	reclaimed := float64(max(cs.BytesRead-cs.BytesWritten, 0))
+	for _, d := range []*prometheus.Desc{c.minor, c.gcMinor} {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(cs.MinorCount))
+	}
+	for _, d := range []*prometheus.Desc{c.major, c.gcMajor} {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(cs.MajorCount))
+	}
+	for _, d := range []*prometheus.Desc{c.reclaimed, c.gcReclaimed} {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, reclaimed)
+	}
+	ch <- prometheus.MustNewConstMetric(c.numDirs, prometheus.GaugeValue, float64(len(c.p.cfg.LedgerDirs)))
+	writable := len(c.p.cfg.LedgerDirs)
+	if _, diskFull, _ := c.p.state.Causes(); diskFull {
+		writable = 0
+	}
+	ch <- prometheus.MustNewConstMetric(c.writable, prometheus.GaugeValue, float64(writable))
+}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +24,7 @@ import (
 	_ "github.com/foliodb/folio/internal/metadata/etcd"
 	_ "github.com/foliodb/folio/internal/metadata/zk"
 	"github.com/foliodb/folio/internal/storage"
+	"github.com/foliodb/folio/internal/storage/ledgerstore"
 )
 
 // ProcessOptions are what a bookie process takes besides its Config.
@@ -45,6 +49,11 @@ type ProcessOptions struct {
 	RemoveStaleRegistration bool
 	// Clock drives the background loops; default the system clock.
 	Clock LoopClock
+	// ClusterAdmin, if set, makes the admin HTTP server's cluster
+	// operations (ledger/read, ledger/delete, autorecovery/bookie, ...)
+	// from the process's metadata store; the process closes it (when it
+	// is an io.Closer) at shutdown. Nil: those routes answer 503.
+	ClusterAdmin func(md metadata.Driver) (ClusterAdmin, error)
 }
 
 // Process is one running bookie: storage, request semantics, the TCP
@@ -75,8 +84,11 @@ type Process struct {
 	metrics  *PrometheusMetrics
 	registry *prometheus.Registry
 	inflight prometheus.Collector
+	storageC prometheus.Collector
 	http     *http.Server
 	httpLn   net.Listener
+	cluster  ClusterAdmin
+	stats    *metricsServer // the Prometheus provider's listener, if any
 
 	cancelLoops context.CancelFunc
 	loops       sync.WaitGroup
@@ -167,14 +179,6 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 			"ledgerDirectories", cfg.LedgerDirs)
 	}
 
-	// Storage (journal replay happens here).
-	openStart := time.Now()
-	if p.store, p.closeSt, err = openStore(&cfg, p.log); err != nil {
-		return nil, fmt.Errorf("open storage: %w", err)
-	}
-	cleanups = append(cleanups, func() { _ = p.closeSt(context.Background()) })
-	p.log.Info("storage open", "took", time.Since(openStart).Round(time.Millisecond))
-
 	// Metrics.
 	p.registry = opts.Registry
 	if p.registry == nil {
@@ -189,6 +193,14 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	cleanups = append(cleanups, func() { p.metrics.Unregister(p.registry) })
+
+	// Storage (journal replay happens here).
+	openStart := time.Now()
+	if p.store, p.closeSt, err = openStore(&cfg, p.log, p.metrics); err != nil {
+		return nil, fmt.Errorf("open storage: %w", err)
+	}
+	cleanups = append(cleanups, func() { _ = p.closeSt(context.Background()) })
+	p.log.Info("storage open", "took", time.Since(openStart).Round(time.Millisecond))
 
 	// Registration follows the bookie's effective read-only state.
 	addr, err := cfg.BookieAddress(port)
@@ -229,6 +241,11 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 		p.state.OnDiskFull(cc.SetNoSpace)
 	}
 	p.state.Check() // the first registration then has the right mode
+	p.storageC = newStorageCollector(p, labels)
+	if err := p.registry.Register(p.storageC); err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	cleanups = append(cleanups, func() { p.registry.Unregister(p.storageC) })
 
 	// The listener, now that the journal has been replayed.
 	p.ln, err = net.Listen("tcp", net.JoinHostPort(cfg.ListenHost, strconv.Itoa(port)))
@@ -261,12 +278,30 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 		if err != nil {
 			return nil, fmt.Errorf("admin HTTP server on port %d: %w", cfg.HTTPServerPort, err)
 		}
-		p.http = NewAdminServer(NewAdminHandler(p.registry, func() []AdminTarget { return []AdminTarget{p} }, sec.HTTP), sec.HTTPTLS)
+		hopts := sec.HTTP
+		hopts.Metadata = p.md
+		if opts.ClusterAdmin != nil {
+			if p.cluster, err = opts.ClusterAdmin(p.md); err != nil {
+				return nil, fmt.Errorf("admin HTTP server: %w", err)
+			}
+			cleanups = append(cleanups, p.closeCluster)
+			hopts.Cluster = p.cluster
+		}
+		p.http = NewAdminServer(NewAdminHandler(p.registry, func() []AdminTarget { return []AdminTarget{p} }, hopts), sec.HTTPTLS)
 		go func() {
 			if err := ServeAdmin(p.http, p.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				p.log.Error("admin HTTP server failed", "err", err)
 			}
 		}()
+	}
+	// Metrics without the admin HTTP server: BookKeeper's Prometheus
+	// provider's listener, only when configured (StatsConfig).
+	if !cfg.HTTPServerEnabled && !opts.NoHTTP && cfg.Stats.wantsListener() {
+		if p.stats, err = startMetricsServer(cfg.Stats, p.registry, func(err error) { p.log.Error("metrics listener failed", "err", err) }); err != nil {
+			return nil, err
+		}
+		cleanups = append(cleanups, func() { p.stats.srv.Close() })
+		p.log.Info("serving metrics", "address", p.stats.ln.Addr().String())
 	}
 	p.log.Info("bookie started", "addr", p.ln.Addr().String(), "http", p.HTTPAddr(), "tls", serverTLS != nil, "authorizer", authorizer != nil)
 	return p, nil
@@ -346,6 +381,15 @@ func (p *Process) ID() metadata.BookieID { return p.id }
 
 // Addr is the bookie protocol listener's address.
 func (p *Process) Addr() net.Addr { return p.ln.Addr() }
+
+// MetricsAddr is the address of the Prometheus provider's metrics
+// listener (StatsConfig), "" when there is none.
+func (p *Process) MetricsAddr() string {
+	if p.stats == nil {
+		return ""
+	}
+	return p.stats.ln.Addr().String()
+}
 
 // HTTPAddr is the admin HTTP server's address, "" when it has none.
 func (p *Process) HTTPAddr() string {
@@ -462,8 +506,15 @@ func (p *Process) shutdown(ctx context.Context) error {
 		_ = p.http.Shutdown(hctx)
 		cancel()
 	}
+	if p.stats != nil {
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		_ = p.stats.srv.Shutdown(hctx)
+		cancel()
+	}
+	p.closeCluster()
 	p.metrics.Unregister(p.registry)
 	p.registry.Unregister(p.inflight)
+	p.registry.Unregister(p.storageC)
 	if p.ownMD {
 		if err := p.md.Close(); err != nil {
 			errs = append(errs, err)
@@ -473,4 +524,132 @@ func (p *Process) shutdown(ctx context.Context) error {
 		p.log.Info("bookie stopped")
 	}
 	return errors.Join(errs...)
+}
+
+// closeCluster closes the ClusterAdmin, if it has one to close.
+func (p *Process) closeCluster() {
+	if c, ok := p.cluster.(io.Closer); ok {
+		if err := c.Close(); err != nil {
+			p.log.Warn("closing the admin HTTP server's cluster client", "err", err)
+		}
+	}
+	p.cluster = nil
+}
+
+// Ready implements AdminTarget.
+func (p *Process) Ready() (bool, string) {
+	st := p.State()
+	if !st.Running || st.ShuttingDown {
+		return false, "shutting down"
+	}
+	registered, ro := p.reg.State()
+	switch {
+	case !registered:
+		return false, "not registered with the metadata store"
+	case ro != st.ReadOnly:
+		return false, fmt.Sprintf("registration (read-only %v) does not match the bookie's mode (read-only %v) yet", ro, st.ReadOnly)
+	}
+	return true, ""
+}
+
+// LastLogMarks implements AdminTarget.
+func (p *Process) LastLogMarks() []LogMark {
+	cc, ok := p.store.(compactionControl)
+	if !ok {
+		return nil
+	}
+	var out []LogMark
+	for _, m := range cc.LastLogMarks() {
+		out = append(out, LogMark{FileID: m.File, Offset: m.Offset})
+	}
+	return out
+}
+
+// DiskFiles implements AdminTarget.
+func (p *Process) DiskFiles() (map[string][]string, error) { return diskFiles(&p.cfg) }
+
+// GCDetails implements AdminTarget.
+func (p *Process) GCDetails() GCStatus {
+	var st GCStatus
+	if cc, ok := p.store.(compactionControl); ok {
+		cs := cc.CompactionStatus()
+		st.MajorCompacting = cs.Running == ledgerstore.CompactionMajor
+		st.MinorCompacting = cs.Running == ledgerstore.CompactionMinor
+		st.MajorCompactionCounter, st.MinorCompactionCounter = cs.MajorCount, cs.MinorCount
+		if !cs.LastMajor.IsZero() {
+			st.LastMajorCompactionTime = cs.LastMajor.UnixMilli()
+		}
+		if !cs.LastMinor.IsZero() {
+			st.LastMinorCompactionTime = cs.LastMinor.UnixMilli()
+		}
+		st.ForceCompacting = cs.Forcing
+	}
+	st.ForceCompacting = st.ForceCompacting || p.gc.Running()
+	return st
+}
+
+// SuspendCompaction implements AdminTarget.
+func (p *Process) SuspendCompaction(major, minor bool) {
+	if cc, ok := p.store.(compactionControl); ok {
+		cc.SuspendCompaction(major, minor)
+	}
+}
+
+// ResumeCompaction implements AdminTarget.
+func (p *Process) ResumeCompaction(major, minor bool) {
+	if cc, ok := p.store.(compactionControl); ok {
+		cc.ResumeCompaction(major, minor)
+	}
+}
+
+// CompactionSuspended implements AdminTarget.
+func (p *Process) CompactionSuspended() (major, minor bool) {
+	if cc, ok := p.store.(compactionControl); ok {
+		cs := cc.CompactionStatus()
+		return cs.MajorSuspended, cs.MinorSuspended
+	}
+	return false, false
+}
+
+// ExpandStorage implements AdminTarget: the start-up cookie check again,
+// which stamps directories added since (with allowStorageExpansion).
+func (p *Process) ExpandStorage(ctx context.Context) error {
+	_, err := CheckCookies(ctx, p.md, &p.cfg, p.id)
+	return err
+}
+
+// ServerConfig implements AdminTarget: every property as read (Java's
+// conf.asJson lists the keys set), with the effective values of the keys
+// every bookie has, so that they show even when left to their defaults.
+func (p *Process) ServerConfig() map[string]string {
+	out := maps.Clone(p.cfg.Props)
+	if out == nil {
+		out = map[string]string{}
+	}
+	c := &p.cfg
+	maps.Copy(out, map[string]string{
+		"bookiePort":          strconv.Itoa(procPortOf(p)),
+		"journalDirectories":  strings.Join(c.JournalDirs, ","),
+		"ledgerDirectories":   strings.Join(c.LedgerDirs, ","),
+		"metadataServiceUri":  c.MetadataServiceURI,
+		"httpServerEnabled":   strconv.FormatBool(c.HTTPServerEnabled),
+		"httpServerPort":      strconv.Itoa(c.HTTPServerPort),
+		"gcWaitTime":          strconv.FormatInt(c.GCWaitTime.Milliseconds(), 10),
+		"readOnlyModeEnabled": strconv.FormatBool(c.ReadOnlyModeEnabled),
+		"forceReadOnlyBookie": strconv.FormatBool(c.ForceReadOnly),
+		"diskUsageThreshold":  strconv.FormatFloat(c.DiskUsageThreshold, 'f', -1, 64),
+		"diskCheckInterval":   strconv.FormatInt(c.DiskCheckInterval.Milliseconds(), 10),
+	})
+	if c.AdvertisedAddress != "" {
+		out["advertisedAddress"] = c.AdvertisedAddress
+	}
+	return out
+}
+
+// procPortOf is the port the bookie listens on.
+func procPortOf(p *Process) int {
+	if a, ok := p.ln.Addr().(*net.TCPAddr); ok {
+		return a.Port
+	}
+	return p.cfg.BookiePort
 }

@@ -68,21 +68,29 @@ func StorageConfig(cfg *Config) (ledgerstore.Config, error) {
 	return sc, nil
 }
 
-// compactionControl is what the bookie tells its store about compaction
-// (ledgerstore.Store implements it): a full disk, a manual GC.
+// compactionControl is the bookie's side of its store's garbage
+// collection and journal (ledgerstore.Store implements it): what it tells
+// the store (a full disk, a manual GC, the admin's suspensions) and what it
+// reports (compaction state, log marks, the journal queue).
 type compactionControl interface {
 	SetNoSpace(full bool)
 	TriggerCompaction()
+	SuspendCompaction(major, minor bool)
+	ResumeCompaction(major, minor bool)
+	CompactionStatus() ledgerstore.CompactionStatus
+	LastLogMarks() []ledgerstore.LogMark
+	JournalQueuedRecords() int
 }
 
 // openStore opens the bookie's storage on the OS file system (replaying
-// the journals) and returns it with its close function (flush, checkpoint,
+// the journals; obs receives the journal's measurements) and returns it with its close function (flush, checkpoint,
 // close).
-func openStore(cfg *Config, log *slog.Logger) (storage.Store, func(context.Context) error, error) {
+func openStore(cfg *Config, log *slog.Logger, obs ledgerstore.Observer) (storage.Store, func(context.Context) error, error) {
 	sc, err := StorageConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
+	sc.Observer = obs
 	for _, d := range append(append([]string(nil), sc.JournalDirs...), sc.LedgerDirs...) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, nil, err

@@ -429,11 +429,26 @@ func (j *Journal) commit(g *group) error {
 		return fmt.Errorf("journal: writing %d bytes to %s at offset %d: %w",
 			len(g.buf), j.path(j.w.fileID), g.base, err)
 	}
+	var syncStart time.Time
+	if j.opts.OnSync != nil {
+		syncStart = j.clock.Now()
+	}
 	if err := j.w.file.SyncData(); err != nil {
 		return fmt.Errorf("journal: fdatasync of %s: %w", j.path(j.w.fileID), err)
 	}
+	if j.opts.OnSync != nil {
+		j.opts.OnSync(j.clock.Now().Sub(syncStart), len(g.ends))
+	}
 	j.w.syncedEnd = end
 	return nil
+}
+
+// QueuedRecords is how many records are queued or being written, not yet
+// completed (BookKeeper's JOURNAL_QUEUE_SIZE).
+func (j *Journal) QueuedRecords() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.mu.queuedRecords
 }
 
 func (j *Journal) rotate(id uint64) error {

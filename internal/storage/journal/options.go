@@ -65,6 +65,11 @@ type Options struct {
 	// simulator) calls Flush to run group commits.
 	Manual bool
 
+	// OnSync, if set, is called on the writer goroutine after each group's
+	// successful fdatasync with its duration (on Clock) and the number of
+	// records it made durable (metrics). It must be cheap and not block.
+	OnSync func(took time.Duration, records int)
+
 	// OnFailure, if set, is called once, from the goroutine running Flush,
 	// when the journal fails (see ErrFailed), before the failed appends'
 	// callbacks run. It must not block and must not call Close.

@@ -207,6 +207,10 @@ type CompactionStatus struct {
 	// NoSpace is SetNoSpace's last verdict.
 	MajorSuspended, MinorSuspended bool
 	NoSpace                        bool
+	// LogsRemoved, BytesRead and BytesWritten total every pass since
+	// Open: entry logs removed, and bytes of sealed logs read and
+	// rewritten by compaction (their difference is the space reclaimed).
+	LogsRemoved, BytesRead, BytesWritten int64
 }
 
 // CompactionStatus returns the GC loop's compaction state.
@@ -218,6 +222,7 @@ func (s *Store) CompactionStatus() CompactionStatus {
 		Running: g.running, Forcing: g.forcing, LastMajor: g.lastMajor, LastMinor: g.lastMinor,
 		MajorCount: g.majorCount, MinorCount: g.minorCount,
 		MajorSuspended: g.suspendMajor, MinorSuspended: g.suspendMinor, NoSpace: g.noSpace,
+		LogsRemoved: g.logsRemoved, BytesRead: g.bytesRead, BytesWritten: g.bytesWritten,
 	}
 }
 
@@ -247,6 +252,13 @@ func (s *Store) TriggerCompaction() {
 
 func (s *Store) gcWith(threshold float64) (GCStats, error) {
 	var total GCStats
+	defer func() {
+		s.gcState.mu.Lock()
+		s.gcState.logsRemoved += int64(total.LogsRemoved)
+		s.gcState.bytesRead += total.BytesRead
+		s.gcState.bytesWritten += total.BytesWritten
+		s.gcState.mu.Unlock()
+	}()
 	for _, sh := range s.shards {
 		live := func(ledgerID int64) bool {
 			st, err := sh.ix.LedgerState(ledgerID)

@@ -95,6 +95,9 @@ type Config struct {
 	// Default 32 MiB/s; negative: unlimited.
 	CompactionBytesPerSecond int64
 
+	// Observer, if set, receives the journal's measurements (metrics).
+	Observer Observer
+
 	// Manual starts no background goroutines besides the journals' writers:
 	// the owner calls FlushWriteCache, Checkpoint and GC (tests, simulator).
 	Manual bool
@@ -195,7 +198,27 @@ func (c Config) journalOptions(onFailure func(error)) journal.Options {
 		MaxBackups:      c.JournalMaxBackups,
 		Manual:          c.ManualJournal,
 		OnFailure:       onFailure,
+		OnSync:          c.onSync(),
 	}
+}
+
+// Observer receives the store's journal measurements (BookKeeper's
+// JOURNAL_SYNC and JOURNAL_ADD_ENTRY). Methods run on the journals' writer
+// goroutines: they must be cheap and must not block.
+type Observer interface {
+	// JournalSynced is one group's fdatasync.
+	JournalSynced(took time.Duration)
+	// JournalAdded is one entry's time from its journal append to durable
+	// (err nil) or failed.
+	JournalAdded(took time.Duration, err error)
+}
+
+func (c Config) onSync() func(time.Duration, int) {
+	if c.Observer == nil {
+		return nil
+	}
+	obs := c.Observer
+	return func(took time.Duration, _ int) { obs.JournalSynced(took) }
 }
 
 func (c Config) entrylogOptions() entrylog.Options {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/foliodb/folio/internal/storage"
 	"github.com/foliodb/folio/internal/storage/entrylog"
@@ -18,6 +19,10 @@ import (
 type addOp struct {
 	jr   *journalShard
 	done storage.AddCompletion
+	// obs and start time the add for Config.Observer (obs nil: untimed).
+	obs   Observer
+	clock Clock
+	start time.Time
 }
 
 var addOpPool = sync.Pool{New: func() any { return new(addOp) }}
@@ -26,7 +31,10 @@ var addOpPool = sync.Pool{New: func() any { return new(addOp) }}
 // is durable (err == nil) or has failed; it never blocks on store locks.
 func (op *addOp) AppendDone(pos journal.Position, err error) {
 	jr, done := op.jr, op.done
-	op.jr, op.done = nil, nil
+	if op.obs != nil {
+		op.obs.JournalAdded(op.clock.Now().Sub(op.start), err)
+	}
+	op.jr, op.done, op.obs, op.clock = nil, nil, nil, nil
 	addOpPool.Put(op)
 	if err != nil {
 		done.AddComplete(fmt.Errorf("ledgerstore: add not durable: %w", err))
@@ -80,8 +88,11 @@ func (s *Store) addEntry(ledgerID, entryID int64, masterKey, body []byte, opts s
 	}
 	op := addOpPool.Get().(*addOp)
 	op.jr, op.done = jr, done
+	if s.cfg.Observer != nil {
+		op.obs, op.clock, op.start = s.cfg.Observer, s.cfg.Clock, s.cfg.Clock.Now()
+	}
 	if err := jr.j.AppendEntry(ledgerID, entryID, body, op); err != nil {
-		op.jr, op.done = nil, nil
+		op.jr, op.done, op.obs, op.clock = nil, nil, nil, nil
 		addOpPool.Put(op)
 		// The entry stays in the write cache: an add that fails may still
 		// be stored (as after a timeout), never half.

@@ -54,9 +54,12 @@ type Store struct {
 		suspendMinor, suspendMajor bool
 		// running is the kind of the tick in progress ("" when none);
 		// forcing says it was forced.
-		running                CompactionKind
-		forcing                bool
-		minorCount, majorCount int64
+		// logsRemoved, bytesRead and bytesWritten total every pass's
+		// GCStats since Open (gc_details, the reclaimed-bytes metric).
+		logsRemoved, bytesRead, bytesWritten int64
+		running                              CompactionKind
+		forcing                              bool
+		minorCount, majorCount               int64
 	}
 
 	// hook, if set (tests only, through setHook), is called at named points

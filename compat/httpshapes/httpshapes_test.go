@@ -1,0 +1,9 @@
+package httpshapes
+
+import (
+	"testing"
+
+	"github.com/foliodb/folio/compat/harness"
+)
+
+func TestHTTPShapes(t *testing.T) { harness.HTTPShapes(t) }
