@@ -49,6 +49,7 @@ var layers = map[string][]string{
 	"internal/benchbase":             {}, // imported by benchmarks only
 	"internal/tlsconf":               {}, // TLS from PEM files; tlstest: test certificates
 	"internal/scenario":              {}, // test-only: its tests import what they need
+	"deploy":                         {}, // test-only: its tests check deploy/'s files against the code
 
 	// Test helpers below a layer that need more than it.
 	"internal/metadata/etcd/etcdtest": {"internal/metadata", "internal/pki"}, // a TLS etcd with a test CA
