@@ -41,10 +41,13 @@ type bookieNode struct {
 	polls []*parkedPoll
 	// collected are the deleted ledgers the garbage collector dropped.
 	collected map[int64]bool
+	// rng is the bookie's own random stream (its spawned work's delays,
+	// its background work's periods).
+	rng *rand.Rand
 }
 
 func newBookieNode(w *world, id metadata.BookieID) *bookieNode {
-	return &bookieNode{w: w, id: id, fs: vfs.NewCrashableMem(), collected: map[int64]bool{}}
+	return &bookieNode{w: w, id: id, fs: vfs.NewCrashableMem(), collected: map[int64]bool{}, rng: w.stream("bookie/" + string(id))}
 }
 
 // start opens the store (replaying the journal) and the bookie, and
@@ -57,9 +60,9 @@ func (n *bookieNode) start() {
 		// Spawned work runs a little later, as a goroutine of a busy
 		// bookie would: reads and fences overtake each other, and adds
 		// (served on the caller's goroutine) overtake them.
-		d := w.between(0, 500*time.Microsecond)
-		if w.faultChance(FaultDelay, 100) {
-			d += w.between(time.Millisecond, 20*time.Millisecond)
+		d := between(n.rng, 0, 500*time.Microsecond)
+		if w.faultChanceOn(n.rng, FaultDelay, 100) {
+			d += between(n.rng, time.Millisecond, 20*time.Millisecond)
 		}
 		w.after(d, func() { n.run(inc, fn) })
 	}
@@ -135,9 +138,9 @@ func (n *bookieNode) schedule(inc int, _ string, lo, hi time.Duration, fn func()
 		if !n.paused {
 			fn()
 		}
-		w.after(w.between(lo, hi), tick)
+		w.after(between(n.rng, lo, hi), tick)
 	}
-	w.after(w.between(lo, hi), tick)
+	w.after(between(n.rng, lo, hi), tick)
 }
 
 // run runs spawned work of incarnation inc, held while paused.
@@ -179,6 +182,7 @@ func (n *bookieNode) receive(a *actor, p *pendingReq, req *wire.Request) {
 	}
 	n.run(inc, func() {
 		w.stats.Requests++
+		w.rec.arrive(a, p)
 		n.b.Handle(req, &responder{n: n, inc: inc, a: a, p: p})
 		n.checkPolls(inc)
 	})
@@ -306,6 +310,7 @@ func (n *bookieNode) crash() {
 	w := n.w
 	keep := w.rng.IntN(101)
 	w.logf("bookie %s crashes (keeping %d%% of unsynced blocks)", n.id, keep)
+	w.rec.bookieCrash(n, keep)
 	w.stats.BookieCrashes++
 	n.up = false
 	n.incarnation++ // late completions of the old process are dropped
