@@ -103,7 +103,7 @@ type Step struct {
 }
 
 func (s Step) String() string {
-	return fmt.Sprintf("%d %s %s %#x", s.N, fmtTime(s.At), s.Action, s.Seed)
+	return fmt.Sprintf("%d %s %s %#x", s.N, s.At, s.Action, s.Seed)
 }
 
 // Schedule is the explicit safety phase of a run: the steps, in time order,
@@ -125,7 +125,7 @@ func (s *Schedule) Len() int { return len(s.Steps) }
 // and one line per step "N T action seed".
 func (s *Schedule) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "end %s\n", fmtTime(s.End))
+	fmt.Fprintf(&b, "end %s\n", s.End)
 	for _, st := range s.Steps {
 		b.WriteString(st.String())
 		b.WriteByte('\n')
@@ -196,16 +196,14 @@ func knownAction(a Action) bool {
 	return faultOf(a) != ""
 }
 
-// parseTime reads fmtTime's "12.345ms".
+// parseTime reads a time as Schedule.String writes it (time.Duration's
+// form, exact to the nanosecond).
 func parseTime(s string) (time.Duration, error) {
-	ms, ok := strings.CutSuffix(s, "ms")
-	whole, frac, _ := strings.Cut(ms, ".")
-	w, err1 := strconv.ParseInt(whole, 10, 64)
-	f, err2 := strconv.ParseInt(frac, 10, 64)
-	if !ok || err1 != nil || err2 != nil || len(frac) != 3 || w < 0 || f < 0 {
-		return 0, fmt.Errorf("time %q: want e.g. 12.345ms", s)
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("time %q: want a duration such as 12.345678ms", s)
 	}
-	return time.Duration(w)*time.Millisecond + time.Duration(f)*time.Microsecond, nil
+	return d, nil
 }
 
 // Generate derives the schedule of cfg's safety phase from its seed: the

@@ -234,6 +234,13 @@ func Run(cfg Config) *Result {
 		w.checkEnd()
 	}
 	w.stats.VirtualElapsed = w.now
+	if w.rec != nil {
+		for _, l := range w.ledgers {
+			if w.closed(l) {
+				w.rec.closedAtEnd[l.id] = true
+			}
+		}
+	}
 	trace := w.trace.String()
 	sum := sha256.Sum256([]byte(trace))
 	return &Result{Seed: cfg.Seed, Violations: w.violations, Stats: w.stats, Trace: trace, TraceHash: hex.EncodeToString(sum[:]), steps: cfg.Steps, bookies: len(w.bookies)}
