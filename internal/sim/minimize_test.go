@@ -95,7 +95,10 @@ func TestMinimize(t *testing.T) {
 			}
 			// (c) The emitted script is the checked-in one, whose expected
 			// output shows the violation.
-			script, _ := Script(m.Config)
+			script, recorded := Script(m.Config)
+			if recorded.TraceHash != m.Result.TraceHash {
+				t.Fatalf("recording the script changed the run")
+			}
 			path := filepath.Join("..", "ledger", "testdata", tc.script)
 			if *updateScripts {
 				if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
