@@ -41,9 +41,9 @@ const DefaultMinimizeRuns = 400
 //     random faults: lost, slow messages, metadata errors) if the violation
 //     persists without it;
 //  3. steps are removed in chunks, halving the chunk size down to single
-//     steps (delta debugging), and the pass repeats until nothing more can
-//     go. Fewer writer, reader, recovery and append steps are fewer
-//     writers, readers, recoveries and entries.
+//     steps (delta debugging). Fewer writer, reader, recovery and append
+//     steps are fewer writers, readers, recoveries and entries;
+//  4. 2 and 3 repeat until neither removes anything.
 //
 // Every run is a pure function of its Config, so Minimize is too: the same
 // failing Config gives the same reduced run. maxRuns bounds the number of
@@ -81,14 +81,18 @@ func Minimize(cfg Config, maxRuns int) (*Minimized, error) {
 	}
 
 	m.Config.Schedule = shortenEnd(cfg.Schedule, first)
-	for _, f := range m.FaultsBefore {
-		c := m.Config
-		c.Faults = slices.DeleteFunc(slices.Clone(c.Faults), func(g Fault) bool { return g == f })
-		c.Schedule = &Schedule{End: c.Schedule.End, Steps: slices.DeleteFunc(slices.Clone(c.Schedule.Steps), func(s Step) bool { return faultOf(s.Action) == f })}
-		try(c)
+	// dropFaults removes the fault kinds the violation does not need.
+	dropFaults := func() (changed bool) {
+		for _, f := range slices.Clone(m.Config.Faults) {
+			c := m.Config
+			c.Faults = slices.DeleteFunc(slices.Clone(c.Faults), func(g Fault) bool { return g == f })
+			c.Schedule = &Schedule{End: c.Schedule.End, Steps: slices.DeleteFunc(slices.Clone(c.Schedule.Steps), func(s Step) bool { return faultOf(s.Action) == f })}
+			changed = try(c) || changed
+		}
+		return changed
 	}
-	for changed := true; changed && m.Runs < maxRuns; {
-		changed = false
+	// dropSteps removes chunks of steps, halving the chunk size.
+	dropSteps := func() (changed bool) {
 		for k := max(m.Config.Schedule.Len()/2, 1); k >= 1 && m.Runs < maxRuns; k /= 2 {
 			for i := 0; i < m.Config.Schedule.Len() && m.Runs < maxRuns; {
 				s := m.Config.Schedule
@@ -100,6 +104,11 @@ func Minimize(cfg Config, maxRuns int) (*Minimized, error) {
 				i += k
 			}
 		}
+		return changed
+	}
+	for dropFaults() || dropSteps() {
+		// Once nothing more can go: neither pass changed anything (or the
+		// runs are used up, and try refuses everything).
 	}
 	// The reduced run, once more: the cut after the violation is checked.
 	m.Result = Run(m.Config)
