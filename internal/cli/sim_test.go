@@ -69,12 +69,12 @@ func TestSimUsageErrors(t *testing.T) {
 // TestSimViolationExitsNonZero: a mutation's violation fails the command
 // and prints the replay line.
 func TestSimViolationExitsNonZero(t *testing.T) {
-	out, code := runFolio(t, "sim", "-seed", "105", "-mutation", "start-at-lac", "-trace", t.TempDir()+"/trace.txt")
-	if code != ExitFail || !strings.Contains(out, "VIOLATION NoInvalidFragments") || !strings.Contains(out, "replay: folio sim -seed 105 -workload mixed") {
+	out, code := runFolio(t, "sim", "-seed", "134", "-mutation", "start-at-lac", "-trace", t.TempDir()+"/trace.txt")
+	if code != ExitFail || !strings.Contains(out, "VIOLATION NoInvalidFragments") || !strings.Contains(out, "replay: folio sim -seed 134 -workload mixed") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	out, code = runFolio(t, "sim", "-seed", "19", "-workload", "recovery-race", "-mutation", "piggyback-recovery-lac", "-trace", t.TempDir()+"/trace.txt")
-	if code != ExitFail || !strings.Contains(out, "VIOLATION NoDirtyReads") || !strings.Contains(out, "replay: folio sim -seed 19 -workload recovery-race -steps 40") {
+	out, code = runFolio(t, "sim", "-seed", "35", "-workload", "recovery-race", "-mutation", "piggyback-recovery-lac", "-trace", t.TempDir()+"/trace.txt")
+	if code != ExitFail || !strings.Contains(out, "VIOLATION NoDirtyReads") || !strings.Contains(out, "replay: folio sim -seed 35 -workload recovery-race -steps 40") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }
@@ -86,7 +86,7 @@ func TestSimViolationExitsNonZero(t *testing.T) {
 func TestSimMinimize(t *testing.T) {
 	dir := t.TempDir()
 	scriptPath := filepath.Join(dir, "script.txt")
-	out, code := runFolio(t, "sim", "-seed", "19", "-workload", "recovery-race", "-mutation", "piggyback-recovery-lac", "-minimize", "-trace", scriptPath)
+	out, code := runFolio(t, "sim", "-seed", "42", "-workload", "recovery-race", "-mutation", "piggyback-recovery-lac", "-minimize", "-trace", scriptPath)
 	if code != ExitFail || !strings.Contains(out, "minimized NoDirtyReads in ") || !strings.Contains(out, "ledger script written to "+scriptPath) {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
@@ -94,7 +94,7 @@ func TestSimMinimize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(script), "recover r1 read-ahead=") || !strings.HasSuffix(strings.TrimSpace(string(script)), "lacs\n----") {
+	if !strings.Contains(string(script), "recover r1 read-ahead=") || !strings.HasSuffix(strings.TrimSpace(string(script)), "fragments\n----") {
 		t.Fatalf("script:\n%s", script)
 	}
 	_, rest, ok := strings.Cut(out, "--- reduced schedule (save it to replay with -schedule FILE) ---\n")
@@ -106,9 +106,9 @@ func TestSimMinimize(t *testing.T) {
 	if err := os.WriteFile(schedPath, []byte(sched), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, faultsLine, _ := strings.Cut(out, "replay: folio sim -seed 19 -workload recovery-race -steps 40 -faults ")
+	_, faultsLine, _ := strings.Cut(out, "replay: folio sim -seed 42 -workload recovery-race -steps 40 -faults ")
 	faults, _, _ := strings.Cut(faultsLine, " ")
-	out2, code := runFolio(t, "sim", "-seed", "19", "-workload", "recovery-race", "-faults", faults, "-mutation", "piggyback-recovery-lac", "-schedule", schedPath, "-trace", filepath.Join(dir, "trace.txt"))
+	out2, code := runFolio(t, "sim", "-seed", "42", "-workload", "recovery-race", "-faults", faults, "-mutation", "piggyback-recovery-lac", "-schedule", schedPath, "-trace", filepath.Join(dir, "trace.txt"))
 	if code != ExitFail || !strings.Contains(out2, "VIOLATION NoDirtyReads") {
 		t.Fatalf("replaying the schedule: exit %d:\n%s", code, out2)
 	}

@@ -47,6 +47,10 @@ type env struct {
 	// collects broken invariants found on the way.
 	acked      map[string][]int64
 	violations []string
+	// badRewrites are recovery rewrites below the stored last fragment
+	// (NoInvalidFragments, TLA+ defect 2), printed by the fragments
+	// command only.
+	badRewrites []string
 
 	out *strings.Builder // trace; nil: no trace
 }
@@ -131,6 +135,12 @@ func (e *env) drain(name string) {
 		e.printf("  %s: %s\n", name, eff)
 		switch eff := eff.(type) {
 		case SendAdd:
+			if first := e.store.md.LastEnsemble().FirstEntryID; eff.Recovery && eff.EntryID < first {
+				bad := fmt.Sprintf("%s rewrites e%d below the last fragment (first entry %d) of the stored metadata", name, eff.EntryID, first)
+				if !slices.Contains(e.badRewrites, bad) {
+					e.badRewrites = append(e.badRewrites, bad)
+				}
+			}
 			for _, b := range eff.Bookies {
 				one := eff
 				one.Bookies = []metadata.BookieID{b}

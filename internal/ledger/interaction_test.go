@@ -49,6 +49,7 @@ import (
 //	bookie-state                         what each bookie stores
 //	check                                invariants of a closed ledger
 //	lacs                                 no stored entry carries a LAC past what reached ack quorum
+//	fragments                            no recovery rewrote an entry below the stored last fragment
 //	inflight                             list requests in flight
 func TestInteraction(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
@@ -149,6 +150,13 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) {
 		e.runReply(t, d)
 	case "place":
 		e.placed.queue = append(e.placed.queue, metadata.BookieID(name))
+	case "fragments":
+		if len(e.badRewrites) == 0 {
+			e.printf("ok\n")
+		}
+		for _, b := range e.badRewrites {
+			e.printf("violation: %s\n", b)
+		}
 	case "lacs":
 		bad := e.checkLACs()
 		if len(bad) == 0 {

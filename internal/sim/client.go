@@ -9,6 +9,7 @@ import (
 
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger"
+	"github.com/foliodb/folio/internal/ledger/placement"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/wire"
 )
@@ -30,7 +31,10 @@ type ledgerRec struct {
 	key      []byte
 	dig      *digest.Digester
 	q        quorumParams
-	writer   *actor
+	// policy is the ledger's placement (its ensembles, ensemble changes and
+	// recovery replacements draw from it alone).
+	policy placement.Policy
+	writer *actor
 	// payloads are the writer's payloads by entry id; acked the ids it
 	// acknowledged, in order.
 	payloads map[int64][]byte
@@ -130,7 +134,9 @@ func (a *actor) live() bool { return !a.crashed && !a.finished }
 
 func (w *world) newActor(kind actorKind, prefix string, l *ledgerRec) *actor {
 	name := w.newName(prefix)
-	a := &actor{w: w, name: name, kind: kind, led: l, rng: w.stream("actor/" + name), pending: map[uint64]*pendingReq{}, snapshotKey: -1, lac: -1}
+	key := w.newKey("actor")
+	w.actorKeys[name] = key
+	a := &actor{w: w, name: name, kind: kind, led: l, rng: w.stream("actor/" + key), pending: map[uint64]*pendingReq{}, snapshotKey: -1, lac: -1}
 	w.actors = append(w.actors, a)
 	return a
 }

@@ -193,7 +193,7 @@ var driverCheck = map[string]string{
 	AllCommittedEntriesReachAckQuorum: "Driver: a VIOLATION at the acknowledgement, or check on the closed ledger.",
 	FencedMeansFenced: "Driver: no equivalent: the driver's bookies refuse every normal add once fenced " +
 		"(the simulator runs the real bookie and store).",
-	NoInvalidFragments:       "Driver: no check for it; the rewrite below the last fragment is in the script.",
+	NoInvalidFragments:       "Driver: fragments shows a rewrite below the stored last fragment.",
 	MetadataOnlyMovesForward: "Driver: no check for it; the metadata writes are in the script (store prints them).",
 	NoOutOfOrderEntries:      "Driver: a VIOLATION at an out-of-order acknowledgement; reads have no equivalent.",
 	LedgerIsClosed:           "Driver: check reports the ledger not closed, once the script's events ran.",

@@ -33,7 +33,7 @@ func TestMinimize(t *testing.T) {
 	}{
 		{
 			name:      "piggyback-recovery-lac",
-			cfg:       Config{Seed: 19, Workload: WorkloadRecoveryRace, Faults: allFaults(t), Mutation: MutationPiggybackRecoveryLAC},
+			cfg:       Config{Seed: 42, Workload: WorkloadRecoveryRace, Faults: allFaults(t), Mutation: MutationPiggybackRecoveryLAC},
 			invariant: NoDirtyReads,
 			script:    "sim_min_piggyback_recovery_lac.txt",
 			violation: "lacs\n----\nviolation: ",
@@ -44,6 +44,13 @@ func TestMinimize(t *testing.T) {
 			invariant: NoDivergenceBetweenClientAndMetaData,
 			script:    "sim_min_no_fence_reads.txt",
 			violation: "check\n----\nviolation: w1 acknowledged e0, ledger closed at -1 (truncation)",
+		},
+		{
+			name:      "start-at-lac",
+			cfg:       Config{Seed: 134, Workload: WorkloadMixed, Faults: allFaults(t), Mutation: MutationStartAtLAC},
+			invariant: NoInvalidFragments,
+			script:    "sim_min_start_at_lac.txt",
+			violation: "fragments\n----\nviolation: ",
 		},
 	}
 	for _, tc := range cases {

@@ -62,7 +62,7 @@ func (nw *network) conn(client string, b metadata.BookieID) *conn {
 	k := connKey{client, b}
 	c := nw.conns[k]
 	if c == nil {
-		r := nw.w.stream("conn/" + client + "/" + string(b))
+		r := nw.w.stream("conn/" + nw.w.actorKeys[client] + "/" + string(b))
 		c = &conn{base: between(r, 100*time.Microsecond, 2*time.Millisecond), rng: r}
 		nw.conns[k] = c
 	}

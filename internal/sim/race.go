@@ -104,7 +104,7 @@ func (w *world) recoveryStorm(l *ledgerRec) {
 	r1.loseClose = w.chance(600)
 	for range 1 + w.rng.IntN(2) {
 		lose := w.chance(300)
-		w.afterOn(w.rng, w.between(0, 1500*time.Millisecond), func() {
+		w.afterOn(w.between(0, 1500*time.Millisecond), func() {
 			if r := w.startRecovery(l); r != nil {
 				r.loseClose = lose
 			}

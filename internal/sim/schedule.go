@@ -286,9 +286,14 @@ func Generate(cfg Config) *Schedule {
 // schedule, a client, a link, a bookie, a step): separate streams keep a
 // part's draws the same when steps it does not take part in are removed.
 func newStream(seed uint64, name string) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, streamID(name)))
+}
+
+// streamID is the PCG stream number of a named part.
+func streamID(name string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(name))
-	return rand.New(rand.NewPCG(seed, h.Sum64()))
+	return h.Sum64()
 }
 
 // between returns a duration drawn uniformly from [lo, hi].

@@ -296,7 +296,8 @@ func (r *recorder) script(header []string, bookies []metadata.BookieID, l int64)
 		}
 		cmd(c.text)
 	}
-	b.WriteString("# The driver's checks: lacs is NoDirtyReads on the bookies' stored entries;\n")
+	b.WriteString("# The driver's checks: lacs is NoDirtyReads on the bookies' stored entries,\n")
+	b.WriteString("# fragments NoInvalidFragments on the recoveries' rewrites;\n")
 	if r.closedAtEnd[l] {
 		b.WriteString("# check: no acknowledged entry past the end, every entry up to it on Qa bookies.\n\n")
 	} else {
@@ -305,6 +306,7 @@ func (r *recorder) script(header []string, bookies []metadata.BookieID, l int64)
 	cmd("bookie-state")
 	cmd("store")
 	cmd("lacs")
+	cmd("fragments")
 	if r.closedAtEnd[l] {
 		cmd("check")
 	}

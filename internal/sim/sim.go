@@ -296,8 +296,16 @@ type world struct {
 	// while its action runs (and in the events it schedules to act for
 	// it), env otherwise. Clients, links and bookies draw from their own
 	// streams (actor.rng, conn.rng, bookieNode.rng).
-	rng    *rand.Rand
-	env    *rand.Rand
+	rng *rand.Rand
+	env *rand.Rand
+	// rngName names rng ("env", or "step/N"); keys counts the clients and
+	// ledgers created under each name. A client's streams and a ledger's
+	// placement are keyed by where they were created (rngName and the
+	// count), not by their names, which shift when steps are removed.
+	rngName string
+	keys    map[string]int
+	// policy is placement for the ledgers' ensembles; each ledger draws
+	// from its own source (ledgerRec.policy) made by newPolicy.
 	policy placement.Policy
 	unsafe ledger.UnsafeKnobs
 	rec    *recorder
@@ -320,7 +328,9 @@ type world struct {
 	ledgers []*ledgerRec
 	check   *checker
 
-	nextActor  map[string]int
+	nextActor map[string]int
+	// actorKeys are the clients' stable keys (newKey) by name.
+	actorKeys  map[string]string
 	violations []Violation
 }
 
@@ -329,16 +339,15 @@ func newWorld(cfg Config) *world {
 		cfg:       cfg,
 		faults:    map[Fault]bool{},
 		env:       rand.New(rand.NewPCG(cfg.Seed, 0x51a7e)),
-		policy:    placement.NewRandom(rand.NewPCG(cfg.Seed, 0x9e3779b9)),
 		rec:       cfg.record,
+		rngName:   "env",
+		keys:      map[string]int{},
+		actorKeys: map[string]string{},
 		clock:     clock.NewManual(simEpoch),
 		phase:     "safety",
 		nextActor: map[string]int{},
 	}
 	w.rng = w.env
-	if w.rec != nil {
-		w.policy = &recordingPolicy{Policy: w.policy, w: w}
-	}
 	w.intensity = map[Fault]int{}
 	for _, f := range AllFaults {
 		w.intensity[f] = []int{0, 1, 2, 4, 8}[w.rng.IntN(5)] // in quarters
@@ -437,15 +446,35 @@ func (w *world) between(lo, hi time.Duration) time.Duration { return between(w.r
 // stream is the random stream of the part of this run called name.
 func (w *world) stream(name string) *rand.Rand { return newStream(w.cfg.Seed, name) }
 
-// afterOn is after, with fn drawing from r (the stream of the step that
-// scheduled it) instead of env.
-func (w *world) afterOn(r *rand.Rand, d time.Duration, fn func()) {
+// afterOn is after, with fn drawing from the stream that is current now
+// (the step's that schedules it) instead of env.
+func (w *world) afterOn(d time.Duration, fn func()) {
+	r, name := w.rng, w.rngName
 	w.after(d, func() {
-		prev := w.rng
-		w.rng = r
+		prevR, prevName := w.rng, w.rngName
+		w.rng, w.rngName = r, name
 		fn()
-		w.rng = prev
+		w.rng, w.rngName = prevR, prevName
 	})
+}
+
+// newKey is a stable key for the next thing of kind created under the
+// current stream ("step/12/actor/2"): the same when steps that do not
+// create it are removed.
+func (w *world) newKey(kind string) string {
+	k := w.rngName + "/" + kind
+	w.keys[k]++
+	return fmt.Sprintf("%s/%d", k, w.keys[k])
+}
+
+// newPolicy is the placement of a new ledger: its own random source, keyed
+// by where the ledger was created.
+func (w *world) newPolicy() placement.Policy {
+	var p placement.Policy = placement.NewRandom(rand.NewPCG(w.cfg.Seed, streamID("placement/"+w.newKey("ledger"))))
+	if w.rec != nil {
+		p = &recordingPolicy{Policy: p, w: w}
+	}
+	return p
 }
 
 // runSchedule runs the steps of s, each at its time with its own stream,
@@ -457,10 +486,10 @@ func (w *world) runSchedule(s *Schedule, do func(Action)) {
 		st := s.Steps[i]
 		i++
 		w.step = st.N
-		w.rng = rand.New(rand.NewPCG(st.Seed, 0x57e9))
+		w.rng, w.rngName = rand.New(rand.NewPCG(st.Seed, 0x57e9)), fmt.Sprintf("step/%d", st.N)
 		w.rec.step(st)
 		do(st.Action)
-		w.rng = w.env
+		w.rng, w.rngName = w.env, "env"
 		if i < len(s.Steps) {
 			w.after(s.Steps[i].At-w.now, tick)
 		}

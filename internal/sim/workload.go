@@ -266,7 +266,8 @@ func (w *world) startWriter() {
 // ensemble or the metadata cannot be had.
 func (w *world) createLedger(e, qw, qa, window int) *actor {
 	writable := w.writable()
-	ensemble, err := w.policy.NewEnsemble(e, writable)
+	policy := w.newPolicy()
+	ensemble, err := policy.NewEnsemble(e, writable)
 	if err != nil {
 		w.logf("create ledger: %v", err)
 		return nil
@@ -290,10 +291,10 @@ func (w *world) createLedger(e, qw, qa, window int) *actor {
 		panic(err)
 	}
 	key := digest.MasterKey(password)
-	l := &ledgerRec{id: id, password: password, key: key[:], dig: dig, q: quorumParams{e, qw, qa}, payloads: map[int64][]byte{}, readMax: -1}
+	l := &ledgerRec{id: id, policy: policy, password: password, key: key[:], dig: dig, q: quorumParams{e, qw, qa}, payloads: map[int64][]byte{}, readMax: -1}
 	w.ledgers = append(w.ledgers, l)
 	w.stats.Ledgers++
-	wr, err := ledger.NewWriter(ledger.WriterConfig{LedgerID: id, Metadata: md, Version: v, Placement: w.policy, Writable: writable})
+	wr, err := ledger.NewWriter(ledger.WriterConfig{LedgerID: id, Metadata: md, Version: v, Placement: policy, Writable: writable})
 	if err != nil {
 		panic(err)
 	}
@@ -366,7 +367,7 @@ func (w *world) startRecoveryReadAhead(l *ledgerRec, readAhead int) *actor {
 	a.mdSeen = md
 	rec := ledger.NewRecovery(ledger.RecoveryConfig{
 		LedgerID: l.id, Metadata: md, Version: v, Verifier: l.dig,
-		Placement: w.policy, Writable: w.writable(), ReadAhead: readAhead,
+		Placement: l.policy, Writable: w.writable(), ReadAhead: readAhead,
 		Unsafe: w.unsafe,
 	})
 	a.rec, a.m = rec, rec
@@ -599,7 +600,7 @@ func (w *world) raceRecovery() {
 		target = ws[perm[0]]
 	}
 	w.topUp(a)
-	w.afterOn(w.rng, w.between(0, 4*time.Millisecond), func() {
+	w.afterOn(w.between(0, 4*time.Millisecond), func() {
 		// The recovery's first request to target (its LAC fence read:
 		// Start only writes IN_RECOVERY) is the one lost.
 		if r := w.startRecovery(l); r != nil && (w.faults[FaultLoss] || w.faults[FaultReset]) {
