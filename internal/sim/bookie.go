@@ -86,7 +86,7 @@ func (n *bookieNode) start() {
 		Entropy: rand.NewChaCha8(storeIDSeed(w.cfg.Seed, n.id)),
 	})
 	if err != nil {
-		w.violate("BookieRestarts", "bookie %s: the store does not open after a crash: %v", n.id, err)
+		w.violate("BookieRestarts", -1, "bookie %s: the store does not open after a crash: %v", n.id, err)
 		return
 	}
 	n.store = st

@@ -181,7 +181,11 @@ func Script(cfg Config) (string, *Result) {
 		"machines when the simulator's did (reply …); metadata operations likewise",
 		"(meta … hold, meta-reply). Fill the expected output with",
 		"go test ./internal/ledger -run TestInteraction -rewrite.")
-	return rec.script(header, bookies, rec.lastLedger), r
+	l := rec.lastLedger
+	if r.Failed() && r.Violations[0].Ledger >= 0 {
+		l = r.Violations[0].Ledger
+	}
+	return rec.script(header, bookies, l), r
 }
 
 // driverCheck says how the ledger driver shows each invariant.

@@ -18,13 +18,12 @@ import (
 // command for are kept as comments. A nil *recorder records nothing (the
 // normal run: its methods cost a nil check).
 type recorder struct {
-	w    *world
 	cmds []scriptCmd
 	// arrived holds the requests a bookie acted on whose answer has not
 	// reached the client: their outcome is a `reply`, not a `deliver`.
 	arrived map[*pendingReq]bool
-	// lastLedger is the ledger of the latest protocol record: the one
-	// the violation that stopped the run is about.
+	// lastLedger is the ledger of the latest protocol record (the script's
+	// ledger when the run broke nothing, or nothing about one ledger).
 	lastLedger int64
 	// current is the actor whose machine is taking an event.
 	current *actor

@@ -154,7 +154,10 @@ func (cfg Config) withDefaults() Config {
 // Violation is a broken invariant.
 type Violation struct {
 	Invariant string
-	Detail    string
+	// Ledger is the ledger it is about (-1: none, a bookie that does not
+	// restart).
+	Ledger int64
+	Detail string
 	// Step is the workload step during which it was found (Steps+1 for the
 	// liveness phase and the end checks).
 	Step int
@@ -418,9 +421,10 @@ func (w *world) logf(format string, args ...any) {
 	w.trace.WriteByte('\n')
 }
 
-// violate records a broken invariant; the loop stops after the current event.
-func (w *world) violate(invariant, format string, args ...any) {
-	v := Violation{Invariant: invariant, Detail: fmt.Sprintf(format, args...), Step: w.step, At: w.now}
+// violate records a broken invariant about ledger ledgerID (-1: none);
+// the loop stops after the current event.
+func (w *world) violate(invariant string, ledgerID int64, format string, args ...any) {
+	v := Violation{Invariant: invariant, Ledger: ledgerID, Detail: fmt.Sprintf(format, args...), Step: w.step, At: w.now}
 	w.violations = append(w.violations, v)
 	w.logf("VIOLATION %s: %s", invariant, v.Detail)
 }

@@ -535,7 +535,7 @@ func (w *world) runLiveness() {
 	for _, l := range w.ledgers {
 		if !w.closed(l) {
 			md, _ := w.meta.read(l.id)
-			w.violate("LedgerIsClosed", "ledger %d is not closed %s after healing every fault: %s", l.id, fmtTime(w.cfg.LivenessTimeout), ledger.FormatMetadata(md))
+			w.violate("LedgerIsClosed", l.id, "ledger %d is not closed %s after healing every fault: %s", l.id, fmtTime(w.cfg.LivenessTimeout), ledger.FormatMetadata(md))
 		}
 	}
 }
