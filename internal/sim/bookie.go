@@ -182,7 +182,11 @@ func (n *bookieNode) receive(a *actor, p *pendingReq, req *wire.Request) {
 	}
 	n.run(inc, func() {
 		w.stats.Requests++
-		w.rec.arrive(a, p)
+		if p.op == wire.OpAddEntry {
+			// The bookie stores (or refuses) an add here; it answers once
+			// the journal commits.
+			w.rec.arrive(a, p)
+		}
 		n.b.Handle(req, &responder{n: n, inc: inc, a: a, p: p})
 		n.checkPolls(inc)
 	})
@@ -265,6 +269,11 @@ func (r *responder) Respond(resp *wire.Response) {
 		return // the process that would have sent it is gone
 	}
 	ev, desc := r.p.toEvent(n.id, resp)
+	if r.p.op != wire.OpAddEntry {
+		// A read (and its fence) runs in work the bookie spawns, right
+		// before this answer.
+		w.rec.arrive(r.a, r.p)
+	}
 	w.check.bookieAnswered(n.id, r.p, resp, ev)
 	w.logf("%s: %s %s -> %s", n.id, r.p.desc, r.a.name, desc)
 	w.net.sendReply(r.a, n.id, r.p.epoch, r.p.txn, ev, r.p.desc)

@@ -143,7 +143,8 @@ func reqFilter(a *actor, p *pendingReq) string {
 	return fmt.Sprintf("from=%s to=%s kind=%s e=%d n=1", a.name, p.bookie, kind, p.entryID)
 }
 
-// arrive: bookie acted on request p; its answer goes back later.
+// arrive: the bookie acted on request p (stored or refused an add, read or
+// fenced); its answer goes back later.
 func (r *recorder) arrive(a *actor, p *pendingReq) {
 	if r == nil || a.kind == kindReader {
 		return
