@@ -84,6 +84,9 @@ func runSim(cmd *cobra.Command, args []string, stdout io.Writer) error {
 		if sched, err = sim.ParseSchedule(string(text)); err != nil {
 			return fmt.Errorf("%s: %w", *schedulePath, err)
 		}
+		if k := sched.Len(); k > 0 && sched.Steps[k-1].N > *steps {
+			return Usagef(cmd, "-schedule %s: step %d is past -steps %d", *schedulePath, sched.Steps[k-1].N, *steps)
+		}
 	}
 	start := time.Now() // wall clock: only for the final elapsed line
 	failed := 0
