@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -67,12 +69,55 @@ func TestSimUsageErrors(t *testing.T) {
 // TestSimViolationExitsNonZero: a mutation's violation fails the command
 // and prints the replay line.
 func TestSimViolationExitsNonZero(t *testing.T) {
-	out, code := runFolio(t, "sim", "-seed", "20", "-mutation", "start-at-lac", "-trace", t.TempDir()+"/trace.txt")
-	if code != ExitFail || !strings.Contains(out, "VIOLATION NoInvalidFragments") || !strings.Contains(out, "replay: folio sim -seed 20 -workload mixed") {
+	out, code := runFolio(t, "sim", "-seed", "134", "-mutation", "start-at-lac", "-trace", t.TempDir()+"/trace.txt")
+	if code != ExitFail || !strings.Contains(out, "VIOLATION NoInvalidFragments") || !strings.Contains(out, "replay: folio sim -seed 134 -workload mixed") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	out, code = runFolio(t, "sim", "-seed", "16", "-workload", "recovery-race", "-mutation", "piggyback-recovery-lac", "-trace", t.TempDir()+"/trace.txt")
-	if code != ExitFail || !strings.Contains(out, "VIOLATION NoDirtyReads") || !strings.Contains(out, "replay: folio sim -seed 16 -workload recovery-race -steps 40") {
+	out, code = runFolio(t, "sim", "-seed", "35", "-workload", "recovery-race", "-mutation", "piggyback-recovery-lac", "-trace", t.TempDir()+"/trace.txt")
+	if code != ExitFail || !strings.Contains(out, "VIOLATION NoDirtyReads") || !strings.Contains(out, "replay: folio sim -seed 35 -workload recovery-race -steps 40") {
 		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+// TestSimMinimize: -minimize reduces a failing seed, prints the reduced
+// schedule and writes the ledger script to -trace; -schedule replays the
+// reduced schedule to the same violation; a bad schedule file is an error
+// naming the file and line.
+func TestSimMinimize(t *testing.T) {
+	dir := t.TempDir()
+	scriptPath := filepath.Join(dir, "script.txt")
+	out, code := runFolio(t, "sim", "-seed", "42", "-workload", "recovery-race", "-mutation", "piggyback-recovery-lac", "-minimize", "-trace", scriptPath)
+	if code != ExitFail || !strings.Contains(out, "minimized NoDirtyReads in ") || !strings.Contains(out, "ledger script written to "+scriptPath) {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	script, err := os.ReadFile(scriptPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(script), "recover r1 read-ahead=") || !strings.HasSuffix(strings.TrimSpace(string(script)), "fragments\n----") {
+		t.Fatalf("script:\n%s", script)
+	}
+	_, rest, ok := strings.Cut(out, "--- reduced schedule (save it to replay with -schedule FILE) ---\n")
+	sched, _, ok2 := strings.Cut(rest, "--- trace of the reduced run ---")
+	if !ok || !ok2 {
+		t.Fatalf("no reduced schedule in:\n%s", out)
+	}
+	schedPath := filepath.Join(dir, "schedule.txt")
+	if err := os.WriteFile(schedPath, []byte(sched), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, faultsLine, _ := strings.Cut(out, "replay: folio sim -seed 42 -workload recovery-race -steps 40 -faults ")
+	faults, _, _ := strings.Cut(faultsLine, " ")
+	out2, code := runFolio(t, "sim", "-seed", "42", "-workload", "recovery-race", "-faults", faults, "-mutation", "piggyback-recovery-lac", "-schedule", schedPath, "-trace", filepath.Join(dir, "trace.txt"))
+	if code != ExitFail || !strings.Contains(out2, "VIOLATION NoDirtyReads") {
+		t.Fatalf("replaying the schedule: exit %d:\n%s", code, out2)
+	}
+	bad := filepath.Join(dir, "bad.txt")
+	if err := os.WriteFile(bad, []byte("end 1ms\n1 0s explode 0x1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out3, code := runFolio(t, "sim", "-schedule", bad)
+	if code == ExitOK || !strings.Contains(out3, bad) || !strings.Contains(out3, "line 2") {
+		t.Fatalf("bad schedule: exit %d:\n%s", code, out3)
 	}
 }

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -35,11 +36,21 @@ type env struct {
 	names    []string
 	inflight []*message
 	metaQ    []*metaReq
+	// held are answers given by bookies and not yet handed to their
+	// machines; metaHeld the same for metadata operations.
+	held     []*heldReply
+	metaHeld []*heldMeta
+	// placed are the bookies the next ReplaceBookie calls return (place).
+	placed *scriptedPolicy
 
 	// acked records, per writer, the entries it acknowledged; violations
 	// collects broken invariants found on the way.
 	acked      map[string][]int64
 	violations []string
+	// badRewrites are recovery rewrites below the stored last fragment
+	// (NoInvalidFragments, TLA+ defect 2), printed by the fragments
+	// command only.
+	badRewrites []string
 
 	out *strings.Builder // trace; nil: no trace
 }
@@ -76,10 +87,11 @@ func newEnv(seed uint64, trace bool) *env {
 		ledgerID: 7,
 		dig:      dig,
 		bookies:  map[metadata.BookieID]*simBookie{},
-		policy:   placement.NewRandom(rand.NewPCG(seed, seed)),
 		machines: map[string]machine{},
 		acked:    map[string][]int64{},
 	}
+	e.placed = &scriptedPolicy{Policy: placement.NewRandom(rand.NewPCG(seed, seed))}
+	e.policy = e.placed
 	if trace {
 		e.out = &strings.Builder{}
 	}
@@ -123,6 +135,12 @@ func (e *env) drain(name string) {
 		e.printf("  %s: %s\n", name, eff)
 		switch eff := eff.(type) {
 		case SendAdd:
+			if first := e.store.md.LastEnsemble().FirstEntryID; eff.Recovery && eff.EntryID < first {
+				bad := fmt.Sprintf("%s rewrites e%d below the last fragment (first entry %d) of the stored metadata", name, eff.EntryID, first)
+				if !slices.Contains(e.badRewrites, bad) {
+					e.badRewrites = append(e.badRewrites, bad)
+				}
+			}
 			for _, b := range eff.Bookies {
 				one := eff
 				one.Bookies = []metadata.BookieID{b}
@@ -207,6 +225,39 @@ func (e *env) deliver(msg *message, injected error, dropReply bool) {
 
 // deliverOpt is deliver; corrupt flips a byte of a read answer's body.
 func (e *env) deliverOpt(msg *message, injected error, dropReply, corrupt bool) {
+	ev, what := e.bookieAct(msg, injected, dropReply, corrupt)
+	e.printf("%s <- %s %s: %s\n", msg.from, msg.to, what, errString(errOf(ev)))
+	e.hand(msg.from, ev)
+}
+
+// hand steps a machine with an answer (lost if the machine was killed).
+func (e *env) hand(name string, ev Event) {
+	m, ok := e.machines[name]
+	if !ok {
+		return
+	}
+	m.Step(ev)
+	e.drain(name)
+}
+
+// heldReply is an answer a bookie gave that has not reached its machine
+// (deliver … hold); reply hands it over.
+type heldReply struct {
+	msg  *message
+	ev   Event
+	what string
+}
+
+// hold lets msg's bookie act now and keeps its answer until a reply
+// command hands it to the machine.
+func (e *env) hold(msg *message, injected error) {
+	ev, what := e.bookieAct(msg, injected, false, false)
+	e.printf("%s -> %s %s: %s (answer held)\n", msg.from, msg.to, what, errString(errOf(ev)))
+	e.held = append(e.held, &heldReply{msg: msg, ev: ev, what: what})
+}
+
+// bookieAct has msg's bookie act on it and returns the answer.
+func (e *env) bookieAct(msg *message, injected error, dropReply, corrupt bool) (Event, string) {
 	b := e.bookies[msg.to]
 	var ev Event
 	var what string
@@ -251,13 +302,7 @@ func (e *env) deliverOpt(msg *message, injected error, dropReply, corrupt bool) 
 	if corrupt {
 		what += " (body corrupted)"
 	}
-	e.printf("%s <- %s %s: %s\n", msg.from, msg.to, what, errString(errOf(ev)))
-	m, ok := e.machines[msg.from]
-	if !ok {
-		return
-	}
-	m.Step(ev)
-	e.drain(msg.from)
+	return ev, what
 }
 
 func (e *env) bookieAdd(b *simBookie, eff SendAdd) error {
@@ -321,6 +366,42 @@ func errOf(ev Event) error {
 
 // processMeta runs one queued metadata operation against the store.
 func (e *env) processMeta(req *metaReq) {
+	e.handMeta(req.from, e.applyMeta(req, nil))
+}
+
+// heldMeta is the result of a metadata operation the store ran that has
+// not reached its machine (meta … hold); meta-reply hands it over.
+type heldMeta struct {
+	from string
+	ev   Event
+}
+
+// Injected metadata store faults (meta err=…): unavailable fails an
+// operation before it runs; ambiguous fails a write after it took effect
+// (a lost reply).
+var (
+	errMetaUnavailable = errors.New("metadata store unavailable")
+	errMetaAmbiguous   = errors.New("metadata store reply lost after commit")
+)
+
+// handMeta steps a machine with a metadata result.
+func (e *env) handMeta(name string, ev Event) {
+	if m, ok := e.machines[name]; ok {
+		m.Step(ev)
+		e.drain(name)
+	}
+}
+
+// applyMeta runs req against the store and returns the machine's event;
+// fault is errMetaUnavailable, errMetaAmbiguous or nil.
+func (e *env) applyMeta(req *metaReq, fault error) Event {
+	if fault == errMetaUnavailable {
+		e.printf("%s <- metadata: %v\n", req.from, fault)
+		if _, ok := req.eff.(WriteMetadata); ok {
+			return MetadataWritten{Err: fault}
+		}
+		return MetadataRead{Err: fault}
+	}
 	var ev Event
 	switch eff := req.eff.(type) {
 	case WriteMetadata:
@@ -330,28 +411,86 @@ func (e *env) processMeta(req *metaReq) {
 			break
 		}
 		e.store.md, e.store.version = eff.Metadata.Clone(), e.store.version+1
+		if fault == errMetaAmbiguous {
+			e.printf("%s <- metadata write: stored v%d, reply lost\n", req.from, e.store.version)
+			ev = MetadataWritten{Err: fault}
+			break
+		}
 		e.printf("%s <- metadata write: ok v%d\n", req.from, e.store.version)
 		ev = MetadataWritten{Version: e.store.version}
 	case ReadMetadata:
 		e.printf("%s <- metadata read: v%d %s\n", req.from, e.store.version, FormatMetadata(e.store.md))
 		ev = MetadataRead{Metadata: e.store.md.Clone(), Version: e.store.version}
 	}
-	if m, ok := e.machines[req.from]; ok {
-		m.Step(ev)
-		e.drain(req.from)
+	return ev
+}
+
+// scriptedPolicy is the placement policy of the driver: ReplaceBookie
+// returns the bookies queued by place commands, in order, and asks the
+// random policy when none is queued. A queued bookie the machine may not
+// take is an error the machine sees.
+type scriptedPolicy struct {
+	placement.Policy
+	queue []metadata.BookieID
+}
+
+func (p *scriptedPolicy) ReplaceBookie(ensemble []metadata.BookieID, idx int, writable, exclude []metadata.BookieID) (metadata.BookieID, error) {
+	if len(p.queue) == 0 {
+		return p.Policy.ReplaceBookie(ensemble, idx, writable, exclude)
 	}
+	b := p.queue[0]
+	p.queue = p.queue[1:]
+	if !slices.Contains(writable, b) || slices.Contains(ensemble, b) || slices.Contains(exclude, b) {
+		return "", fmt.Errorf("%w: placed bookie %s is not writable, or in the ensemble %v, or failed %v", placement.ErrNotEnoughBookies, b, ensemble, exclude)
+	}
+	return b, nil
+}
+
+// quorumLAC is the highest entry up to which every entry is on Qa bookies
+// of its write set in the stored metadata (no further than a closed
+// ledger's end).
+func (e *env) quorumLAC() int64 {
+	md := e.store.md
+	id := int64(-1)
+	for {
+		if md.State == metadata.LedgerClosed && id >= md.LastEntryID {
+			return md.LastEntryID
+		}
+		if e.copiesInWriteSet(md, id+1, "") < md.AckQuorum {
+			return id
+		}
+		id++
+	}
+}
+
+// checkLACs is NoDirtyReads on the bookies: no stored entry carries a LAC
+// past the entries that reached ack quorum.
+func (e *env) checkLACs() []string {
+	q := e.quorumLAC()
+	var bad []string
+	for _, id := range e.order {
+		bk := e.bookies[id]
+		for _, k := range slices.Sorted(mapsKeys(bk.entries)) {
+			ent, err := e.dig.VerifyEntry(bk.entries[k], e.ledgerID, k)
+			if err == nil && ent.LAC > q {
+				bad = append(bad, fmt.Sprintf("%s stores e%d carrying LAC %d, but only entries up to %d reached ack quorum on their write sets", id, k, ent.LAC, q))
+			}
+		}
+	}
+	return bad
 }
 
 // kill removes a machine: answers to it are lost from now on, its requests
 // in flight still reach their bookies unless drop loses them too, along with
 // its queued metadata operations. Its acknowledgements stay recorded.
-func (e *env) kill(name string, drop bool) {
+func (e *env) kill(name string, drop, dropMeta bool) {
 	delete(e.machines, name)
-	if !drop {
-		return
+	if drop {
+		e.take(func(m *message) bool { return m.from == name }, 0)
 	}
-	e.take(func(m *message) bool { return m.from == name }, 0)
-	e.metaQ = slices.DeleteFunc(e.metaQ, func(r *metaReq) bool { return r.from == name })
+	if drop || dropMeta {
+		e.metaQ = slices.DeleteFunc(e.metaQ, func(r *metaReq) bool { return r.from == name })
+	}
 }
 
 // matching returns the in-flight messages selected by a filter, in FIFO

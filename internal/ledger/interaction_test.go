@@ -22,22 +22,34 @@ import (
 //	writer w1                            a Writer over the stored metadata
 //	append w1 [n=1] [sync] [quiet]       append n entries (payload "w1:<id>"); sync: stabilize after each; quiet: no trace
 //	close w1
-//	deliver [from=w1] [to=b1] [e=3] [kind=add|read|read-lac] [n=N] [err=EIO|EFENCED|ENOENTRY|timeout|…] [drop-reply] [corrupt]
-//	                                     deliver matching in-flight requests, FIFO
+//	deliver [from=w1] [to=b1] [e=3] [kind=add|read|read-lac] [n=N] [err=EIO|EFENCED|ENOENTRY|timeout|…] [drop-reply] [corrupt] [hold]
+//	                                     deliver matching in-flight requests, FIFO; hold: the
+//	                                     bookie acts now, its answer waits for reply
+//	reply [from=w1] [to=b1] [e=3] [kind=…] [n=N] [err=timeout|…]
+//	                                     hand held answers to their machines, FIFO; err: the
+//	                                     answer is lost (or replaced) on its way
 //	crash b1 / revive b1                 a down bookie answers nothing (timeouts)
-//	meta [n=N]                           run queued metadata operations, FIFO
+//	meta [n=N] [from=r1] [hold] [err=unavailable|ambiguous]
+//	                                     run queued metadata operations, FIFO; hold: the result
+//	                                     waits for meta-reply; err: the store fails before the
+//	                                     operation, or after a write took effect
+//	meta-reply [from=r1] [n=N]           hand held metadata results to their machines, FIFO
+//	place b4                             the next replacement placement chooses is b4
 //	store-set state=IN_RECOVERY|CLOSED [last=N] [len=N]   a foreign metadata write
 //	store-bump                           a foreign write changing nothing we care about
 //	store                                print the stored metadata
 //	read-lac c1 [fence] [rpc]            a ReadLAC over the stored metadata
 //	read c1 first=0 last=3               a Read
 //	recover r1 [read-ahead=N] [no-fence-reads] [start-at-lac] [piggyback-recovery-lac]
-//	kill r1 [drop]                       the machine dies: answers to it are lost; drop: so are
-//	                                     its requests still in flight and its queued metadata operations
+//	kill r1 [drop] [drop-meta]           the machine dies: answers to it are lost; drop: so are
+//	                                     its requests still in flight and its queued metadata
+//	                                     operations; drop-meta: only the latter
 //	stabilize                            deliver everything until quiet
 //	status w1                            writer state
 //	bookie-state                         what each bookie stores
 //	check                                invariants of a closed ledger
+//	lacs                                 no stored entry carries a LAC past what reached ack quorum
+//	fragments                            no recovery rewrote an entry below the stored last fragment
 //	inflight                             list requests in flight
 func TestInteraction(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
@@ -66,8 +78,10 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) {
 			e.writable = append(e.writable, metadata.BookieID(a.Key))
 		}
 		for _, n := range e.names {
-			e.machines[n].Step(WritableBookies{Bookies: e.writable})
-			e.drain(n)
+			if m, ok := e.machines[n]; ok { // not killed
+				m.Step(WritableBookies{Bookies: e.writable})
+				e.drain(n)
+			}
 		}
 	case "create":
 		var ens []metadata.BookieID
@@ -113,11 +127,43 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) {
 	case "crash", "revive":
 		e.bookies[metadata.BookieID(name)].down = d.Cmd == "crash"
 	case "meta":
-		n := argInt(t, d, "n", len(e.metaQ))
-		for i := 0; i < n && len(e.metaQ) > 0; i++ {
-			req := e.metaQ[0]
-			e.metaQ = e.metaQ[1:]
-			e.processMeta(req)
+		e.runMeta(t, d)
+	case "meta-reply":
+		from, n := argStr(d, "from", ""), argInt(t, d, "n", 0)
+		var got, rest []*heldMeta
+		for _, h := range e.metaHeld {
+			if (n <= 0 || len(got) < n) && (from == "" || h.from == from) {
+				got = append(got, h)
+			} else {
+				rest = append(rest, h)
+			}
+		}
+		e.metaHeld = rest
+		if len(got) == 0 {
+			e.printf("nothing to hand over\n")
+		}
+		for _, h := range got {
+			e.printf("%s <- metadata result\n", h.from)
+			e.handMeta(h.from, h.ev)
+		}
+	case "reply":
+		e.runReply(t, d)
+	case "place":
+		e.placed.queue = append(e.placed.queue, metadata.BookieID(name))
+	case "fragments":
+		if len(e.badRewrites) == 0 {
+			e.printf("ok\n")
+		}
+		for _, b := range e.badRewrites {
+			e.printf("violation: %s\n", b)
+		}
+	case "lacs":
+		bad := e.checkLACs()
+		if len(bad) == 0 {
+			e.printf("ok\n")
+		}
+		for _, b := range bad {
+			e.printf("violation: %s\n", b)
 		}
 	case "store-set":
 		md := e.store.md.Clone()
@@ -161,7 +207,7 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) {
 		r.Start()
 		e.drain(name)
 	case "kill":
-		e.kill(name, d.HasArg("drop"))
+		e.kill(name, d.HasArg("drop"), d.HasArg("drop-meta"))
 	case "stabilize":
 		e.stabilize()
 	case "status":
@@ -189,12 +235,96 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) {
 }
 
 func (e *env) runDeliver(t *testing.T, d *datadriven.TestData) {
+	match := messageFilter(t, d)
+	injected := injectedErr(t, d)
+	msgs := e.take(match, argInt(t, d, "n", 0))
+	if len(msgs) == 0 {
+		e.printf("nothing to deliver\n")
+	}
+	for _, m := range msgs {
+		if d.HasArg("hold") {
+			e.hold(m, injected)
+			continue
+		}
+		e.deliverOpt(m, injected, d.HasArg("drop-reply"), d.HasArg("corrupt"))
+	}
+}
+
+// runReply hands held answers matching the command's filter to their
+// machines; err= replaces the answer (lost on its way back: timeout).
+func (e *env) runReply(t *testing.T, d *datadriven.TestData) {
+	match := messageFilter(t, d)
+	injected := injectedErr(t, d)
+	n := argInt(t, d, "n", 0)
+	var got, rest []*heldReply
+	for _, h := range e.held {
+		if (n <= 0 || len(got) < n) && match(h.msg) {
+			got = append(got, h)
+		} else {
+			rest = append(rest, h)
+		}
+	}
+	e.held = rest
+	if len(got) == 0 {
+		e.printf("nothing to hand over\n")
+	}
+	for _, h := range got {
+		ev := h.ev
+		if injected != nil {
+			ev = withErr(ev, injected)
+		}
+		e.printf("%s <- %s %s: %s\n", h.msg.from, h.msg.to, h.what, errString(errOf(ev)))
+		e.hand(h.msg.from, ev)
+	}
+}
+
+// runMeta runs queued metadata operations matching from=, FIFO, with an
+// injected fault (err=unavailable|ambiguous); hold keeps their results
+// for meta-reply.
+func (e *env) runMeta(t *testing.T, d *datadriven.TestData) {
+	from := argStr(d, "from", "")
+	var fault error
+	switch s := argStr(d, "err", ""); s {
+	case "":
+	case "unavailable":
+		fault = errMetaUnavailable
+	case "ambiguous":
+		fault = errMetaAmbiguous
+	default:
+		t.Fatalf("meta: unknown err %q (unavailable, ambiguous)", s)
+	}
+	n := argInt(t, d, "n", len(e.metaQ))
+	var got, rest []*metaReq
+	for _, r := range e.metaQ {
+		if len(got) < n && (from == "" || r.from == from) {
+			got = append(got, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	e.metaQ = rest
+	if len(got) == 0 && from != "" {
+		e.printf("no metadata operation of %s queued\n", from)
+	}
+	for _, r := range got {
+		ev := e.applyMeta(r, fault)
+		if d.HasArg("hold") {
+			e.metaHeld = append(e.metaHeld, &heldMeta{from: r.from, ev: ev})
+			continue
+		}
+		e.handMeta(r.from, ev)
+	}
+}
+
+// messageFilter is the from=, to=, kind= and e= filter of deliver and
+// reply.
+func messageFilter(t *testing.T, d *datadriven.TestData) func(*message) bool {
 	from, to, kind := argStr(d, "from", ""), argStr(d, "to", ""), argStr(d, "kind", "")
 	entry, hasEntry := int64(0), d.HasArg("e")
 	if hasEntry {
 		entry = int64(argInt(t, d, "e", 0))
 	}
-	match := func(m *message) bool {
+	return func(m *message) bool {
 		if from != "" && m.from != from || to != "" && string(m.to) != to {
 			return false
 		}
@@ -210,20 +340,19 @@ func (e *env) runDeliver(t *testing.T, d *datadriven.TestData) {
 		}
 		return (kind == "" || kind == k) && (!hasEntry || id == entry)
 	}
-	var injected error
-	if s := argStr(d, "err", ""); s != "" {
-		var ok bool
-		if injected, ok = errInjected[s]; !ok {
-			t.Fatalf("unknown err %q", s)
-		}
+}
+
+// injectedErr is the err= of deliver and reply (nil without one).
+func injectedErr(t *testing.T, d *datadriven.TestData) error {
+	s := argStr(d, "err", "")
+	if s == "" {
+		return nil
 	}
-	msgs := e.take(match, argInt(t, d, "n", 0))
-	if len(msgs) == 0 {
-		e.printf("nothing to deliver\n")
+	err, ok := errInjected[s]
+	if !ok {
+		t.Fatalf("unknown err %q", s)
 	}
-	for _, m := range msgs {
-		e.deliverOpt(m, injected, d.HasArg("drop-reply"), d.HasArg("corrupt"))
-	}
+	return err
 }
 
 func (w *Writer) pendingString() string {

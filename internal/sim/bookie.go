@@ -41,10 +41,13 @@ type bookieNode struct {
 	polls []*parkedPoll
 	// collected are the deleted ledgers the garbage collector dropped.
 	collected map[int64]bool
+	// rng is the bookie's own random stream (its spawned work's delays,
+	// its background work's periods).
+	rng *rand.Rand
 }
 
 func newBookieNode(w *world, id metadata.BookieID) *bookieNode {
-	return &bookieNode{w: w, id: id, fs: vfs.NewCrashableMem(), collected: map[int64]bool{}}
+	return &bookieNode{w: w, id: id, fs: vfs.NewCrashableMem(), collected: map[int64]bool{}, rng: w.stream("bookie/" + string(id))}
 }
 
 // start opens the store (replaying the journal) and the bookie, and
@@ -57,9 +60,9 @@ func (n *bookieNode) start() {
 		// Spawned work runs a little later, as a goroutine of a busy
 		// bookie would: reads and fences overtake each other, and adds
 		// (served on the caller's goroutine) overtake them.
-		d := w.between(0, 500*time.Microsecond)
-		if w.faultChance(FaultDelay, 100) {
-			d += w.between(time.Millisecond, 20*time.Millisecond)
+		d := between(n.rng, 0, 500*time.Microsecond)
+		if w.faultChanceOn(n.rng, FaultDelay, 100) {
+			d += between(n.rng, time.Millisecond, 20*time.Millisecond)
 		}
 		w.after(d, func() { n.run(inc, fn) })
 	}
@@ -83,7 +86,7 @@ func (n *bookieNode) start() {
 		Entropy: rand.NewChaCha8(storeIDSeed(w.cfg.Seed, n.id)),
 	})
 	if err != nil {
-		w.violate("BookieRestarts", "bookie %s: the store does not open after a crash: %v", n.id, err)
+		w.violate("BookieRestarts", -1, "bookie %s: the store does not open after a crash: %v", n.id, err)
 		return
 	}
 	n.store = st
@@ -135,9 +138,9 @@ func (n *bookieNode) schedule(inc int, _ string, lo, hi time.Duration, fn func()
 		if !n.paused {
 			fn()
 		}
-		w.after(w.between(lo, hi), tick)
+		w.after(between(n.rng, lo, hi), tick)
 	}
-	w.after(w.between(lo, hi), tick)
+	w.after(between(n.rng, lo, hi), tick)
 }
 
 // run runs spawned work of incarnation inc, held while paused.
@@ -179,6 +182,11 @@ func (n *bookieNode) receive(a *actor, p *pendingReq, req *wire.Request) {
 	}
 	n.run(inc, func() {
 		w.stats.Requests++
+		if p.op == wire.OpAddEntry {
+			// The bookie stores (or refuses) an add here; it answers once
+			// the journal commits.
+			w.rec.arrive(a, p)
+		}
 		n.b.Handle(req, &responder{n: n, inc: inc, a: a, p: p})
 		n.checkPolls(inc)
 	})
@@ -261,6 +269,11 @@ func (r *responder) Respond(resp *wire.Response) {
 		return // the process that would have sent it is gone
 	}
 	ev, desc := r.p.toEvent(n.id, resp)
+	if r.p.op != wire.OpAddEntry {
+		// A read (and its fence) runs in work the bookie spawns, right
+		// before this answer.
+		w.rec.arrive(r.a, r.p)
+	}
 	w.check.bookieAnswered(n.id, r.p, resp, ev)
 	w.logf("%s: %s %s -> %s", n.id, r.p.desc, r.a.name, desc)
 	w.net.sendReply(r.a, n.id, r.p.epoch, r.p.txn, ev, r.p.desc)
@@ -306,6 +319,7 @@ func (n *bookieNode) crash() {
 	w := n.w
 	keep := w.rng.IntN(101)
 	w.logf("bookie %s crashes (keeping %d%% of unsynced blocks)", n.id, keep)
+	w.rec.bookieCrash(n, keep)
 	w.stats.BookieCrashes++
 	n.up = false
 	n.incarnation++ // late completions of the old process are dropped

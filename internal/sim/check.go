@@ -101,10 +101,10 @@ func (c *checker) durableCopy(b metadata.BookieID, p *pendingReq) {
 	id := c.ledgerOf(p)
 	l := c.ledger(id)
 	if !p.recovery && c.fenced[b][id] {
-		w.violate(FencedMeansFenced, "bookie %s accepted normal add of ledger %d entry %d after it confirmed a fence", b, id, p.entryID)
+		w.violate(FencedMeansFenced, id, "bookie %s accepted normal add of ledger %d entry %d after it confirmed a fence", b, id, p.entryID)
 	}
 	if q := c.quorumLAC(l); p.lac > q {
-		w.violate(NoDirtyReads, "bookie %s stored ledger %d entry %d carrying LAC %d, but only entries up to %d reached ack quorum on their write sets (Qa=%d)", b, id, p.entryID, p.lac, q, l.q.qa)
+		w.violate(NoDirtyReads, id, "bookie %s stored ledger %d entry %d carrying LAC %d, but only entries up to %d reached ack quorum on their write sets (Qa=%d)", b, id, p.entryID, p.lac, q, l.q.qa)
 	}
 	if c.copies[id] == nil {
 		c.copies[id] = map[int64]map[metadata.BookieID][]byte{}
@@ -170,22 +170,22 @@ func writeSet(md *metadata.LedgerMetadata, e int64) []metadata.BookieID {
 func (c *checker) acked(a *actor, e int64) {
 	w, l := c.w, a.led
 	if want := int64(len(l.acked)); e != want {
-		w.violate(NoOutOfOrderEntries, "%s acknowledged ledger %d entry %d, expected entry %d next", a.name, l.id, e, want)
+		w.violate(NoOutOfOrderEntries, l.id, "%s acknowledged ledger %d entry %d, expected entry %d next", a.name, l.id, e, want)
 	}
 	l.acked = append(l.acked, e)
 	md, _ := w.meta.read(l.id)
 	if md == nil {
 		if l.deleted && e > l.deletedEnd {
-			w.violate(NoDivergenceBetweenClientAndMetaData, "%s acknowledged ledger %d entry %d, but the ledger was closed at %d and deleted", a.name, l.id, e, l.deletedEnd)
+			w.violate(NoDivergenceBetweenClientAndMetaData, l.id, "%s acknowledged ledger %d entry %d, but the ledger was closed at %d and deleted", a.name, l.id, e, l.deletedEnd)
 		}
 		return
 	}
 	if n, ws := c.copiesInWriteSet(l, md, e); n < l.q.qa {
-		w.violate(AllCommittedEntriesReachAckQuorum, "%s acknowledged ledger %d entry %d with %d confirmed copies on its write set %v of the stored metadata %s (Qa=%d)",
+		w.violate(AllCommittedEntriesReachAckQuorum, l.id, "%s acknowledged ledger %d entry %d with %d confirmed copies on its write set %v of the stored metadata %s (Qa=%d)",
 			a.name, l.id, e, n, ws, ledger.FormatMetadata(md), l.q.qa)
 	}
 	if md.State == metadata.LedgerClosed && e > md.LastEntryID {
-		w.violate(NoDivergenceBetweenClientAndMetaData, "%s acknowledged ledger %d entry %d, but the ledger is closed at %d", a.name, l.id, e, md.LastEntryID)
+		w.violate(NoDivergenceBetweenClientAndMetaData, l.id, "%s acknowledged ledger %d entry %d, but the ledger is closed at %d", a.name, l.id, e, md.LastEntryID)
 	}
 }
 
@@ -194,25 +194,25 @@ func (c *checker) metadataWritten(l *ledgerRec, prev, cur *metadata.LedgerMetada
 	w := c.w
 	if prev != nil && cur != nil {
 		if why := movesForward(prev, cur); why != "" {
-			w.violate(MetadataOnlyMovesForward, "%s changed ledger %d from %s to %s: %s", who, l.id, ledger.FormatMetadata(prev), ledger.FormatMetadata(cur), why)
+			w.violate(MetadataOnlyMovesForward, l.id, "%s changed ledger %d from %s to %s: %s", who, l.id, ledger.FormatMetadata(prev), ledger.FormatMetadata(cur), why)
 		}
 	}
 	if cur == nil || cur.State != metadata.LedgerClosed || (prev != nil && prev.State == metadata.LedgerClosed) {
 		return
 	}
 	if n := len(l.acked); n > 0 && l.acked[n-1] > cur.LastEntryID {
-		w.violate(NoDivergenceBetweenClientAndMetaData, "%s closed ledger %d at %d, but %s had acknowledged entry %d", who, l.id, cur.LastEntryID, l.writer.name, l.acked[n-1])
+		w.violate(NoDivergenceBetweenClientAndMetaData, l.id, "%s closed ledger %d at %d, but %s had acknowledged entry %d", who, l.id, cur.LastEntryID, l.writer.name, l.acked[n-1])
 	}
 	if l.readMax > cur.LastEntryID {
-		w.violate(NoDivergenceBetweenClientAndMetaData, "%s closed ledger %d at %d, but a reader had been handed entry %d", who, l.id, cur.LastEntryID, l.readMax)
+		w.violate(NoDivergenceBetweenClientAndMetaData, l.id, "%s closed ledger %d at %d, but a reader had been handed entry %d", who, l.id, cur.LastEntryID, l.readMax)
 	}
 	for e := int64(0); e <= cur.LastEntryID; e++ {
 		if _, ok := l.payloads[e]; !ok {
-			w.violate(AllCommittedEntriesReachAckQuorum, "%s closed ledger %d at %d, but entry %d was never written", who, l.id, cur.LastEntryID, e)
+			w.violate(AllCommittedEntriesReachAckQuorum, l.id, "%s closed ledger %d at %d, but entry %d was never written", who, l.id, cur.LastEntryID, e)
 			return
 		}
 		if n, ws := c.copiesInWriteSet(l, cur, e); n < l.q.qa {
-			w.violate(AllCommittedEntriesReachAckQuorum, "%s closed ledger %d at %d, but entry %d has %d confirmed copies on its write set %v (Qa=%d)", who, l.id, cur.LastEntryID, e, n, ws, l.q.qa)
+			w.violate(AllCommittedEntriesReachAckQuorum, l.id, "%s closed ledger %d at %d, but entry %d has %d confirmed copies on its write set %v (Qa=%d)", who, l.id, cur.LastEntryID, e, n, ws, l.q.qa)
 			return
 		}
 	}
@@ -263,7 +263,7 @@ func (c *checker) agreeOnEnd(a *actor, last int64) {
 		return
 	}
 	if md.State != metadata.LedgerClosed || md.LastEntryID != last {
-		w.violate(NoDivergenceBetweenClientAndMetaData, "%s reports ledger %d closed at %d, the store says %s", a.name, a.led.id, last, ledger.FormatMetadata(md))
+		w.violate(NoDivergenceBetweenClientAndMetaData, a.led.id, "%s reports ledger %d closed at %d, the store says %s", a.name, a.led.id, last, ledger.FormatMetadata(md))
 	}
 }
 
@@ -271,14 +271,14 @@ func (c *checker) agreeOnEnd(a *actor, last int64) {
 // fragment of the metadata it fenced with.
 func (c *checker) recoveryAdd(a *actor, e int64) {
 	if a.snapshotKey >= 0 && e < a.snapshotKey {
-		c.w.violate(NoInvalidFragments, "%s rewrites ledger %d entry %d, below the last fragment (first entry %d) of the metadata it fenced", a.name, a.led.id, e, a.snapshotKey)
+		c.w.violate(NoInvalidFragments, a.led.id, "%s rewrites ledger %d entry %d, below the last fragment (first entry %d) of the metadata it fenced", a.name, a.led.id, e, a.snapshotKey)
 	}
 }
 
 // observedLAC checks a LAC a reader got.
 func (c *checker) observedLAC(a *actor, lac int64) {
 	if q := c.quorumLAC(a.led); lac > q {
-		c.w.violate(NoDirtyReads, "%s read LAC %d of ledger %d, but only entries up to %d reached ack quorum on their write sets", a.name, lac, a.led.id, q)
+		c.w.violate(NoDirtyReads, a.led.id, "%s read LAC %d of ledger %d, but only entries up to %d reached ack quorum on their write sets", a.name, lac, a.led.id, q)
 	}
 }
 
@@ -293,14 +293,14 @@ func (c *checker) readEntry(a *actor, e digest.Entry) {
 		md, _ = c.w.meta.read(l.id)
 	}
 	if md != nil && md.State == metadata.LedgerClosed && e.EntryID > md.LastEntryID {
-		c.w.violate(NoDivergenceBetweenClientAndMetaData, "%s read ledger %d entry %d, past its end %d", a.name, l.id, e.EntryID, md.LastEntryID)
+		c.w.violate(NoDivergenceBetweenClientAndMetaData, l.id, "%s read ledger %d entry %d, past its end %d", a.name, l.id, e.EntryID, md.LastEntryID)
 	}
 	want, ok := a.led.payloads[e.EntryID]
 	if !ok || !bytes.Equal(want, e.Payload) {
-		c.w.violate(NoOutOfOrderEntries, "%s read ledger %d entry %d as %q, the writer appended %q", a.name, a.led.id, e.EntryID, e.Payload, want)
+		c.w.violate(NoOutOfOrderEntries, a.led.id, "%s read ledger %d entry %d as %q, the writer appended %q", a.name, a.led.id, e.EntryID, e.Payload, want)
 	}
 	if e.EntryID < a.next {
-		c.w.violate(NoOutOfOrderEntries, "%s read ledger %d entry %d after entry %d", a.name, a.led.id, e.EntryID, a.next-1)
+		c.w.violate(NoOutOfOrderEntries, a.led.id, "%s read ledger %d entry %d after entry %d", a.name, a.led.id, e.EntryID, a.next-1)
 	}
 }
 
@@ -324,7 +324,7 @@ func (w *world) checkEnd() {
 		}
 		for _, e := range l.acked {
 			if md.State == metadata.LedgerClosed && e > end {
-				w.violate(NoDivergenceBetweenClientAndMetaData, "ledger %d closed at %d, entry %d was acknowledged", l.id, end, e)
+				w.violate(NoDivergenceBetweenClientAndMetaData, l.id, "ledger %d closed at %d, entry %d was acknowledged", l.id, end, e)
 				return
 			}
 		}
@@ -340,12 +340,12 @@ func (w *world) checkEnd() {
 				}
 			}
 			if good < l.q.qa {
-				w.violate(AllCommittedEntriesReachAckQuorum, "ledger %d (%s): entry %d reads back from %d bookies of its write set %v (Qa=%d)", l.id, ledger.FormatMetadata(md), e, good, ws, l.q.qa)
+				w.violate(AllCommittedEntriesReachAckQuorum, l.id, "ledger %d (%s): entry %d reads back from %d bookies of its write set %v (Qa=%d)", l.id, ledger.FormatMetadata(md), e, good, ws, l.q.qa)
 				return
 			}
 			for _, b := range sortedBookies(c.copies[l.id][e]) {
 				if bytes.Equal(c.copies[l.id][e][b], l.payloads[e]) && !w.readsBack(l, b, e) {
-					w.violate(AllAckedEntriesAreReadable, "bookie %s confirmed ledger %d entry %d durable, and lost it", b, l.id, e)
+					w.violate(AllAckedEntriesAreReadable, l.id, "bookie %s confirmed ledger %d entry %d durable, and lost it", b, l.id, e)
 					return
 				}
 			}

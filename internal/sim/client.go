@@ -3,11 +3,13 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger"
+	"github.com/foliodb/folio/internal/ledger/placement"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/wire"
 )
@@ -29,7 +31,10 @@ type ledgerRec struct {
 	key      []byte
 	dig      *digest.Digester
 	q        quorumParams
-	writer   *actor
+	// policy is the ledger's placement (its ensembles, ensemble changes and
+	// recovery replacements draw from it alone).
+	policy placement.Policy
+	writer *actor
 	// payloads are the writer's payloads by entry id; acked the ids it
 	// acknowledged, in order.
 	payloads map[int64][]byte
@@ -72,6 +77,10 @@ type actor struct {
 	kind actorKind
 	led  *ledgerRec
 	m    machine
+
+	// rng is the client's own random stream (think times, its metadata
+	// operations' delays and faults, its reader's choices).
+	rng *rand.Rand
 
 	pending map[uint64]*pendingReq
 	nextTxn uint64
@@ -124,7 +133,10 @@ type pendingReq struct {
 func (a *actor) live() bool { return !a.crashed && !a.finished }
 
 func (w *world) newActor(kind actorKind, prefix string, l *ledgerRec) *actor {
-	a := &actor{w: w, name: w.newName(prefix), kind: kind, led: l, pending: map[uint64]*pendingReq{}, snapshotKey: -1, lac: -1}
+	name := w.newName(prefix)
+	key := w.newKey("actor")
+	w.actorKeys[name] = key
+	a := &actor{w: w, name: name, kind: kind, led: l, rng: w.stream("actor/" + key), pending: map[uint64]*pendingReq{}, snapshotKey: -1, lac: -1}
 	w.actors = append(w.actors, a)
 	return a
 }
@@ -133,6 +145,11 @@ func (w *world) newActor(kind actorKind, prefix string, l *ledgerRec) *actor {
 func (a *actor) stepMachine(ev ledger.Event) {
 	if !a.live() {
 		return
+	}
+	if r := a.w.rec; r != nil {
+		prev := r.current
+		r.current = a
+		defer func() { r.current = prev }()
 	}
 	a.m.Step(ev)
 	a.drain()
@@ -178,6 +195,7 @@ func (a *actor) drain() {
 		case ledger.WriteMetadata:
 			if a.loseClose && eff.Metadata.State == metadata.LedgerClosed {
 				w.logf("%s: crashes before its close CAS %s", a.name, ledger.FormatMetadata(eff.Metadata))
+				w.rec.killBeforeClose(a)
 				a.crashed = true
 				a.led.recovering--
 				return
@@ -231,6 +249,7 @@ func (a *actor) send(p *pendingReq, req *wire.Request) {
 		if a.pending[p.txn] == p {
 			delete(a.pending, p.txn)
 			w.logf("%s: %s to %s timed out", a.name, p.desc, p.bookie)
+			w.rec.fail(a, p, p.desc+" to "+string(p.bookie)+" timed out")
 			a.stepMachine(p.failure(ledger.ErrTimeout))
 		}
 	})
@@ -304,7 +323,19 @@ func (a *actor) receive(txn uint64, ev ledger.Event) {
 		return
 	}
 	delete(a.pending, txn)
+	a.w.rec.answer(a, p)
 	a.stepMachine(ev)
+}
+
+// refused fails request p at once, as a refused connection does (the
+// bookie never saw it).
+func (a *actor) refused(p *pendingReq) {
+	if a.pending[p.txn] != p {
+		return
+	}
+	delete(a.pending, p.txn)
+	a.w.rec.fail(a, p, p.desc+" to "+string(p.bookie)+": connection refused")
+	a.stepMachine(p.failure(errConnectionLost))
 }
 
 // connectionLost fails every request pending on bookie b, in txn order,
@@ -323,6 +354,7 @@ func (a *actor) connectionLost(b metadata.BookieID) {
 	a.w.after(0, func() {
 		for _, p := range lost {
 			a.w.logf("%s: %s to %s: connection lost", a.name, p.desc, p.bookie)
+			a.w.rec.fail(a, p, p.desc+" to "+string(p.bookie)+": connection lost")
 			a.stepMachine(p.failure(errConnectionLost))
 		}
 	})
@@ -399,6 +431,7 @@ func (a *actor) metadataResult(ev ledger.Event) {
 			a.mdSeen = a.proposed
 		}
 	}
+	a.w.rec.metaResult(a)
 	a.stepMachine(ev)
 }
 

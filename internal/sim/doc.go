@@ -11,9 +11,14 @@
 // Everything that decides what happens next runs on the goroutine that
 // calls Run, one event at a time, in (virtual time, sequence) order:
 //
-//   - One *rand.Rand seeded from Config.Seed makes every choice: delays,
-//     losses, faults, workload actions, crash losses. Placement draws from
-//     its own source seeded from the same seed.
+//   - Random streams seeded from Config.Seed make every choice: the
+//     schedule's (which action each step takes, and when: Generate), each
+//     step's (its action's details, and crash losses), each client's, each
+//     link's (delays, losses), each bookie's, and the world's (its set-up,
+//     the liveness phase). Placement draws from its own source seeded from
+//     the same seed. Separate streams keep a part's draws the same when
+//     steps it takes no part in are removed, which is what makes Minimize
+//     work.
 //   - Time is a virtual duration since the start; the bookies' and stores'
 //     clock.Manual is moved with it. Nothing reads the wall clock.
 //   - The bookie's spawned work (bookie.Config.Go) and the store's
@@ -47,6 +52,15 @@
 // healed, every ledger is closed (by its writer, or by recovery retried until
 // it succeeds) within a bounded virtual time, and the expensive end checks
 // read every acknowledged entry back from the bookies' stores.
+//
+// # Schedules, minimising, scripts
+//
+// Config.Schedule replays an explicit safety phase (schedule.go) instead of
+// the seed's. Minimize (minimize.go) reduces a failing run to a short
+// schedule breaking the same invariant, and Script renders a run's
+// protocol-level interleaving on the violating ledger as a datadriven
+// script for internal/ledger's interaction driver (script.go); see
+// docs/testing.md.
 //
 // # Invariants
 //

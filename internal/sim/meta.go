@@ -60,24 +60,24 @@ func (ms *metaService) do(fn func(ctx context.Context)) {
 	fn(context.Background())
 }
 
-// delay draws a one-way delay to the store.
-func (ms *metaService) delay() time.Duration {
+// delay draws a one-way delay to the store for client a.
+func (ms *metaService) delay(a *actor) time.Duration {
 	w := ms.w
-	d := w.between(200*time.Microsecond, 3*time.Millisecond)
-	if w.faultChance(FaultMeta, 40) {
-		d += w.between(20*time.Millisecond, 300*time.Millisecond)
+	d := between(a.rng, 200*time.Microsecond, 3*time.Millisecond)
+	if w.faultChanceOn(a.rng, FaultMeta, 40) {
+		d += between(a.rng, 20*time.Millisecond, 300*time.Millisecond)
 	}
 	return d
 }
 
-// drawFault decides the fault of one client operation.
-func (ms *metaService) drawFault(write bool) {
+// drawFault decides the fault of one operation of client a.
+func (ms *metaService) drawFault(a *actor, write bool) {
 	w := ms.w
 	ms.fault.before, ms.fault.after = nil, nil
 	switch {
-	case w.faultChance(FaultMeta, 30):
+	case w.faultChanceOn(a.rng, FaultMeta, 30):
 		ms.fault.before = errMetaUnavailable
-	case write && w.faultChance(FaultMeta, 20):
+	case write && w.faultChanceOn(a.rng, FaultMeta, 20):
 		ms.fault.after = errMetaAmbiguous
 	}
 }
@@ -87,12 +87,12 @@ func (ms *metaService) drawFault(write bool) {
 func (ms *metaService) submit(a *actor, eff ledger.Effect) {
 	w := ms.w
 	id := a.led.id
-	w.after(ms.delay(), func() {
+	w.after(ms.delay(a), func() {
 		var ev ledger.Event
 		switch eff := eff.(type) {
 		case ledger.WriteMetadata:
 			prev, prevVer := ms.read(id)
-			ms.drawFault(true)
+			ms.drawFault(a, true)
 			v, err := ms.drv.WriteLedger(context.Background(), id, eff.Metadata, eff.Expected)
 			if err == nil || errors.Is(err, errMetaAmbiguous) {
 				cur, curVer := ms.read(id)
@@ -101,15 +101,17 @@ func (ms *metaService) submit(a *actor, eff ledger.Effect) {
 				}
 			}
 			w.logf("meta: %s write expected=v%d %s: v%d %s", a.name, eff.Expected, ledger.FormatMetadata(eff.Metadata), v, errText(err))
+			w.rec.metaApplied(a, err)
 			ev = ledger.MetadataWritten{Version: v, Err: err}
 		case ledger.ReadMetadata:
-			ms.drawFault(false)
+			ms.drawFault(a, false)
 			md, v, err := ms.drv.ReadLedger(context.Background(), id)
 			w.logf("meta: %s read: v%d %s %s", a.name, v, ledger.FormatMetadata(md), errText(err))
+			w.rec.metaApplied(a, err)
 			ev = ledger.MetadataRead{Metadata: md, Version: v, Err: err}
 		}
 		ms.fault.before, ms.fault.after = nil, nil
-		w.after(ms.delay(), func() { a.metadataResult(ev) })
+		w.after(ms.delay(a), func() { a.metadataResult(ev) })
 	})
 }
 
@@ -135,6 +137,9 @@ func (ms *metaService) foreignWrite(l *ledgerRec) {
 	var err error
 	ms.do(func(ctx context.Context) { nv, err = ms.drv.WriteLedger(ctx, l.id, md, v) })
 	ms.w.logf("meta: foreign write of ledger %d: v%d -> v%d %s", l.id, v, nv, errText(err))
+	if err == nil {
+		ms.w.rec.foreignWrite(l)
+	}
 }
 
 func errText(err error) string {

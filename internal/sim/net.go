@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math/rand/v2"
 	"time"
 
 	"github.com/foliodb/folio/internal/ledger"
@@ -49,6 +50,8 @@ type conn struct {
 	// client whose connection attempt is refused sees it, without the
 	// bookie storing anything.
 	failAdds bool
+	// rng is the link's own random stream (delays, losses).
+	rng *rand.Rand
 }
 
 func newNetwork(w *world) *network {
@@ -59,7 +62,8 @@ func (nw *network) conn(client string, b metadata.BookieID) *conn {
 	k := connKey{client, b}
 	c := nw.conns[k]
 	if c == nil {
-		c = &conn{base: nw.w.between(100*time.Microsecond, 2*time.Millisecond)}
+		r := nw.w.stream("conn/" + nw.w.actorKeys[client] + "/" + string(b))
+		c = &conn{base: between(r, 100*time.Microsecond, 2*time.Millisecond), rng: r}
 		nw.conns[k] = c
 	}
 	return c
@@ -72,21 +76,20 @@ func (nw *network) partitioned(client string, b metadata.BookieID) bool {
 // delay draws one message's delay on c.
 func (nw *network) delay(c *conn) time.Duration {
 	w := nw.w
-	d := c.base + w.between(0, time.Millisecond)
+	d := c.base + between(c.rng, 0, time.Millisecond)
 	if w.phase == "safety" {
 		d += c.slow // set by delay faults and targeted workloads only
 	}
 	if w.faults[FaultDelay] && w.phase == "safety" {
-		if w.faultChance(FaultDelay, 60) {
-			d += w.between(10*time.Millisecond, 200*time.Millisecond)
+		if w.faultChanceOn(c.rng, FaultDelay, 60) {
+			d += between(c.rng, 10*time.Millisecond, 200*time.Millisecond)
 		}
 	}
 	return d
 }
 
-func (nw *network) lose() bool {
-	w := nw.w
-	return w.faultChance(FaultLoss, 40)
+func (nw *network) lose(c *conn) bool {
+	return nw.w.faultChanceOn(c.rng, FaultLoss, 40)
 }
 
 // sendRequest carries req from a to bookie b; the bookie handles it on
@@ -107,13 +110,13 @@ func (nw *network) sendRequest(a *actor, b *bookieNode, p *pendingReq, req *wire
 		w.logf("%s -> %s %s: lost", a.name, b.id, p.desc)
 		return
 	}
-	if nw.partitioned(a.name, b.id) || nw.lose() {
+	if nw.partitioned(a.name, b.id) || nw.lose(c) {
 		w.logf("%s -> %s %s: lost", a.name, b.id, p.desc)
 		return
 	}
 	if p.op == wire.OpAddEntry && c.failAdds {
 		w.logf("%s -> %s %s: connection refused", a.name, b.id, p.desc)
-		w.after(0, func() { a.receive(p.txn, p.failure(errConnectionLost)) })
+		w.after(0, func() { a.refused(p) })
 		return
 	}
 	at := max(w.now+nw.delay(c), c.lastOut)
@@ -136,7 +139,7 @@ func (nw *network) sendReply(a *actor, b metadata.BookieID, epoch int, txn uint6
 	if c.epoch != epoch {
 		return
 	}
-	if nw.partitioned(a.name, b) || nw.lose() {
+	if nw.partitioned(a.name, b) || nw.lose(c) {
 		w.logf("%s <- %s %s: reply lost", a.name, b, desc)
 		return
 	}

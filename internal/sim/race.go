@@ -10,10 +10,11 @@ import (
 // runRecoveryRace runs WorkloadRecoveryRace: one ledger (Qa ≥ 2, so that a
 // copy short of the ack quorum matters) whose writer appends while faults
 // are drawn, until, at a random step, recoveryStorm stages the race; a
-// tailing reader starts at another random step. Steps
-// are 5–50 ms apart, so the safety phase spans the recoveries' timeouts.
+// tailing reader starts at another random step (Generate places both).
+// Steps are 5–50 ms apart, so the safety phase spans the recoveries'
+// timeouts.
 // The liveness phase and the end checks are those of every workload.
-func (w *world) runRecoveryRace() {
+func (w *world) runRecoveryRace(sched *Schedule) {
 	nb := len(w.bookies)
 	e := 2 + w.rng.IntN(min(nb-2, 3))
 	qw := 2 + w.rng.IntN(e-1)
@@ -22,28 +23,18 @@ func (w *world) runRecoveryRace() {
 	if a == nil {
 		return
 	}
-	stormAt := 2 + w.rng.IntN(max(w.cfg.Steps/2, 1))
-	readerAt := 1 + w.rng.IntN(w.cfg.Steps)
-	var tick func()
-	tick = func() {
-		if w.step >= w.cfg.Steps {
-			return
-		}
-		w.step++
-		switch {
-		case w.step == stormAt:
+	w.runSchedule(sched, func(act Action) {
+		switch act {
+		case ActStorm:
 			w.recoveryStorm(a.led)
-		case w.step == readerAt:
+		case ActReader:
 			w.startReader(a.led) // a tailing reader, polling or long-polling
-		case w.chance(550):
+		case ActAppend:
 			w.topUp(a)
 		default:
-			w.maybeFault(w.rng.IntN(345))
+			w.maybeFault(act)
 		}
-		w.after(w.between(5*time.Millisecond, 50*time.Millisecond), tick)
-	}
-	w.after(0, tick)
-	w.runUntil(func() bool { return w.step >= w.cfg.Steps })
+	})
 }
 
 // recoveryStorm stages, on ledger l, the interleaving of issue 16 item 1
@@ -86,6 +77,7 @@ func (w *world) recoveryStorm(l *ledgerRec) {
 		}
 		if w.chance(800) {
 			w.logf("%s: client crashes (%d requests in flight)", a.name, len(a.pending))
+			w.rec.kill(a)
 			a.crashed = true
 		}
 	}
@@ -112,7 +104,7 @@ func (w *world) recoveryStorm(l *ledgerRec) {
 	r1.loseClose = w.chance(600)
 	for range 1 + w.rng.IntN(2) {
 		lose := w.chance(300)
-		w.after(w.between(0, 1500*time.Millisecond), func() {
+		w.afterOn(w.between(0, 1500*time.Millisecond), func() {
 			if r := w.startRecovery(l); r != nil {
 				r.loseClose = lose
 			}

@@ -128,12 +128,36 @@ type Config struct {
 	// instead of drawing a per-seed mix (swarm testing), for longer
 	// soaks (make sim-long).
 	FullIntensity bool
+	// Schedule, if set, is the safety phase to run instead of
+	// Generate(cfg): the seed still decides the world (bookies, fault
+	// intensities) and every random stream other than the steps'.
+	Schedule *Schedule
+	// record, if set, collects what the protocol machines of the run did
+	// and met, for Script (nil: nothing is recorded).
+	record *recorder
+}
+
+// withDefaults fills in the defaults of the zero fields.
+func (cfg Config) withDefaults() Config {
+	if cfg.Workload == "" {
+		cfg.Workload = WorkloadMixed
+	}
+	if cfg.Steps <= 0 {
+		cfg.Steps = DefaultSteps(cfg.Workload)
+	}
+	if cfg.LivenessTimeout <= 0 {
+		cfg.LivenessTimeout = 60 * time.Second
+	}
+	return cfg
 }
 
 // Violation is a broken invariant.
 type Violation struct {
 	Invariant string
-	Detail    string
+	// Ledger is the ledger it is about (-1: none, a bookie that does not
+	// restart).
+	Ledger int64
+	Detail string
 	// Step is the workload step during which it was found (Steps+1 for the
 	// liveness phase and the end checks).
 	Step int
@@ -167,6 +191,9 @@ type Result struct {
 	// Trace is the full event trace; TraceHash its SHA-256 (hex).
 	Trace     string
 	TraceHash string
+
+	steps   int // Config.Steps
+	bookies int // how many bookies the world had
 }
 
 // Failed reports whether the run broke an invariant.
@@ -191,21 +218,17 @@ func (r *Result) Summary() string {
 
 // Run runs one simulation. It is a pure function of cfg.
 func Run(cfg Config) *Result {
-	if cfg.Workload == "" {
-		cfg.Workload = WorkloadMixed
-	}
-	if cfg.Steps <= 0 {
-		cfg.Steps = DefaultSteps(cfg.Workload)
-	}
-	if cfg.LivenessTimeout <= 0 {
-		cfg.LivenessTimeout = 60 * time.Second
+	cfg = cfg.withDefaults()
+	sched := cfg.Schedule
+	if sched == nil {
+		sched = Generate(cfg)
 	}
 	w := newWorld(cfg)
 	defer w.shutdown()
 	if cfg.Workload == WorkloadRecoveryRace {
-		w.runRecoveryRace()
+		w.runRecoveryRace(sched)
 	} else {
-		w.runSafety()
+		w.runSchedule(sched, w.action)
 	}
 	if len(w.violations) == 0 {
 		w.runLiveness()
@@ -214,9 +237,16 @@ func Run(cfg Config) *Result {
 		w.checkEnd()
 	}
 	w.stats.VirtualElapsed = w.now
+	if w.rec != nil {
+		for _, l := range w.ledgers {
+			if w.closed(l) {
+				w.rec.closedAtEnd[l.id] = true
+			}
+		}
+	}
 	trace := w.trace.String()
 	sum := sha256.Sum256([]byte(trace))
-	return &Result{Seed: cfg.Seed, Violations: w.violations, Stats: w.stats, Trace: trace, TraceHash: hex.EncodeToString(sum[:])}
+	return &Result{Seed: cfg.Seed, Violations: w.violations, Stats: w.stats, Trace: trace, TraceHash: hex.EncodeToString(sum[:]), steps: cfg.Steps, bookies: len(w.bookies)}
 }
 
 // DefaultSteps is the safety phase's length of a workload.
@@ -265,9 +295,23 @@ type world struct {
 	// (swarm testing: seeds differ in which faults dominate, which finds
 	// more than one fixed mix).
 	intensity map[Fault]int
-	rng       *rand.Rand
-	policy    placement.Policy
-	unsafe    ledger.UnsafeKnobs
+	// rng is the stream the world draws from now: a step's own stream
+	// while its action runs (and in the events it schedules to act for
+	// it), env otherwise. Clients, links and bookies draw from their own
+	// streams (actor.rng, conn.rng, bookieNode.rng).
+	rng *rand.Rand
+	env *rand.Rand
+	// rngName names rng ("env", or "step/N"); keys counts the clients and
+	// ledgers created under each name. A client's streams and a ledger's
+	// placement are keyed by where they were created (rngName and the
+	// count), not by their names, which shift when steps are removed.
+	rngName string
+	keys    map[string]int
+	// policy is placement for the ledgers' ensembles; each ledger draws
+	// from its own source (ledgerRec.policy) made by newPolicy.
+	policy placement.Policy
+	unsafe ledger.UnsafeKnobs
+	rec    *recorder
 
 	now   time.Duration
 	clock *clock.Manual
@@ -287,7 +331,9 @@ type world struct {
 	ledgers []*ledgerRec
 	check   *checker
 
-	nextActor  map[string]int
+	nextActor map[string]int
+	// actorKeys are the clients' stable keys (newKey) by name.
+	actorKeys  map[string]string
 	violations []Violation
 }
 
@@ -295,12 +341,16 @@ func newWorld(cfg Config) *world {
 	w := &world{
 		cfg:       cfg,
 		faults:    map[Fault]bool{},
-		rng:       rand.New(rand.NewPCG(cfg.Seed, 0x51a7e)),
-		policy:    placement.NewRandom(rand.NewPCG(cfg.Seed, 0x9e3779b9)),
+		env:       rand.New(rand.NewPCG(cfg.Seed, 0x51a7e)),
+		rec:       cfg.record,
+		rngName:   "env",
+		keys:      map[string]int{},
+		actorKeys: map[string]string{},
 		clock:     clock.NewManual(simEpoch),
 		phase:     "safety",
 		nextActor: map[string]int{},
 	}
+	w.rng = w.env
 	w.intensity = map[Fault]int{}
 	for _, f := range AllFaults {
 		w.intensity[f] = []int{0, 1, 2, 4, 8}[w.rng.IntN(5)] // in quarters
@@ -371,9 +421,10 @@ func (w *world) logf(format string, args ...any) {
 	w.trace.WriteByte('\n')
 }
 
-// violate records a broken invariant; the loop stops after the current event.
-func (w *world) violate(invariant, format string, args ...any) {
-	v := Violation{Invariant: invariant, Detail: fmt.Sprintf(format, args...), Step: w.step, At: w.now}
+// violate records a broken invariant about ledger ledgerID (-1: none);
+// the loop stops after the current event.
+func (w *world) violate(invariant string, ledgerID int64, format string, args ...any) {
+	v := Violation{Invariant: invariant, Ledger: ledgerID, Detail: fmt.Sprintf(format, args...), Step: w.step, At: w.now}
 	w.violations = append(w.violations, v)
 	w.logf("VIOLATION %s: %s", invariant, v.Detail)
 }
@@ -383,19 +434,77 @@ func (w *world) chance(permille int) bool { return w.rng.IntN(1000) < permille }
 
 // faultChance is chance for a fault of kind f, scaled by its intensity
 // and false unless f is injected in this phase.
-func (w *world) faultChance(f Fault, permille int) bool {
+func (w *world) faultChance(f Fault, permille int) bool { return w.faultChanceOn(w.rng, f, permille) }
+
+// faultChanceOn is faultChance drawing from r.
+func (w *world) faultChanceOn(r *rand.Rand, f Fault, permille int) bool {
 	if !w.faults[f] || w.phase != "safety" {
 		return false
 	}
-	return w.rng.IntN(4000) < permille*w.intensity[f]
+	return r.IntN(4000) < permille*w.intensity[f]
 }
 
 // between returns a duration uniformly in [lo, hi].
-func (w *world) between(lo, hi time.Duration) time.Duration {
-	if hi <= lo {
-		return lo
+func (w *world) between(lo, hi time.Duration) time.Duration { return between(w.rng, lo, hi) }
+
+// stream is the random stream of the part of this run called name.
+func (w *world) stream(name string) *rand.Rand { return newStream(w.cfg.Seed, name) }
+
+// afterOn is after, with fn drawing from the stream that is current now
+// (the step's that schedules it) instead of env.
+func (w *world) afterOn(d time.Duration, fn func()) {
+	r, name := w.rng, w.rngName
+	w.after(d, func() {
+		prevR, prevName := w.rng, w.rngName
+		w.rng, w.rngName = r, name
+		fn()
+		w.rng, w.rngName = prevR, prevName
+	})
+}
+
+// newKey is a stable key for the next thing of kind created under the
+// current stream ("step/12/actor/2"): the same when steps that do not
+// create it are removed.
+func (w *world) newKey(kind string) string {
+	k := w.rngName + "/" + kind
+	w.keys[k]++
+	return fmt.Sprintf("%s/%d", k, w.keys[k])
+}
+
+// newPolicy is the placement of a new ledger: its own random source, keyed
+// by where the ledger was created.
+func (w *world) newPolicy() placement.Policy {
+	var p placement.Policy = placement.NewRandom(rand.NewPCG(w.cfg.Seed, streamID("placement/"+w.newKey("ledger"))))
+	if w.rec != nil {
+		p = &recordingPolicy{Policy: p, w: w}
 	}
-	return lo + time.Duration(w.rng.Int64N(int64(hi-lo)+1))
+	return p
+}
+
+// runSchedule runs the steps of s, each at its time with its own stream,
+// and the events between them, until the safety phase's end.
+func (w *world) runSchedule(s *Schedule, do func(Action)) {
+	i := 0
+	var tick func()
+	tick = func() {
+		st := s.Steps[i]
+		i++
+		w.step = st.N
+		w.rng, w.rngName = rand.New(rand.NewPCG(st.Seed, 0x57e9)), fmt.Sprintf("step/%d", st.N)
+		w.rec.step(st)
+		do(st.Action)
+		w.rng, w.rngName = w.env, "env"
+		if i < len(s.Steps) {
+			w.after(s.Steps[i].At-w.now, tick)
+		}
+	}
+	if len(s.Steps) > 0 {
+		w.after(s.Steps[0].At-w.now, tick)
+	}
+	w.runUntil(func() bool {
+		return i == len(s.Steps) && (len(w.q) == 0 || w.q[0].at > s.End)
+	})
+	w.step = w.cfg.Steps
 }
 
 func (w *world) newName(prefix string) string {
@@ -428,6 +537,7 @@ func (w *world) writable() []metadata.BookieID {
 // writableChanged tells every live actor the new writable set.
 func (w *world) writableChanged() {
 	ev := ledger.WritableBookies{Bookies: w.writable()}
+	w.rec.writable(ev.Bookies)
 	for _, a := range w.actors {
 		if a.live() && a.kind != kindReader {
 			a.stepMachine(ev)

@@ -33,8 +33,22 @@ func failWith(t *testing.T, r *Result, cfg Config) {
 	if len(tail) > 8000 {
 		tail = "…" + tail[len(tail)-8000:]
 	}
+	logMinimized(t, cfg)
 	t.Fatalf("seed %d: %s\n%s\nreplay: go run ./cmd/folio sim -seed %d -workload %s -steps %d -faults %s -v",
 		cfg.Seed, r.Summary(), tail, cfg.Seed, cfg.Workload, cfg.Steps, FormatFaults(cfg.Faults))
+}
+
+// logMinimized minimizes a failing run and logs the reduced schedule and
+// its ledger datadriven script.
+func logMinimized(t *testing.T, cfg Config) {
+	t.Helper()
+	m, err := Minimize(cfg, 0)
+	if err != nil {
+		t.Logf("minimize: %v", err)
+		return
+	}
+	script, _ := Script(m.Config)
+	t.Logf("%sreduced schedule:\n%s\nledger script (internal/ledger/testdata; fill with -rewrite):\n%s", m.Summary(), m.Config.Schedule, script)
 }
 
 // TestDeterminism: the same seed gives the same trace, byte for byte.
@@ -116,6 +130,7 @@ func findMutationIn(t *testing.T, wl Workload, m Mutation, full bool) (*Result, 
 		cfg := Config{Seed: seed, Workload: wl, Faults: allFaults(t), Mutation: m, FullIntensity: full}
 		if r := Run(cfg); r.Failed() {
 			t.Logf("mutation %s found with seed %d after %v: %s", m, seed, time.Since(start), r.Violations[0])
+			logMinimized(t, cfg)
 			return r, cfg
 		}
 	}

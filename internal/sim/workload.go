@@ -19,109 +19,92 @@ const (
 	maxEntriesLedger = 60
 )
 
-// runSafety runs Config.Steps workload and fault actions, one per tick.
-func (w *world) runSafety() {
-	var tick func()
-	tick = func() {
-		if w.step >= w.cfg.Steps {
-			return
-		}
-		w.step++
-		w.action()
-		w.after(w.between(200*time.Microsecond, 6*time.Millisecond), tick)
-	}
-	w.after(0, tick)
-	w.runUntil(func() bool { return w.step >= w.cfg.Steps })
-}
-
-// action draws one workload or fault action.
-func (w *world) action() {
-	x := w.rng.IntN(1000)
-	switch {
-	case x < 60:
+// action runs one step of the mixed workload.
+func (w *world) action(act Action) {
+	switch act {
+	case ActWriter:
 		w.startWriter()
-	case x < 410:
+	case ActAppend:
 		if a := w.pickActor(kindWriter); a != nil {
 			w.topUp(a)
 		}
-	case x < 435:
-		if w.chance(250) {
-			if l := w.pickOpenLedger(); l != nil {
-				w.recoveryStorm(l)
-			}
-		} else {
-			w.raceRecovery()
+	case ActStorm:
+		if l := w.pickOpenLedger(); l != nil {
+			w.recoveryStorm(l)
 		}
-	case x < 450:
+	case ActRace:
+		w.raceRecovery()
+	case ActDelete:
 		w.deleteLedger()
-	case x < 480:
+	case ActRecover:
 		if l := w.pickOpenLedger(); l != nil {
 			w.startRecovery(l)
 			if w.chance(300) {
 				w.startRecovery(l) // concurrent recoverers
 			}
 		}
-	case x < 520:
+	case ActReader:
 		if l := w.pickLedger(); l != nil {
 			w.startReader(l)
 		}
-	case x < 527:
+	case ActClose:
 		if a := w.pickActor(kindWriter); a != nil && !a.closeAsked {
 			a.closeAsked = true
 			w.logf("%s: close", a.name)
+			w.rec.closeWriter(a)
 			a.writer.Close()
 			a.drain()
 		}
 	default:
-		w.maybeFault(x - 527)
+		w.maybeFault(act)
 	}
 }
 
-// maybeFault runs fault action y in [0, 473) with its kind's intensity.
-func (w *world) maybeFault(y int) {
-	if f := faultOfAction(y); f != "" && w.rng.IntN(8) < w.intensity[f] {
-		w.fault(y)
+// maybeFault runs fault action act, with its kind's intensity.
+func (w *world) maybeFault(act Action) {
+	if f := faultOf(act); f != "" && w.faults[f] && w.rng.IntN(8) < w.intensity[f] {
+		w.fault(act)
 	}
 }
 
-// fault draws a fault action from y in [0, 473).
-func (w *world) fault(y int) {
-	switch {
-	case y < 30 && w.faults[FaultCrash]:
+// fault runs fault action act.
+func (w *world) fault(act Action) {
+	switch act {
+	case ActCrash:
 		if n := w.pickBookie(func(n *bookieNode) bool { return n.up }); n != nil && w.down() < maxDownBookies {
 			n.crash()
 		}
-	case y < 90 && w.faults[FaultCrash]:
+	case ActRestart:
 		if n := w.pickBookie(func(n *bookieNode) bool { return !n.up }); n != nil {
 			n.restart()
 		}
-	case y < 115 && w.faults[FaultPause]:
+	case ActPause:
 		if n := w.pickBookie(func(n *bookieNode) bool { return n.up && !n.paused }); n != nil && w.down() < maxDownBookies {
 			n.pause()
 		}
-	case y < 160 && w.faults[FaultPause]:
+	case ActResume:
 		if n := w.pickBookie(func(n *bookieNode) bool { return n.paused }); n != nil {
 			n.resume()
 		}
-	case y < 185 && w.faults[FaultPartition]:
+	case ActPartition:
 		w.partition()
-	case y < 230 && w.faults[FaultPartition]:
+	case ActHeal:
 		if len(w.net.cut) > 0 || len(w.net.isolated) > 0 {
 			w.logf("network: partitions healed")
 			w.net.heal()
 		}
-	case y < 270 && w.faults[FaultReset]:
+	case ActReset:
 		if a := w.pickLiveActor(); a != nil {
 			if n := w.pickBookie(func(*bookieNode) bool { return true }); n != nil {
 				w.logf("network: connection %s-%s reset", a.name, n.id)
 				w.net.reset(a, n.id)
 			}
 		}
-	case y < 300 && w.faults[FaultConflict]:
+	case ActConflict:
 		if l := w.pickLedger(); l != nil {
 			w.meta.foreignWrite(l)
 		}
-	case y < 330 && w.faults[FaultDelay]:
+	case ActCongest:
 		// A congested link for a while: its messages queue behind each
 		// other (FIFO), while other links are fast.
 		if a := w.pickLiveActor(); a != nil {
@@ -132,33 +115,13 @@ func (w *world) fault(y int) {
 				w.after(w.between(50*time.Millisecond, 400*time.Millisecond), func() { c.slow = 0 })
 			}
 		}
-	case y < 335 && w.faults[FaultClient]:
+	case ActClientCrash:
 		if a := w.pickActor(kindWriter); a != nil {
 			w.logf("%s: client crashes (%d requests in flight)", a.name, len(a.pending))
+			w.rec.kill(a)
 			a.crashed = true
 		}
 	}
-}
-
-// faultOfAction names the fault kind of fault action y.
-func faultOfAction(y int) Fault {
-	switch {
-	case y < 90:
-		return FaultCrash
-	case y < 160:
-		return FaultPause
-	case y < 230:
-		return FaultPartition
-	case y < 270:
-		return FaultReset
-	case y < 300:
-		return FaultConflict
-	case y < 330:
-		return FaultDelay
-	case y < 345:
-		return FaultClient
-	}
-	return ""
 }
 
 // down counts bookies crashed or paused.
@@ -303,7 +266,8 @@ func (w *world) startWriter() {
 // ensemble or the metadata cannot be had.
 func (w *world) createLedger(e, qw, qa, window int) *actor {
 	writable := w.writable()
-	ensemble, err := w.policy.NewEnsemble(e, writable)
+	policy := w.newPolicy()
+	ensemble, err := policy.NewEnsemble(e, writable)
 	if err != nil {
 		w.logf("create ledger: %v", err)
 		return nil
@@ -327,10 +291,10 @@ func (w *world) createLedger(e, qw, qa, window int) *actor {
 		panic(err)
 	}
 	key := digest.MasterKey(password)
-	l := &ledgerRec{id: id, password: password, key: key[:], dig: dig, q: quorumParams{e, qw, qa}, payloads: map[int64][]byte{}, readMax: -1}
+	l := &ledgerRec{id: id, policy: policy, password: password, key: key[:], dig: dig, q: quorumParams{e, qw, qa}, payloads: map[int64][]byte{}, readMax: -1}
 	w.ledgers = append(w.ledgers, l)
 	w.stats.Ledgers++
-	wr, err := ledger.NewWriter(ledger.WriterConfig{LedgerID: id, Metadata: md, Version: v, Placement: w.policy, Writable: writable})
+	wr, err := ledger.NewWriter(ledger.WriterConfig{LedgerID: id, Metadata: md, Version: v, Placement: policy, Writable: writable})
 	if err != nil {
 		panic(err)
 	}
@@ -339,6 +303,7 @@ func (w *world) createLedger(e, qw, qa, window int) *actor {
 	a.window = window
 	l.writer = a
 	w.logf("%s: ledger %d E=%d Qw=%d Qa=%d %s window=%d", a.name, id, e, qw, qa, ledger.FormatMetadata(md), a.window)
+	w.rec.createLedger(a, md)
 	return a
 }
 
@@ -355,7 +320,7 @@ func (w *world) appendOne(a *actor) bool {
 		return false
 	}
 	id := a.writer.LastAddPushed() + 1
-	payload := []byte(fmt.Sprintf("%s:L%d:e%d:%d", a.name, a.led.id, id, w.rng.Uint32()))
+	payload := []byte(fmt.Sprintf("%s:L%d:e%d:%d", a.name, a.led.id, id, a.rng.Uint32()))
 	got, err := a.writer.Append(payload)
 	if err != nil {
 		return false
@@ -366,6 +331,7 @@ func (w *world) appendOne(a *actor) bool {
 	a.led.payloads[id] = payload
 	a.inflight++
 	w.logf("%s: append e%d", a.name, id)
+	w.rec.append(a)
 	a.drain()
 	return true
 }
@@ -381,7 +347,7 @@ func (a *actor) addComplete(eff ledger.AddComplete) {
 	w.stats.Acked++
 	w.check.acked(a, eff.EntryID)
 	if a.window == 1 && w.phase == "safety" {
-		w.after(w.between(0, 2*time.Millisecond), func() { w.topUp(a) })
+		w.after(between(a.rng, 0, 2*time.Millisecond), func() { w.topUp(a) })
 	}
 }
 
@@ -401,13 +367,14 @@ func (w *world) startRecoveryReadAhead(l *ledgerRec, readAhead int) *actor {
 	a.mdSeen = md
 	rec := ledger.NewRecovery(ledger.RecoveryConfig{
 		LedgerID: l.id, Metadata: md, Version: v, Verifier: l.dig,
-		Placement: w.policy, Writable: w.writable(), ReadAhead: readAhead,
+		Placement: l.policy, Writable: w.writable(), ReadAhead: readAhead,
 		Unsafe: w.unsafe,
 	})
 	a.rec, a.m = rec, rec
 	l.recovering++
 	w.stats.Recoveries++
 	w.logf("%s: recover ledger %d from v%d %s", a.name, l.id, v, ledger.FormatMetadata(md))
+	w.rec.recover(a, readAhead)
 	rec.Start()
 	a.drain()
 	return a
@@ -424,6 +391,7 @@ func (w *world) startReader(l *ledgerRec) {
 	} else {
 		w.logf("%s: tail ledger %d", a.name, l.id)
 	}
+	w.rec.reader(a)
 	w.readerRound(a)
 }
 
@@ -446,14 +414,14 @@ func (w *world) readerRound(a *actor) {
 	if a.longPoll {
 		lp := ledger.NewLongPollLAC(ledger.LongPollConfig{
 			LedgerID: a.led.id, Metadata: md, Verifier: a.led.dig,
-			PreviousLAC: a.next - 1, TimeoutMs: int64(20 + w.rng.IntN(280)),
+			PreviousLAC: a.next - 1, TimeoutMs: int64(20 + a.rng.IntN(280)),
 		})
 		a.m = lp
 		lp.Start()
 		a.drain()
 		return
 	}
-	r := ledger.NewReadLAC(ledger.ReadLACConfig{LedgerID: a.led.id, Metadata: md, Verifier: a.led.dig, UseReadLAC: w.chance(500)})
+	r := ledger.NewReadLAC(ledger.ReadLACConfig{LedgerID: a.led.id, Metadata: md, Verifier: a.led.dig, UseReadLAC: a.rng.IntN(1000) < 500})
 	a.m = r
 	a.mdSeen = md
 	r.Start()
@@ -463,13 +431,13 @@ func (w *world) readerRound(a *actor) {
 func (a *actor) readerLAC(eff ledger.LACComplete) {
 	w := a.w
 	if eff.Err != nil {
-		w.after(w.between(5*time.Millisecond, 30*time.Millisecond), func() { w.readerRound(a) })
+		w.after(between(a.rng, 5*time.Millisecond, 30*time.Millisecond), func() { w.readerRound(a) })
 		return
 	}
 	w.check.observedLAC(a, eff.LAC)
 	a.lac = eff.LAC
 	if eff.LAC < a.next {
-		w.after(w.between(5*time.Millisecond, 30*time.Millisecond), func() { w.readerRound(a) })
+		w.after(between(a.rng, 5*time.Millisecond, 30*time.Millisecond), func() { w.readerRound(a) })
 		return
 	}
 	clear(a.pending)
@@ -488,7 +456,7 @@ func (a *actor) readerLAC(eff ledger.LACComplete) {
 func (a *actor) readerLongPoll(eff ledger.LongPollComplete) {
 	w := a.w
 	if eff.Err != nil {
-		w.after(w.between(5*time.Millisecond, 30*time.Millisecond), func() { w.readerRound(a) })
+		w.after(between(a.rng, 5*time.Millisecond, 30*time.Millisecond), func() { w.readerRound(a) })
 		return
 	}
 	w.check.observedLAC(a, eff.LAC)
@@ -497,7 +465,7 @@ func (a *actor) readerLongPoll(eff ledger.LongPollComplete) {
 		a.readerEntry(ledger.EntryComplete{Entry: *e})
 	}
 	if eff.LAC < a.next {
-		w.after(w.between(0, 3*time.Millisecond), func() { w.readerRound(a) })
+		w.after(between(a.rng, 0, 3*time.Millisecond), func() { w.readerRound(a) })
 		return
 	}
 	clear(a.pending)
@@ -520,7 +488,7 @@ func (a *actor) readerEntry(eff ledger.EntryComplete) {
 
 func (a *actor) readerDone(ledger.ReadComplete) {
 	w := a.w
-	w.after(w.between(2*time.Millisecond, 20*time.Millisecond), func() { w.readerRound(a) })
+	w.after(between(a.rng, 2*time.Millisecond, 20*time.Millisecond), func() { w.readerRound(a) })
 }
 
 // runLiveness heals every fault and requires every ledger to be closed
@@ -543,6 +511,7 @@ func (w *world) runLiveness() {
 		if a.kind == kindWriter && a.live() && !a.closeAsked {
 			a.closeAsked = true
 			w.logf("%s: close", a.name)
+			w.rec.closeWriter(a)
 			a.writer.Close()
 			a.drain()
 		}
@@ -566,7 +535,7 @@ func (w *world) runLiveness() {
 	for _, l := range w.ledgers {
 		if !w.closed(l) {
 			md, _ := w.meta.read(l.id)
-			w.violate("LedgerIsClosed", "ledger %d is not closed %s after healing every fault: %s", l.id, fmtTime(w.cfg.LivenessTimeout), ledger.FormatMetadata(md))
+			w.violate("LedgerIsClosed", l.id, "ledger %d is not closed %s after healing every fault: %s", l.id, fmtTime(w.cfg.LivenessTimeout), ledger.FormatMetadata(md))
 		}
 	}
 }
@@ -631,7 +600,7 @@ func (w *world) raceRecovery() {
 		target = ws[perm[0]]
 	}
 	w.topUp(a)
-	w.after(w.between(0, 4*time.Millisecond), func() {
+	w.afterOn(w.between(0, 4*time.Millisecond), func() {
 		// The recovery's first request to target (its LAC fence read:
 		// Start only writes IN_RECOVERY) is the one lost.
 		if r := w.startRecovery(l); r != nil && (w.faults[FaultLoss] || w.faults[FaultReset]) {
@@ -665,5 +634,6 @@ func (w *world) deleteLedger() {
 		return
 	}
 	l.deleted, l.deletedEnd, l.deletedMD = true, md.LastEntryID, md
+	w.rec.deleted(l)
 	w.stats.Deleted++
 }
