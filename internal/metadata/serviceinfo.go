@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -117,13 +118,31 @@ var ErrBookieNotResolved = errors.New("bookie id not resolved")
 // bookie that is not registered (or a driver that cannot read registration
 // values) the legacy info derived from a host:port id. A custom id (not
 // host:port) of a bookie that is not registered is ErrBookieNotResolved.
+//
+// When the store cannot be read (an outage, a timeout), a host:port id
+// still resolves to itself, as Java's etcd driver always resolves it: its
+// identity is its address (the bookie's cookie guarantees a different
+// bookie cannot answer there), so a store outage does not cut clients off
+// bookies they could reach. A custom id then fails with the store's error:
+// its address is known only from the store, and a remembered one may since
+// belong to another bookie.
 func ServiceInfoOf(ctx context.Context, reg any, id BookieID) (BookieServiceInfo, error) {
 	if r, ok := reg.(ServiceInfoReader); ok {
-		info, err := r.ReadBookieServiceInfo(ctx, id)
+		rctx := ctx
+		if _, err := DefaultBookieServiceInfo(id); err == nil {
+			// A host:port id has its fallback: leave it time to be used.
+			var cancel context.CancelFunc
+			rctx, cancel = context.WithTimeout(ctx, hostPortLookupBudget(ctx))
+			defer cancel()
+		}
+		info, err := r.ReadBookieServiceInfo(rctx, id)
 		if err == nil {
 			return info, nil
 		}
 		if !errors.Is(err, ErrNotFound) {
+			if legacy, derr := DefaultBookieServiceInfo(id); derr == nil && !errors.Is(err, ErrCorruptMetadata) {
+				return legacy, nil
+			}
 			return BookieServiceInfo{}, err
 		}
 	}
@@ -175,4 +194,16 @@ func DecodeRegistrationValue(where string, id BookieID, value []byte) (BookieSer
 		return BookieServiceInfo{}, Corrupt(where, err)
 	}
 	return info, nil
+}
+
+// hostPortLookupBudget bounds the store read that resolves a host:port id:
+// a third of what is left of ctx (the connect's timeout), at most 2 s, so
+// that when the store does not answer the id itself is still dialled in
+// time.
+func hostPortLookupBudget(ctx context.Context) time.Duration {
+	const most = 2 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		return min(time.Until(dl)/3, most)
+	}
+	return most
 }

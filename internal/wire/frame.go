@@ -80,6 +80,13 @@ func (fr *FrameReader) Next() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if n > cap(fr.buf) && n > MaxFrameSize {
+		// A frame over the default limit (a raised nettyMaxFrameSizeBytes)
+		// gets memory as its bytes arrive, not as its prefix announces: a
+		// peer that sends 4 bytes must not make this process allocate up
+		// to MaxFrameSizeLimit.
+		return fr.readGrowing(n)
+	}
 	if cap(fr.buf) < n {
 		fr.buf = make([]byte, n)
 	}
@@ -91,6 +98,28 @@ func (fr *FrameReader) Next() ([]byte, error) {
 		return nil, err
 	}
 	return payload, nil
+}
+
+// readGrowing reads an n-byte payload into a buffer that starts at
+// MaxFrameSize and doubles, up to n, only as the bytes arrive.
+func (fr *FrameReader) readGrowing(n int) ([]byte, error) {
+	buf := make([]byte, 0, MaxFrameSize)
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(2*cap(buf), n))
+			copy(grown, buf)
+			buf = grown
+		}
+		m, err := io.ReadFull(fr.r, buf[len(buf):min(cap(buf), n)])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return nil, fmt.Errorf("%w: stream ended inside a %d-byte frame", ErrTruncated, n)
+			}
+			return nil, err
+		}
+	}
+	return buf, nil // not kept for the next frame: large frames are rare
 }
 
 // Detach hands the current payload's buffer to the caller, who may keep it:
@@ -144,6 +173,11 @@ func EndFrameMax(dst []byte, off int, max int) ([]byte, error) {
 
 // AppendFrame appends payload to dst as one frame.
 func AppendFrame(dst, payload []byte) ([]byte, error) {
+	return AppendFrameMax(dst, payload, MaxFrameSize)
+}
+
+// AppendFrameMax is AppendFrame with a frame limit of max bytes.
+func AppendFrameMax(dst, payload []byte, max int) ([]byte, error) {
 	dst, off := BeginFrame(dst)
-	return EndFrame(append(dst, payload...), off)
+	return EndFrameMax(append(dst, payload...), off, max)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"runtime"
 	"testing"
 )
 
@@ -146,4 +147,35 @@ func FuzzFrameReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestFrameReaderAllocatesLargeFramesAsBytesArrive: a reader with a raised
+// limit (admin and AutoRecovery accept MaxFrameSizeLimit) given a prefix
+// announcing a frame near that limit, then only a few bytes, fails with
+// ErrTruncated having allocated about MaxFrameSize, not the announced
+// length; a large frame that does arrive is read whole.
+func TestFrameReaderAllocatesLargeFramesAsBytesArrive(t *testing.T) {
+	var announce [4]byte
+	binary.BigEndian.PutUint32(announce[:], MaxFrameSizeLimit-8)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	fr := NewFrameReaderMax(bytes.NewReader(append(announce[:], make([]byte, 100)...)), MaxFrameSizeLimit)
+	if _, err := fr.Next(); !errors.Is(err, ErrTruncated) {
+		t.Fatalf("a 4-byte promise: %v, want ErrTruncated", err)
+	}
+	runtime.ReadMemStats(&after)
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 2*MaxFrameSize {
+		t.Fatalf("allocated %d MiB for a frame that sent 100 bytes", grown>>20)
+	}
+
+	payload := bytes.Repeat([]byte("0123456789abcdef"), (3*MaxFrameSize)/16)
+	framed, err := AppendFrameMax(nil, payload, MaxFrameSizeLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := NewFrameReaderMax(bytes.NewReader(framed), MaxFrameSizeLimit).Next()
+	if err != nil || !bytes.Equal(got, payload) {
+		t.Fatalf("a %d-byte frame: %d bytes, %v", len(payload), len(got), err)
+	}
 }

@@ -7,6 +7,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/foliodb/folio/internal/digest"
+	"github.com/foliodb/folio/internal/wire"
+	"github.com/foliodb/folio/internal/wire/codec"
+	v2 "github.com/foliodb/folio/internal/wire/v2"
 )
 
 func TestParsePropertiesJavaSyntax(t *testing.T) {
@@ -249,6 +254,55 @@ func TestNettyMaxFrameSizeBytes(t *testing.T) {
 		}
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "nettyMaxFrameSizeBytes") {
 			t.Errorf("nettyMaxFrameSizeBytes=%s: Validate %v", bad, err)
+		}
+	}
+}
+
+// TestAnswersCarryEntriesAcceptedAtTheLimit: an entry that came in a v2
+// add frame of exactly the bookie's limit (Pulsar's 5253120, from a Java
+// v2 client) must be readable: the read, READ_LAC and batch read answers
+// that carry it are a few bytes longer than the add, and the bookie
+// encodes its answers with maxResponseFrame, not its request limit.
+func TestAnswersCarryEntriesAcceptedAtTheLimit(t *testing.T) {
+	const limit = 5253120
+	d, err := digest.New(digest.CRC32C, []byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := digest.MasterKey([]byte("pw"))
+	addFrame := func(body []byte) int {
+		c, _ := codec.NewClientCodec(wire.ProtocolV2, false)
+		c.SetMaxFrameSize(wire.MaxFrameSizeLimit)
+		out, err := c.EncodeRequest(nil, &wire.Request{Header: wire.Header{Version: v2.CurrentVersion, Op: wire.OpAddEntry}, Has: wire.BodyAdd,
+			Add: wire.AddRequest{LedgerID: 1<<56 | 1, EntryID: 123456, MasterKey: mk[:], Body: body}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(out)
+	}
+	probe := d.AppendEntry(nil, 1<<56|1, 123456, 123455, 1, []byte{0})
+	payload := bytes.Repeat([]byte{7}, limit-(addFrame(probe)-len(probe))-len(probe)+1)
+	body := d.AppendEntry(nil, 1<<56|1, 123456, 123455, int64(len(payload)), payload)
+	if n := addFrame(body); n != limit {
+		t.Fatalf("add frame %d, want exactly %d", n, limit)
+	}
+	for _, resp := range []wire.Response{
+		{Protocol: wire.ProtocolV2, Header: wire.Header{Version: v2.CurrentVersion, Op: wire.OpReadEntry}, Has: wire.BodyRead,
+			Read: wire.ReadResponse{LedgerID: 1<<56 | 1, EntryID: 123456, Body: body, HasBody: true}},
+		{Protocol: wire.ProtocolV3, Header: wire.Header{Version: wire.VersionThree, Op: wire.OpReadEntry, TxnID: 1 << 40}, Has: wire.BodyRead,
+			Read: wire.ReadResponse{LedgerID: 1<<56 | 1, EntryID: 123456, Body: body, HasBody: true, MaxLAC: 123455, HasMaxLAC: true}},
+		{Protocol: wire.ProtocolV3, Header: wire.Header{Version: wire.VersionThree, Op: wire.OpReadLAC, TxnID: 1 << 40}, Has: wire.BodyReadLAC,
+			ReadLAC: wire.ReadLACResponse{LedgerID: 1<<56 | 1, LastEntryBody: body, HasLastEntryBody: true}},
+		{Protocol: wire.ProtocolV2, Header: wire.Header{Version: v2.CurrentVersion, Op: wire.OpBatchReadEntry, TxnID: 9}, Has: wire.BodyBatchRead,
+			BatchRead: wire.BatchReadResponse{LedgerID: 1<<56 | 1, StartEntryID: 123456, Entries: [][]byte{body}}},
+	} {
+		out, err := codec.EncodeResponseMax(nil, &resp, maxResponseFrame)
+		if err != nil {
+			t.Errorf("%v %v: the answer carrying an entry accepted at the limit: %v", resp.Protocol, resp.Header.Op, err)
+			continue
+		}
+		if len(out) <= limit-64 {
+			t.Errorf("%v %v: answer of %d bytes does not carry the entry", resp.Protocol, resp.Header.Op, len(out))
 		}
 	}
 }

@@ -215,12 +215,12 @@ func (c *conn) respond(resp *wire.Response, reqBytes int64) {
 		return
 	}
 	before := len(c.mu.out)
-	out, err := codec.EncodeResponseMax(c.mu.out, resp, c.s.opts.MaxFrameSize)
+	out, err := codec.EncodeResponseMax(c.mu.out, resp, maxResponseFrame)
 	if err != nil {
 		c.log.Error("cannot encode response; answering EIO", "op", resp.Header.Op.String(),
 			"ledger", responseLedger(resp), "err", err)
 		fb := fallbackResponse(resp)
-		out, err = codec.EncodeResponseMax(c.mu.out, &fb, c.s.opts.MaxFrameSize)
+		out, err = codec.EncodeResponseMax(c.mu.out, &fb, maxResponseFrame)
 	}
 	if err != nil {
 		c.mu.Unlock()

@@ -254,12 +254,18 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 	}
 	cleanups = append(cleanups, func() { p.ln.Close() })
 	p.srv = New(p.bk, Options{Logger: p.log, Metrics: p.metrics, TLS: serverTLS, Authorizer: authorizer, MaxFrameSize: cfg.MaxFrameSize})
+	serveCtx, stopServeWait := context.WithCancel(context.WithoutCancel(ctx))
 	go func() {
+		// Connections wait in the listen backlog until no other bookie's
+		// registration names this address (waitAddressFree).
+		if err := waitAddressFree(serveCtx, p.md, p.id, addr, cfg.RegistrationRetry, p.log); err != nil {
+			return // stopping
+		}
 		if err := p.srv.Serve(p.ln); err != nil && !errors.Is(err, ErrServerClosed) {
 			p.fail(fmt.Errorf("bookie listener: %w", err))
 		}
 	}()
-	cleanups = append(cleanups, func() { _ = p.srv.Shutdown(context.Background()) })
+	cleanups = append(cleanups, func() { stopServeWait(); _ = p.srv.Shutdown(context.Background()) })
 
 	// Background loops.
 	p.gc = NewGC(p.store, p.md, cfg.GCWaitTime, clock, p.log)
@@ -652,4 +658,73 @@ func procPortOf(p *Process) int {
 		return a.Port
 	}
 	return p.cfg.BookiePort
+}
+
+// waitAddressFree returns once no bookie other than id is registered with
+// addr as its bookie-rpc address, checking every retry; it returns ctx's
+// error if ctx ends first.
+//
+// The bookie protocol names no bookie: a client reaches a bookie id at
+// the address its registration publishes. A bookie with a custom id that
+// died leaves its registration until its session expires; a different
+// bookie starting on the same address meanwhile (a reused pod IP) would
+// answer that id's requests: its "no such ledger" to a recovery's fencing
+// reads would count as the dead bookie's proven absence and cut
+// acknowledged entries off the ledger. So this bookie serves nothing until
+// such a stale registration is gone (at most a session TTL). A store error
+// is retried too: serving on a guess is what this avoids.
+func waitAddressFree(ctx context.Context, md metadata.Driver, id metadata.BookieID, addr string, retry time.Duration, log *slog.Logger) error {
+	warned := false
+	for {
+		other, err := addressClaimedBy(ctx, md, id, addr)
+		switch {
+		case err == nil && other == "":
+			if warned {
+				log.Info("no other bookie's registration names this address any more; serving", "address", addr)
+			}
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			log.Warn("cannot check that no other bookie is registered at this address; not serving yet", "address", addr, "err", err)
+		case !warned:
+			log.Warn("another bookie's registration names this bookie's address (a stale registration of a bookie that was here before?); not serving until it expires",
+				"address", addr, "registered", other)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(retry):
+		}
+	}
+}
+
+// addressClaimedBy returns a registered bookie other than id whose
+// bookie-rpc address is addr, or "".
+func addressClaimedBy(ctx context.Context, md metadata.Driver, id metadata.BookieID, addr string) (metadata.BookieID, error) {
+	w, err := md.WritableBookies(ctx)
+	if err != nil {
+		return "", err
+	}
+	ro, err := md.ReadOnlyBookies(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, b := range append(w, ro...) {
+		if b == id {
+			continue
+		}
+		info, err := metadata.ServiceInfoOf(ctx, md, b)
+		if errors.Is(err, metadata.ErrBookieNotResolved) || errors.Is(err, metadata.ErrNotFound) {
+			continue // gone meanwhile, or no address at all
+		}
+		if err != nil {
+			return "", fmt.Errorf("bookie %s: %w", b, err)
+		}
+		if a, err := info.BookieAddress(); err == nil && a == addr {
+			return b, nil
+		}
+	}
+	return "", nil
 }

@@ -123,9 +123,10 @@ type Options struct {
 	WriteTimeout time.Duration
 	// ReadBufferSize is the bufio.Reader size per connection. Default 64 KiB.
 	ReadBufferSize int
-	// MaxFrameSize is the largest frame accepted or answered, length
-	// prefix included (nettyMaxFrameSizeBytes). Default wire.MaxFrameSize.
-	// A request frame over it closes its connection.
+	// MaxFrameSize is the largest request frame accepted, length prefix
+	// included (nettyMaxFrameSizeBytes). Default wire.MaxFrameSize. A
+	// request frame over it closes its connection. Answers are not held
+	// to it (maxResponseFrame).
 	MaxFrameSize int
 
 	// TLS, if set, lets a connection upgrade with a START_TLS as its first
@@ -138,6 +139,15 @@ type Options struct {
 	Authorizer          Authorizer
 	TLSHandshakeTimeout time.Duration
 }
+
+// maxResponseFrame bounds the bookie's answers. It is not
+// Options.MaxFrameSize: an answer carries an entry with a header that can
+// be larger than the request's (a v3 read answer of an entry that came in
+// a v2 add at the limit is 22 bytes longer), and an entry the bookie
+// accepted must be readable. Java's bookie does not bound its answers
+// either; the size of what it returns is bounded by what it accepted and
+// by the batch read limit.
+const maxResponseFrame = wire.MaxFrameSizeLimit
 
 func (o *Options) setDefaults() {
 	if o.Logger == nil {

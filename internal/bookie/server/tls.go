@@ -175,7 +175,7 @@ func (c *conn) startTLS() error {
 // writeDirect writes one response on the connection's stream; only before
 // the writer goroutine starts.
 func (c *conn) writeDirect(resp *wire.Response) error {
-	out, err := codec.EncodeResponseMax(nil, resp, c.s.opts.MaxFrameSize)
+	out, err := codec.EncodeResponseMax(nil, resp, maxResponseFrame)
 	if err != nil {
 		return err
 	}
