@@ -405,5 +405,3 @@ func TestSystemdUnit(t *testing.T) {
 		t.Errorf("TimeoutStopSec=%q Restart=%q", keys["TimeoutStopSec"], keys["Restart"])
 	}
 }
-
-
