@@ -1,6 +1,7 @@
 package ledgerstore
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -247,6 +248,7 @@ func (s *Store) TriggerCompaction() {
 
 func (s *Store) gcWith(threshold float64) (GCStats, error) {
 	var total GCStats
+	var errs []error
 	for _, sh := range s.shards {
 		live := func(ledgerID int64) bool {
 			st, err := sh.ix.LedgerState(ledgerID)
@@ -266,9 +268,12 @@ func (s *Store) gcWith(threshold float64) (GCStats, error) {
 		total.BytesWritten += st.BytesWritten
 		total.EntriesMoved += st.EntriesMoved
 		total.EntriesDropped += st.EntriesDropped
+		total.LogsDamaged += st.LogsDamaged
+		// One directory's failure (a compaction output hitting ENOSPC)
+		// must not keep the others from removing their dead logs.
 		if err != nil {
-			return total, fmt.Errorf("ledgerstore: garbage collection in %s: %w", sh.dir, err)
+			errs = append(errs, fmt.Errorf("ledgerstore: garbage collection in %s: %w", sh.dir, err))
 		}
 	}
-	return total, nil
+	return total, errors.Join(errs...)
 }
