@@ -251,6 +251,9 @@ type RebuildReport struct {
 	Rebuilt []RebuiltDir
 	// Skipped lists the ledger directories whose index was sound.
 	Skipped []string
+	// Resumed lists the ledger directories where an earlier run's swap,
+	// interrupted after its rebuilt index was complete, was finished.
+	Resumed []string
 	// Damage lists every entry log that does not verify to its end.
 	Damage []LogDamage
 }
@@ -319,6 +322,15 @@ func RebuildIndex(fs vfs.FS, cfg Config, opts RebuildOptions) (RebuildReport, er
 		}
 	}()
 	for i, st := range ev.ledger {
+		// A swap left unfinished by an earlier run (a crash between its
+		// renames) is finished first: its index.rebuild is the index.
+		pending, _, err := finishSwap(fs, st.dir)
+		if err != nil {
+			return rep, err
+		}
+		if pending {
+			rep.Resumed = append(rep.Resumed, st.dir)
+		}
 		why, old, err := judgeIndex(fs, st.dir, ev, i, opts.All)
 		if err != nil {
 			return rep, err
@@ -514,7 +526,7 @@ func rebuildDir(fs vfs.FS, ev *evidence, i int, why string, old *oldIndex, logs 
 	jl map[int64]*ledgerLog, shards int, keyOf func(int64) ([]byte, bool, error)) (RebuiltDir, error) {
 	dir := ev.ledger[i].dir
 	rd := RebuiltDir{Dir: dir, Why: why}
-	tmp := fs.PathJoin(dir, "index.rebuild")
+	tmp := fs.PathJoin(dir, rebuildTmpDir)
 	if err := fs.RemoveAll(tmp); err != nil {
 		return rd, fmt.Errorf("ledgerstore: remove %s: %w", tmp, err)
 	}
@@ -662,23 +674,80 @@ func rebuildDir(fs vfs.FS, ev *evidence, i int, why string, old *oldIndex, logs 
 		return rd, err
 	}
 	old.close()
-	placed = true // complete: from here on a failure leaves it for the next run to replace
-	// Swap: the old index aside (kept for the support case), the new one in.
-	ixDir := fs.PathJoin(dir, "index")
-	if _, err := fs.Stat(ixDir); err == nil {
-		for k := 1; ; k++ {
-			aside := fs.PathJoin(dir, fmt.Sprintf("index.replaced-%d", k))
-			if _, err := fs.Stat(aside); errors.Is(err, iofs.ErrNotExist) {
-				if err := fs.Rename(ixDir, aside); err != nil {
-					return rd, fmt.Errorf("ledgerstore: move the old index aside: %w", err)
+	// The marker records that index.rebuild is complete and synced; from
+	// here on the swap is resumable (finishSwap), and a failure leaves
+	// index.rebuild for the next run to finish putting in place.
+	if err := writeFileAtomic(fs, dir, rebuildDoneFile, []byte("index.rebuild is complete\n")); err != nil {
+		return rd, err
+	}
+	placed = true
+	_, aside, err := finishSwap(fs, dir)
+	rd.OldIndex = aside
+	return rd, err
+}
+
+// Files of the index swap in a ledger directory.
+const (
+	rebuildTmpDir   = "index.rebuild"
+	rebuildDoneFile = "index.rebuild.complete"
+)
+
+// finishSwap puts a complete rebuilt index (index.rebuild, marked complete
+// by rebuildDoneFile) in place of ledger directory dir's index: the old
+// index, if any, is renamed aside to the first free index.replaced-N (kept
+// for the support case), index.rebuild to index, the directory synced
+// after each rename, and the marker removed last. Every step is idempotent,
+// so a crash anywhere leaves a state the next run finishes: RebuildIndex
+// calls it for every ledger directory before judging its index, and a
+// missing index with a pending swap is never mistaken for a lost one. It
+// reports whether a swap was pending and where the old index went ("" if
+// none was moved now), and does nothing when no swap is pending.
+func finishSwap(fs vfs.FS, dir string) (pending bool, aside string, err error) {
+	marker := fs.PathJoin(dir, rebuildDoneFile)
+	if _, err := fs.Stat(marker); errors.Is(err, iofs.ErrNotExist) {
+		return false, "", nil
+	} else if err != nil {
+		return false, "", fmt.Errorf("ledgerstore: %s: %w", marker, err)
+	}
+	aside, err = finishPending(fs, dir, marker)
+	return true, aside, err
+}
+
+func finishPending(fs vfs.FS, dir, marker string) (aside string, err error) {
+	tmp, ixDir := fs.PathJoin(dir, rebuildTmpDir), fs.PathJoin(dir, "index")
+	_, err = fs.Stat(tmp)
+	switch {
+	case errors.Is(err, iofs.ErrNotExist):
+		// Renamed into place already: only the marker is left.
+	case err != nil:
+		return "", fmt.Errorf("ledgerstore: %s: %w", tmp, err)
+	default:
+		if _, err := fs.Stat(ixDir); err == nil {
+			for k := 1; ; k++ {
+				a := fs.PathJoin(dir, fmt.Sprintf("index.replaced-%d", k))
+				if _, err := fs.Stat(a); errors.Is(err, iofs.ErrNotExist) {
+					if err := fs.Rename(ixDir, a); err != nil {
+						return "", fmt.Errorf("ledgerstore: move the old index aside: %w", err)
+					}
+					aside = a
+					break
 				}
-				rd.OldIndex = aside
-				break
 			}
+			if err := syncDir(fs, dir); err != nil {
+				return aside, err
+			}
+		} else if !errors.Is(err, iofs.ErrNotExist) {
+			return "", fmt.Errorf("ledgerstore: %s: %w", ixDir, err)
+		}
+		if err := fs.Rename(tmp, ixDir); err != nil {
+			return aside, fmt.Errorf("ledgerstore: put the rebuilt index in place: %w", err)
+		}
+		if err := syncDir(fs, dir); err != nil {
+			return aside, err
 		}
 	}
-	if err := fs.Rename(tmp, ixDir); err != nil {
-		return rd, fmt.Errorf("ledgerstore: put the rebuilt index in place: %w", err)
+	if err := fs.Remove(marker); err != nil {
+		return aside, fmt.Errorf("ledgerstore: remove %s: %w", marker, err)
 	}
-	return rd, syncDir(fs, dir)
+	return aside, syncDir(fs, dir)
 }
