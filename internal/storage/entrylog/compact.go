@@ -253,7 +253,9 @@ func (s *Store) CompactLog(logID uint64, live func(ledgerID int64) bool, apply f
 	}
 	if err != nil {
 		if out != nil {
-			_ = out.f.Close()
+			if out.f != nil { // publishCompacted closes it before its rename
+				_ = out.f.Close()
+			}
 			// Best effort: the unpublished output is removed under either
 			// name (publishCompacted may have failed after its rename; a
 			// ".log" left here would never be registered or collected). A
@@ -288,7 +290,9 @@ func (s *Store) publishCompacted(w *logWriter, usage map[int64]int64) error {
 	if err := s.syncWriter(w); err != nil {
 		return err
 	}
-	if err := w.f.Close(); err != nil {
+	err := w.f.Close()
+	w.f = nil
+	if err != nil {
 		return fmt.Errorf("entrylog: close %s: %w", w.lf.path, err)
 	}
 	tmp := s.fs.PathJoin(s.dir, compactingFileName(w.lf.id))

@@ -223,6 +223,28 @@ func ScanSalvage(fs vfs.FS, path string, from int64, fn func(rec Record) error) 
 	return nil
 }
 
+// PeekRecord reads the record header at off of the entry log at path
+// without verifying it: the ledger and entry ids it names, and whether its
+// bytes (up to the end of the file) are all zero. It lets a caller judge a
+// record that does not verify (is its entry still in a journal?).
+func PeekRecord(fs vfs.FS, path string, off int64) (ledgerID, entryID int64, zero bool, err error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("entrylog: open %s: %w", path, err)
+	}
+	defer f.Close()
+	var h [RecordHeaderSize]byte
+	n, err := f.ReadAt(h[:], off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, 0, false, fmt.Errorf("entrylog: read %s at offset %d: %w", path, off, err)
+	}
+	zero = h == [RecordHeaderSize]byte{}
+	if n < RecordHeaderSize {
+		return -1, -1, zero, nil
+	}
+	return int64(binary.BigEndian.Uint64(h[8:16])), int64(binary.BigEndian.Uint64(h[16:24])), zero, nil
+}
+
 // refusal says why the record at off does not verify (scanLog stops there
 // without a reason), and whether it is a torn tail: a record cut short by
 // the end of the file.

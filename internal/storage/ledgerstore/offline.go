@@ -198,7 +198,28 @@ type RebuildOptions struct {
 	// error stops the rebuild (directories rebuilt before stay rebuilt,
 	// the others unchanged).
 	MasterKey func(ledgerID int64) (key []byte, ok bool, err error)
+	// EnsembleLedgers, if set, returns every ledger whose metadata names
+	// this bookie in one of its ensembles (the shell reads them from the
+	// metadata store). Each one of a rebuilt directory that would get no
+	// state otherwise (no records here, unknown to the old index and the
+	// journals: a striped ledger, or one fenced before any entry arrived)
+	// gets a fenced state, its master key from MasterKey: its fence may
+	// have been lost with the index (DESIGN.md §6: a fence is never lost).
+	// An error stops the rebuild before anything is written.
+	EnsembleLedgers func() ([]int64, error)
+	// AcceptLostFences lets a rebuild proceed without EnsembleLedgers
+	// although a directory's old index is missing or incomplete: a ledger
+	// fenced on this bookie without entries here then has no state after
+	// the rebuild, and a late add of its old writer is accepted. Without
+	// EnsembleLedgers or AcceptLostFences such a rebuild fails with
+	// ErrFencesUnknown, changing nothing.
+	AcceptLostFences bool
 }
+
+// ErrFencesUnknown: RebuildIndex would lose the fences of ledgers without
+// entries on this bookie (RebuildOptions.EnsembleLedgers).
+var ErrFencesUnknown = errors.New("ledgerstore: an old index is missing or incomplete and no list of this bookie's ledgers " +
+	"was given: ledgers fenced here without entries here would lose their fence")
 
 // LogDamage is an entry log that does not verify to its end.
 type LogDamage struct {
@@ -345,8 +366,28 @@ func RebuildIndex(fs vfs.FS, cfg Config, opts RebuildOptions) (RebuildReport, er
 	if len(plans) == 0 {
 		return rep, nil
 	}
+	// The ledgers whose fence only the metadata can restore: needed when
+	// an old index does not list every ledger it had.
+	var ensemble []int64
+	needList := false
+	for _, p := range plans {
+		needList = needList || !p.old.complete
+	}
+	switch {
+	case !needList:
+	case opts.EnsembleLedgers != nil:
+		if ensemble, err = opts.EnsembleLedgers(); err != nil {
+			return rep, fmt.Errorf("ledgerstore: listing this bookie's ledgers: %w", err)
+		}
+	case !opts.AcceptLostFences:
+		return rep, ErrFencesUnknown
+	}
 	// The journals: master keys, fences and explicit LACs, in order.
 	jl := map[int64]*ledgerLog{}
+	// replayable holds the entries whose add records lie after their
+	// journal's checkpoint: Open's replay writes them again, so a log
+	// region holding only such entries can be dropped without loss.
+	replayable := replayableSet{entries: map[[2]int64]bool{}, first: map[int64]int64{}}
 	for j, dir := range cfg.JournalDirs {
 		if _, err := fs.Stat(dir); errors.Is(err, iofs.ErrNotExist) {
 			continue
@@ -370,6 +411,10 @@ func RebuildIndex(fs vfs.FS, cfg Config, opts RebuildOptions) (RebuildReport, er
 				l.fenced = true
 			case journal.TypeExplicitLAC:
 				l.explicit = slices.Clone(rec.Body)
+			case journal.TypeAddEntry:
+				if pos.Compare(ckpt) > 0 {
+					replayable.add(rec.LedgerID, rec.EntryID)
+				}
 			}
 			return nil
 		})
@@ -396,7 +441,19 @@ func RebuildIndex(fs vfs.FS, cfg Config, opts RebuildOptions) (RebuildReport, er
 			var ce *entrylog.CorruptionError
 			switch {
 			case errors.As(err, &ce):
-				rep.Damage = append(rep.Damage, damageOf(fs, ce))
+				d := damageOf(fs, ce)
+				if !d.TornTail {
+					crash, err := crashTail(fs, ce, replayable)
+					if err != nil {
+						return rep, err
+					}
+					if crash {
+						d.TornTail = true
+						d.Reason += "; taken for the unsynced tail of a log written at a crash: every record from there on that can be " +
+							"identified is in a journal after its checkpoint, and replay writes it again"
+					}
+				}
+				rep.Damage = append(rep.Damage, d)
 			case err != nil:
 				return rep, err
 			}
@@ -413,13 +470,113 @@ func RebuildIndex(fs vfs.FS, cfg Config, opts RebuildOptions) (RebuildReport, er
 		return rep, &DamageError{Damage: bad}
 	}
 	for _, t := range todo {
-		rd, err := rebuildDir(fs, ev, t.i, t.why, t.old, t.logs, jl, len(cfg.LedgerDirs), opts.MasterKey)
+		rd, err := rebuildDir(fs, ev, t.i, t.why, t.old, t.logs, jl, ensemble, len(cfg.LedgerDirs), opts.MasterKey)
 		if err != nil {
 			return rep, err
 		}
 		rep.Rebuilt = append(rep.Rebuilt, rd)
 	}
 	return rep, nil
+}
+
+// replayableSet is what the journals hold after their checkpoints: the
+// entries Open's replay writes again, and each ledger's lowest such entry.
+type replayableSet struct {
+	entries map[[2]int64]bool
+	first   map[int64]int64
+}
+
+func (r replayableSet) add(ledgerID, entryID int64) {
+	r.entries[[2]int64{ledgerID, entryID}] = true
+	if f, ok := r.first[ledgerID]; !ok || entryID < f {
+		r.first[ledgerID] = entryID
+	}
+}
+
+// afterCheckpoint reports whether entry (ledgerID, entryID) was written
+// after the last checkpoint as far as the journals show: its add record is
+// after its journal's checkpoint, or an earlier entry of its ledger's is.
+// The latter covers the entries of a crash's last flush whose journal
+// records never became durable (a ledger's adds are journaled in order, so
+// its unjournaled entries follow its journaled ones); such entries were
+// never acknowledged.
+func (r replayableSet) afterCheckpoint(ledgerID, entryID int64) bool {
+	if r.entries[[2]int64{ledgerID, entryID}] {
+		return true
+	}
+	f, ok := r.first[ledgerID]
+	return ok && f < entryID
+}
+
+// unknown reports whether the journals hold no add of ledgerID after their
+// checkpoints.
+func (r replayableSet) unknown(ledgerID int64) bool {
+	_, ok := r.first[ledgerID]
+	return !ok
+}
+
+// errStopScan ends a scan early.
+var errStopScan = errors.New("stop")
+
+// crashTail decides whether a log's records stop verifying at ce.Offset
+// because of a crash rather than damage. After a crash, the part of the
+// log written after its last sync may hold any mix of written and unwritten
+// (zero) blocks, since unsynced pages reach the disk in any order: a record
+// cut short, zeros, then verifiable records again. That part is (the end
+// of) the flush running at the crash, which began after the last
+// checkpoint (a checkpoint flushes and syncs before recording its journal
+// position); each of its entries was acknowledged only through a journal
+// record after that checkpoint, or never. So the damage is taken for a
+// crash tail when:
+//
+//   - the refused record's header is zero (a block that never reached the
+//     disk) or names an entry written after the last checkpoint
+//     (replayableSet.afterCheckpoint);
+//   - and either nothing verifiable follows it, or every verifiable record
+//     after it names such an entry or an entry of a ledger the journals
+//     know nothing about after their checkpoints (a ledger whose adds in
+//     that flush never became durable, so were never acknowledged), with
+//     at least one of them written after the checkpoint: the evidence that
+//     the region lies in the flush running at the crash.
+//
+// Dropping such a tail loses nothing acknowledged: Open's replay writes its
+// acknowledged entries again. Damage in data written before the last
+// checkpoint (bit rot, a zeroed first block, a flipped length) is followed
+// or formed by records the journals no longer hold after their checkpoint
+// and is refused. The residual risk is a block zeroed by the disk in
+// checkpointed data that is followed only by records of journal-unknown
+// ledgers and of entries rewritten after the checkpoint.
+func crashTail(fs vfs.FS, ce *entrylog.CorruptionError, replayable replayableSet) (bool, error) {
+	if ce.Offset < entrylog.HeaderSize {
+		return false, nil // the file header: written and synced before any record
+	}
+	l, e, zero, err := entrylog.PeekRecord(fs, ce.File, ce.Offset)
+	if err != nil {
+		return false, err
+	}
+	evidence := !zero && replayable.afterCheckpoint(l, e)
+	if !zero && !evidence {
+		return false, nil
+	}
+	if ce.Next == 0 {
+		return true, nil // nothing verifiable follows
+	}
+	ok := true
+	err = entrylog.ScanSalvage(fs, ce.File, ce.Offset+1, func(r entrylog.Record) error {
+		switch {
+		case replayable.afterCheckpoint(r.LedgerID, r.EntryID):
+			evidence = true
+		case replayable.unknown(r.LedgerID):
+		default:
+			ok = false
+			return errStopScan
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopScan) {
+		return false, err
+	}
+	return ok && evidence, nil
 }
 
 // damageOf classifies a log's damage.
@@ -523,7 +680,7 @@ func judgeIndex(fs vfs.FS, dir string, ev *evidence, i int, all bool) (why strin
 // rebuildDir writes ledger directory i's new index from its logs and puts
 // it in place of the old one.
 func rebuildDir(fs vfs.FS, ev *evidence, i int, why string, old *oldIndex, logs []uint64,
-	jl map[int64]*ledgerLog, shards int, keyOf func(int64) ([]byte, bool, error)) (RebuiltDir, error) {
+	jl map[int64]*ledgerLog, ensemble []int64, shards int, keyOf func(int64) ([]byte, bool, error)) (RebuiltDir, error) {
 	dir := ev.ledger[i].dir
 	rd := RebuiltDir{Dir: dir, Why: why}
 	tmp := fs.PathJoin(dir, rebuildTmpDir)
@@ -613,6 +770,14 @@ func rebuildDir(fs vfs.FS, ev *evidence, i int, why string, old *oldIndex, logs 
 	// entries in the logs: replay skips the records of a ledger without
 	// state, and its entries may be in the journal only.
 	for id := range jl {
+		if id >= 0 && uint64(id)%uint64(shards) == uint64(i) && live(id) {
+			ledgers[id] = true
+		}
+	}
+	// A ledger whose ensembles name this bookie gets a state even without
+	// records anywhere here: it may have been fenced here (it then gets a
+	// fenced state below unless the old index or the journals say more).
+	for _, id := range ensemble {
 		if id >= 0 && uint64(id)%uint64(shards) == uint64(i) && live(id) {
 			ledgers[id] = true
 		}
