@@ -246,6 +246,20 @@ func (s *Store) TriggerCompaction() {
 	}
 }
 
+// DamagedLogs lists the entry logs, in every ledger directory, whose
+// records stop verifying before their end other than at a crash's torn
+// tail: the store keeps them and never compacts or removes them, since
+// entries after the damage may be live (GCStats.LogsDamaged counts them).
+// The bookie logs them at start; an operator compares them with
+// localconsistencycheck and re-replicates what cannot be read.
+func (s *Store) DamagedLogs() []*entrylog.CorruptionError {
+	var out []*entrylog.CorruptionError
+	for _, sh := range s.shards {
+		out = append(out, sh.el.DamagedLogs()...)
+	}
+	return out
+}
+
 func (s *Store) gcWith(threshold float64) (GCStats, error) {
 	var total GCStats
 	var errs []error

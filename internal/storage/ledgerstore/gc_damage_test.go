@@ -65,6 +65,9 @@ func TestGCKeepsLogDamagedBeforeLiveEntries(t *testing.T) {
 	if st.LogsDamaged != 1 {
 		t.Errorf("GC stats %+v: want the damaged log counted in LogsDamaged", st)
 	}
+	if d := s.DamagedLogs(); len(d) != 1 || d[0].File != path {
+		t.Errorf("DamagedLogs: %v, want %s", d, path)
+	}
 	lost := 0
 	for e, b := range want {
 		got, err := s.ReadEntry(4, e)

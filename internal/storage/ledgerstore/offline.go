@@ -228,10 +228,12 @@ type LogDamage struct {
 	// follow.
 	Offset, Remaining int64
 	Reason            string
-	// TornTail: the bytes after Offset are one record cut short by the end
-	// of the file, as a log that was being written when its bookie stopped
-	// ends, or the log was created at a crash before its header was
-	// written. Its entries are still in the journal (a flush is durable
+	// TornTail: the bytes after Offset are what a crash leaves in the log
+	// being written: one record cut short by the end of the file with
+	// nothing verifiable after it, a log created at a crash before its
+	// header was written (all zero), or an unsynced stretch followed only
+	// by records written after the last checkpoint (see crashTail). Its
+	// acknowledged entries are still in the journal (a flush is durable
 	// before the checkpoint passes them), so nothing is lost.
 	TornTail bool
 }
@@ -295,7 +297,8 @@ type ledgerLog struct {
 //
 //   - every record of every entry log is indexed at its location (a later
 //     log's copy of an entry, from compaction, replaces an earlier one);
-//   - every ledger with records in the logs or the journals gets a state.
+//   - every ledger with records in the logs or the journals, or listed by
+//     RebuildOptions.EnsembleLedgers, gets a state.
 //     Its master key, fence bit and explicit LAC come from the old index
 //     when that still decodes, else from the journals' records (a ledger
 //     whose master-key record is still in a journal has all its later
@@ -303,9 +306,11 @@ type ledgerLog struct {
 //     is marked fenced: its fence state is lost, and refusing a late add
 //     of a fenced ledger is safe while accepting one is not;
 //   - the new index is stamped with the store id from LAYOUT or CHECKPOINT
-//     and synced, the old one moved aside (index.replaced-N), and the new
-//     one put in its place, so that Open accepts the store and replays the
-//     journals from their checkpoints as after any stop.
+//     and synced, marked complete, the old one moved aside
+//     (index.replaced-N), and the new one put in its place (finishSwap: a
+//     crash in between is finished by the next run), so that Open accepts
+//     the store and replays the journals from their checkpoints as after
+//     any stop.
 //
 // It cannot recover: fence bits and explicit LACs of ledgers whose state
 // was neither in a readable old index nor in the journals (those ledgers
@@ -314,7 +319,9 @@ type ledgerLog struct {
 // marker of a deleted ledger with no records left; and ledgers deleted but
 // not yet garbage-collected from the logs come back until the bookie's GC
 // finds their metadata gone. Entries after damage in an entry log cannot be
-// indexed: see RebuildOptions.AcceptDamage.
+// indexed: see RebuildOptions.AcceptDamage. Without EnsembleLedgers, a
+// ledger fenced here with no entries here is unknown once its old index is
+// lost: see RebuildOptions.AcceptLostFences.
 func RebuildIndex(fs vfs.FS, cfg Config, opts RebuildOptions) (RebuildReport, error) {
 	var rep RebuildReport
 	if len(cfg.LedgerDirs) == 0 || len(cfg.JournalDirs) == 0 {
