@@ -224,25 +224,72 @@ func ScanSalvage(fs vfs.FS, path string, from int64, fn func(rec Record) error) 
 }
 
 // PeekRecord reads the record header at off of the entry log at path
-// without verifying it: the ledger and entry ids it names, and whether its
-// bytes (up to the end of the file) are all zero. It lets a caller judge a
-// record that does not verify (is its entry still in a journal?).
-func PeekRecord(fs vfs.FS, path string, off int64) (ledgerID, entryID int64, zero bool, err error) {
+// without verifying it and returns the ledger and entry ids it names (-1
+// when the file ends within the header). It lets a caller judge a record
+// that does not verify (is its entry still in a journal?).
+func PeekRecord(fs vfs.FS, path string, off int64) (ledgerID, entryID int64, err error) {
 	f, err := fs.Open(path)
 	if err != nil {
-		return 0, 0, false, fmt.Errorf("entrylog: open %s: %w", path, err)
+		return 0, 0, fmt.Errorf("entrylog: open %s: %w", path, err)
 	}
 	defer f.Close()
 	var h [RecordHeaderSize]byte
 	n, err := f.ReadAt(h[:], off)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return 0, 0, false, fmt.Errorf("entrylog: read %s at offset %d: %w", path, off, err)
+		return 0, 0, fmt.Errorf("entrylog: read %s at offset %d: %w", path, off, err)
 	}
-	zero = h == [RecordHeaderSize]byte{}
 	if n < RecordHeaderSize {
-		return -1, -1, zero, nil
+		return -1, -1, nil
 	}
-	return int64(binary.BigEndian.Uint64(h[8:16])), int64(binary.BigEndian.Uint64(h[16:24])), zero, nil
+	return int64(binary.BigEndian.Uint64(h[8:16])), int64(binary.BigEndian.Uint64(h[16:24])), nil
+}
+
+// SectorSize is the unit in which a disk persists data: a crash can leave
+// any sector written after the last sync unwritten (zero) and later ones
+// written.
+const SectorSize = 512
+
+// HasZeroSector reports whether the entry log at path holds, in [from, to),
+// a zero stretch bounded by sector boundaries (SectorSize-aligned) or by
+// from and to: for some sector, the part of it that lies in [from, to)
+// reads as zero and is at least RecordHeaderSize bytes long (to is clamped
+// to the file size). In a log that stops verifying at from, that is the
+// mark of a sector that never reached the disk (or of a zeroed block; an
+// entry body of zeros looks the same, so callers use it only together with
+// other evidence).
+func HasZeroSector(fs vfs.FS, path string, from, to int64) (bool, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return false, fmt.Errorf("entrylog: open %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, fmt.Errorf("entrylog: stat %s: %w", path, err)
+	}
+	to = min(to, fi.Size())
+	buf := make([]byte, SectorSize)
+	for sec := from / SectorSize * SectorSize; sec < to; sec += SectorSize {
+		lo, hi := max(sec, from), min(sec+SectorSize, to)
+		if hi-lo < RecordHeaderSize {
+			continue
+		}
+		b := buf[:hi-lo]
+		if _, err := f.ReadAt(b, lo); err != nil && !errors.Is(err, io.EOF) {
+			return false, fmt.Errorf("entrylog: read %s at offset %d: %w", path, lo, err)
+		}
+		zero := true
+		for _, c := range b {
+			if c != 0 {
+				zero = false
+				break
+			}
+		}
+		if zero {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // refusal says why the record at off does not verify (scanLog stops there

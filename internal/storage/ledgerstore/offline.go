@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"math"
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -444,13 +445,23 @@ func RebuildIndex(fs vfs.FS, cfg Config, opts RebuildOptions) (RebuildReport, er
 		}
 		for _, id := range ids {
 			path := fs.PathJoin(dir, "entrylogs", entrylog.LogFileName(id))
-			err := entrylog.ScanFile(fs, path, func(entrylog.Record) error { return nil })
+			var last entrylog.Record // the last verified record
+			seen := false
+			err := entrylog.ScanFile(fs, path, func(r entrylog.Record) error {
+				last, seen = r, true
+				return nil
+			})
+			var prev *entrylog.Record
+			if seen {
+				last.Body = nil
+				prev = &last
+			}
 			var ce *entrylog.CorruptionError
 			switch {
 			case errors.As(err, &ce):
 				d := damageOf(fs, ce)
 				if !d.TornTail {
-					crash, err := crashTail(fs, ce, replayable)
+					crash, err := crashTail(fs, ce, prev, replayable)
 					if err != nil {
 						return rep, err
 					}
@@ -528,48 +539,61 @@ var errStopScan = errors.New("stop")
 // crashTail decides whether a log's records stop verifying at ce.Offset
 // because of a crash rather than damage. After a crash, the part of the
 // log written after its last sync may hold any mix of written and unwritten
-// (zero) blocks, since unsynced pages reach the disk in any order: a record
-// cut short, zeros, then verifiable records again. That part is (the end
-// of) the flush running at the crash, which began after the last
+// (zero) sectors, since unsynced pages reach the disk in any order: a
+// record cut short, zeros, then verifiable records again. That part is (the
+// end of) the flush running at the crash, which began after the last
 // checkpoint (a checkpoint flushes and syncs before recording its journal
 // position); each of its entries was acknowledged only through a journal
 // record after that checkpoint, or never. So the damage is taken for a
-// crash tail when:
+// crash tail when all of these hold:
 //
-//   - the refused record's header is zero (a block that never reached the
-//     disk) or names an entry written after the last checkpoint
-//     (replayableSet.afterCheckpoint);
-//   - and either nothing verifiable follows it, or every verifiable record
-//     after it names such an entry or an entry of a ledger the journals
-//     know nothing about after their checkpoints (a ledger whose adds in
-//     that flush never became durable, so were never acknowledged), with
-//     at least one of them written after the checkpoint: the evidence that
-//     the region lies in the flush running at the crash.
+//   - the stretch that does not verify holds an unwritten (zero) sector,
+//     or the refused record's header names an entry written after the
+//     last checkpoint (replayableSet.afterCheckpoint);
+//   - every verifiable record after it names such an entry, or an entry of
+//     a ledger the journals know nothing about after their checkpoints (a
+//     ledger whose adds in that flush never became durable, so were never
+//     acknowledged);
+//   - there is evidence that the region lies after the last checkpoint:
+//     the refused record, the last verified record before it (prev, nil
+//     if none) or a record after it names an entry written after the
+//     checkpoint.
 //
 // Dropping such a tail loses nothing acknowledged: Open's replay writes its
 // acknowledged entries again. Damage in data written before the last
-// checkpoint (bit rot, a zeroed first block, a flipped length) is followed
-// or formed by records the journals no longer hold after their checkpoint
-// and is refused. The residual risk is a block zeroed by the disk in
-// checkpointed data that is followed only by records of journal-unknown
-// ledgers and of entries rewritten after the checkpoint.
-func crashTail(fs vfs.FS, ce *entrylog.CorruptionError, replayable replayableSet) (bool, error) {
+// checkpoint (bit rot, a zeroed first block, a flipped length) is preceded
+// and followed by records the journals no longer hold after their
+// checkpoint and is refused. The residual risk is damage right at the
+// checkpoint's boundary: a stretch of checkpointed records next to records
+// the journals hold after the checkpoint.
+func crashTail(fs vfs.FS, ce *entrylog.CorruptionError, prev *entrylog.Record, replayable replayableSet) (bool, error) {
 	if ce.Offset < entrylog.HeaderSize {
 		return false, nil // the file header: written and synced before any record
 	}
-	l, e, zero, err := entrylog.PeekRecord(fs, ce.File, ce.Offset)
+	end := ce.Next
+	if end == 0 {
+		end = math.MaxInt64 // to the end of the file
+	}
+	hole, err := entrylog.HasZeroSector(fs, ce.File, ce.Offset, end)
 	if err != nil {
 		return false, err
 	}
-	evidence := !zero && replayable.afterCheckpoint(l, e)
-	if !zero && !evidence {
+	l, e, err := entrylog.PeekRecord(fs, ce.File, ce.Offset)
+	if err != nil {
+		return false, err
+	}
+	evidence := replayable.afterCheckpoint(l, e)
+	if !hole && !evidence {
 		return false, nil
 	}
+	if prev != nil && replayable.afterCheckpoint(prev.LedgerID, prev.EntryID) {
+		evidence = true
+	}
 	if ce.Next == 0 {
-		return true, nil // nothing verifiable follows
+		return evidence, nil // nothing verifiable follows
 	}
 	ok := true
-	err = entrylog.ScanSalvage(fs, ce.File, ce.Offset+1, func(r entrylog.Record) error {
+	err = entrylog.ScanSalvage(fs, ce.File, ce.Next, func(r entrylog.Record) error {
 		switch {
 		case replayable.afterCheckpoint(r.LedgerID, r.EntryID):
 			evidence = true
