@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/spf13/cobra"
@@ -205,7 +206,7 @@ type DamageView struct {
 
 func newRebuildIndexCommand(o *ShellOptions) *cobra.Command {
 	var f bookieFlags
-	var all, acceptDamage, keysFromMetadata bool
+	var all, acceptDamage, keysFromMetadata, acceptLostFences bool
 	cmd := &cobra.Command{
 		Use:     "rebuild-index --conf FILE",
 		Aliases: []string{"rebuild-db-ledger-locations-index"},
@@ -218,8 +219,14 @@ func newRebuildIndexCommand(o *ShellOptions) *cobra.Command {
 			"each ledger keeps the master key, fence bit and explicit LAC that the old\n" +
 			"index or the journals still hold; a master key found in neither is derived\n" +
 			"from the password in the ledger's metadata (the configuration's metadata\n" +
-			"store; --master-keys-from-metadata=false works without it). The old index is\n" +
-			"kept as index.replaced-N.\n" +
+			"store). Every ledger whose ensembles include this bookie and that has no\n" +
+			"state otherwise (no entries here: striping, or fenced before any entry\n" +
+			"arrived) is marked fenced, since it may have been fenced here. Without the\n" +
+			"metadata store (--master-keys-from-metadata=false) a missing or incomplete\n" +
+			"index is rebuilt only with --accept-lost-fences, accepting that such ledgers\n" +
+			"lose their fence. The old index is kept as index.replaced-N; a rebuild\n" +
+			"interrupted while swapping the indexes is finished by the next run (the\n" +
+			"bookie refuses to start until then).\n" +
 			"The bookie then starts and replays its journals as after any stop.\n" +
 			"What cannot be recovered: fence bits and explicit LACs of ledgers found in\n" +
 			"neither (such ledgers are marked fenced, which refuses a late add that might\n" +
@@ -227,10 +234,13 @@ func newRebuildIndexCommand(o *ShellOptions) *cobra.Command {
 			"(adds to it are refused as unauthorised); the marker of a ledger deleted while fenced whose\n" +
 			"records are all gone. Without a readable old index, ledgers deleted but not\n" +
 			"yet garbage-collected come back until the bookie's GC finds their metadata\n" +
-			"gone. An entry log damaged before its end (not just a torn tail from a\n" +
-			"crash) is reported and refuses the rebuild, changing nothing;\n" +
-			"--accept-damage rebuilds anyway, and the entries after the damage are then\n" +
-			"not served: re-replicate them from other bookies.\n" +
+			"gone. An entry log damaged before its end is reported and refuses the\n" +
+			"rebuild, changing nothing. Not damage: the torn tail a crash leaves in the\n" +
+			"log being written, i.e. bytes that do not verify followed by nothing\n" +
+			"verifiable, or followed only by records of entries the journals hold after\n" +
+			"their checkpoint (replay writes them again). --accept-damage rebuilds\n" +
+			"anyway, and the entries after the damage are then not served: re-replicate\n" +
+			"them from other bookies.\n" +
 			"Refuses while the bookie runs (its journal directories are locked).\n" +
 			"With -o json: {\"rebuilt\": [{\"ledgerDir\", \"why\", \"logsScanned\", \"ledgers\", \"entries\",\n" +
 			"\"statesKept\", \"keysFromJournal\", \"keysFromMetadata\", \"unknownKeys\", \"fencedForSafety\", \"oldIndex\"?}],\n" +
@@ -241,13 +251,19 @@ func newRebuildIndexCommand(o *ShellOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ro := ledgerstore.RebuildOptions{All: all, AcceptDamage: acceptDamage}
+			ro := ledgerstore.RebuildOptions{All: all, AcceptDamage: acceptDamage, AcceptLostFences: acceptLostFences}
 			if keysFromMetadata {
 				keys := &metadataKeys{cmd: cmd, o: o, cfg: &cfg}
 				defer keys.close()
 				ro.MasterKey = keys.masterKey
+				ro.EnsembleLedgers = keys.ensembleLedgers
 			}
 			rep, err := ledgerstore.RebuildIndex(vfs.Default, sc, ro)
+			if errors.Is(err, ledgerstore.ErrFencesUnknown) {
+				return WithHint(err, "let the rebuild read the metadata store (--master-keys-from-metadata, the default), which "+
+					"lists the ledgers whose ensembles include this bookie; or give --accept-lost-fences to accept that "+
+					"a ledger fenced here without entries here may accept a late add from its old writer")
+			}
 			var de *ledgerstore.DamageError
 			if errors.As(err, &de) {
 				return WithHint(err, "keep copies of the damaged entry logs; if the other bookies hold the ledgers, rebuild with --accept-damage "+
@@ -294,7 +310,8 @@ func newRebuildIndexCommand(o *ShellOptions) *cobra.Command {
 	f.register(cmd)
 	cmd.Flags().BoolVar(&all, "all", false, "rebuild every ledger directory's index, sound ones included")
 	cmd.Flags().BoolVar(&acceptDamage, "accept-damage", false, "rebuild even though an entry log is damaged before its end")
-	cmd.Flags().BoolVar(&keysFromMetadata, "master-keys-from-metadata", true, "derive master keys lost with the index from the ledgers' metadata")
+	cmd.Flags().BoolVar(&keysFromMetadata, "master-keys-from-metadata", true, "derive master keys lost with the index from the ledgers' metadata, and fence the ledgers whose ensembles include this bookie")
+	cmd.Flags().BoolVar(&acceptLostFences, "accept-lost-fences", false, "without the metadata store, rebuild a missing or incomplete index although ledgers fenced here without entries here lose their fence")
 	return cmd
 }
 
@@ -307,17 +324,75 @@ type metadataKeys struct {
 	d   metadata.Driver
 }
 
-func (k *metadataKeys) masterKey(id int64) ([]byte, bool, error) {
-	ctx := k.cmd.Context()
+// driver opens the metadata store on first use.
+func (k *metadataKeys) driver() (metadata.Driver, error) {
 	if k.d == nil {
 		d, err := openBookieMetadata(k.cmd.Context(), k.cmd, k.o, k.cfg)
 		if err != nil {
-			return nil, false, WithHint(err, "to rebuild without the metadata store, give --master-keys-from-metadata=false "+
-				"(ledgers whose master key is lost then refuse adds as unauthorised)")
+			return nil, WithHint(err, "to rebuild without the metadata store, give --master-keys-from-metadata=false "+
+				"and --accept-lost-fences (ledgers whose master key is lost then refuse adds as unauthorised, and ledgers "+
+				"fenced on this bookie without entries here lose their fence)")
 		}
 		k.d = d
 	}
-	m, _, err := k.d.ReadLedger(ctx, id)
+	return k.d, nil
+}
+
+// ensembleLedgers lists every ledger whose metadata names this bookie in
+// one of its ensembles: the ledgers this bookie may have fenced, entries
+// here or not (ledgerstore.RebuildOptions.EnsembleLedgers).
+func (k *metadataKeys) ensembleLedgers() ([]int64, error) {
+	ctx := k.cmd.Context()
+	d, err := k.driver()
+	if err != nil {
+		return nil, err
+	}
+	self, err := k.cfg.BookieID(k.cfg.BookiePort)
+	if err != nil {
+		return nil, fmt.Errorf("this bookie's id: %w", err)
+	}
+	var out []int64
+	for start := int64(0); ; {
+		ids, err := d.ListLedgers(ctx, start, 1000)
+		if err != nil {
+			return nil, fmt.Errorf("listing the ledgers: %w", err)
+		}
+		if len(ids) == 0 {
+			return out, nil
+		}
+		for _, id := range ids {
+			m, _, err := d.ReadLedger(ctx, id)
+			switch {
+			case errors.Is(err, metadata.ErrNoSuchLedger):
+				continue // deleted meanwhile
+			case err != nil:
+				return nil, fmt.Errorf("reading the metadata of ledger %d: %w", id, err)
+			}
+			if inEnsembles(m, self) {
+				out = append(out, id)
+			}
+		}
+		start = ids[len(ids)-1] + 1
+	}
+}
+
+// inEnsembles reports whether bookie id is in any segment of m.
+func inEnsembles(m *metadata.LedgerMetadata, id metadata.BookieID) bool {
+	for _, seg := range m.Ensembles {
+		if slices.Contains(seg.Ensemble, id) {
+			return true
+		}
+	}
+	return false
+}
+
+func (k *metadataKeys) masterKey(id int64) ([]byte, bool, error) {
+	ctx := k.cmd.Context()
+	d, err := k.driver()
+	if err != nil {
+		return nil, false, err
+	}
+	m, _, err := d.ReadLedger(ctx, id)
 	switch {
 	case errors.Is(err, metadata.ErrNoSuchLedger):
 		return nil, false, nil // deleted: the bookie's GC will drop it

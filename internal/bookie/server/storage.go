@@ -100,5 +100,9 @@ func openStore(cfg *Config, log *slog.Logger, obs ledgerstore.Observer) (storage
 	if err != nil {
 		return nil, nil, err
 	}
+	for _, d := range st.DamagedLogs() {
+		log.Warn("entry log is damaged before its end; it is kept and never garbage-collected (entries after the damage may be live): "+
+			"run `folio shell localconsistencycheck` with the bookie stopped", "file", d.File, "offset", d.Offset, "reason", d.Reason)
+	}
 	return st, func(context.Context) error { return st.Close() }, nil
 }

@@ -1,9 +1,17 @@
 package entrylog
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
+
+// isTorn reports whether err is a *CorruptionError classified Torn.
+func isTorn(err error) bool {
+	var ce *CorruptionError
+	return errors.As(err, &ce) && ce.Torn
+}
 
 // LogUsage describes one entry log for garbage collection.
 type LogUsage struct {
@@ -14,6 +22,10 @@ type LogUsage struct {
 	LiveBytes int64
 	// Sealed logs are no longer written to; only they are compacted.
 	Sealed bool
+	// Damaged logs do not verify to the end of the file (Open found damage
+	// that is not a crash's torn tail): their totals count only the records
+	// before the damage, so GC never compacts or removes them.
+	Damaged bool
 }
 
 // LiveFraction is LiveBytes/TotalBytes; 0 for a log without records, so
@@ -34,18 +46,19 @@ func (s *Store) Usage(live func(ledgerID int64) bool) []LogUsage {
 		total   int64
 		ledgers map[int64]int64
 		sealed  bool
+		damaged bool
 	}
 	s.mu.Lock()
 	snaps := make([]snap, 0, len(s.mu.logs))
 	for id, lf := range s.mu.logs {
 		_, writing := s.mu.writing[id]
 		// Maps are copied so live runs without the store lock.
-		snaps = append(snaps, snap{id, lf.total, copyMap(lf.ledgers), !writing})
+		snaps = append(snaps, snap{id, lf.total, copyMap(lf.ledgers), !writing, lf.damage != nil})
 	}
 	s.mu.Unlock()
 	out := make([]LogUsage, 0, len(snaps))
 	for _, sn := range snaps {
-		u := LogUsage{LogID: sn.id, TotalBytes: sn.total, Sealed: sn.sealed}
+		u := LogUsage{LogID: sn.id, TotalBytes: sn.total, Sealed: sn.sealed, Damaged: sn.damaged}
 		for l, n := range sn.ledgers {
 			if live(l) {
 				u.LiveBytes += n
@@ -86,6 +99,9 @@ type CompactStats struct {
 	EntriesMoved int
 	// EntriesDropped counts records of dead ledgers left behind.
 	EntriesDropped int
+	// LogsDamaged counts entry logs GC left alone because their records do
+	// not verify to the end of the file (Store.DamagedLogs says where).
+	LogsDamaged int
 }
 
 func (c *CompactStats) add(o CompactStats) {
@@ -95,28 +111,63 @@ func (c *CompactStats) add(o CompactStats) {
 	c.BytesWritten += o.BytesWritten
 	c.EntriesMoved += o.EntriesMoved
 	c.EntriesDropped += o.EntriesDropped
+	c.LogsDamaged += o.LogsDamaged
 }
 
-// GC is the garbage-collection loop body. For every sealed entry log whose
-// live fraction (under live) is below threshold (e.g. 0.2 for BookKeeper's
-// minor and 0.5 for its major compaction), it runs CompactLog; a log with
-// no live bytes is removed without a rewrite (apply is still called, with
-// no relocations, so that the index is synced first).
-// It stops at the first error. See the package comment for the protocol
-// apply must follow.
-func (s *Store) GC(threshold float64, live func(ledgerID int64) bool, apply func([]Relocation) error) (CompactStats, error) {
-	var total CompactStats
-	for _, u := range s.Usage(live) {
-		if !u.Sealed || u.LiveFraction() >= threshold {
-			continue
-		}
-		st, err := s.CompactLog(u.LogID, live, apply)
-		total.add(st)
-		if err != nil {
-			return total, err
+// DamagedLogs returns, by log id, the damage Open found in entry logs that
+// do not verify to their end (other than a crash's torn tail). Such logs
+// are kept and never compacted: entries after the damage may be live.
+func (s *Store) DamagedLogs() []*CorruptionError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*CorruptionError
+	for _, lf := range s.mu.logs {
+		if lf.damage != nil {
+			out = append(out, lf.damage)
 		}
 	}
-	return total, nil
+	slices.SortFunc(out, func(a, b *CorruptionError) int { return strings.Compare(a.File, b.File) })
+	return out
+}
+
+// GC is the garbage-collection loop body. It first removes every sealed
+// entry log with no live bytes (under live), which needs no disk space and
+// is what frees space on a full disk; then, for every sealed log whose live
+// fraction is below threshold (e.g. 0.2 for BookKeeper's minor and 0.5 for
+// its major compaction), it runs CompactLog. Both go through CompactLog
+// (apply is called for a dead log too, with no relocations, so that the
+// index is synced first). A damaged log (LogUsage.Damaged) is never
+// touched; it is counted in LogsDamaged. One log's failure (say, ENOSPC
+// writing a compaction output) does not stop the others: GC returns every
+// failure joined, and stops early only when the store is closed. See the
+// package comment for the protocol apply must follow.
+func (s *Store) GC(threshold float64, live func(ledgerID int64) bool, apply func([]Relocation) error) (CompactStats, error) {
+	var total CompactStats
+	var errs []error
+	usage := s.Usage(live)
+	for pass := range 2 {
+		for _, u := range usage {
+			if u.Damaged {
+				if pass == 0 {
+					total.LogsDamaged++
+				}
+				continue
+			}
+			dead := u.LiveBytes == 0
+			if !u.Sealed || u.LiveFraction() >= threshold || dead != (pass == 0) {
+				continue
+			}
+			st, err := s.CompactLog(u.LogID, live, apply)
+			total.add(st)
+			if errors.Is(err, ErrClosed) {
+				return total, err
+			}
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return total, errors.Join(errs...)
 }
 
 // CompactLog rewrites the records of live ledgers in sealed log logID into
@@ -150,10 +201,14 @@ func (s *Store) CompactLog(logID uint64, live func(ledgerID int64) bool, apply f
 	var relocs []Relocation
 	var outUsage map[int64]int64
 	lim := s.opts.CompactionLimiter
+	if lf.damage != nil {
+		return st, fmt.Errorf("entrylog: log %d is kept, not compacted: %w", logID, lf.damage)
+	}
 	lf.mu.RLock()
 	fi, err := lf.f.Stat()
 	if err == nil {
-		_, err = scanLog(lf.f, lf.path, fi.Size(), lim, func(r record, off int64, size int) error {
+		var end int64
+		end, err = scanLog(lf.f, lf.path, fi.Size(), lim, func(r record, off int64, size int) error {
 			st.BytesRead += int64(size)
 			if !live(r.ledgerID) {
 				st.EntriesDropped++
@@ -180,6 +235,15 @@ func (s *Store) CompactLog(logID uint64, live func(ledgerID int64) bool, apply f
 			st.BytesWritten += int64(size)
 			return nil
 		})
+		if err == nil && end < fi.Size() {
+			// The records stop verifying before the end of the file. Only
+			// a torn tail (nothing verifiable after it) is the end of the
+			// log's data; otherwise live records may follow the damage,
+			// and removing the log would destroy them.
+			if terr := tailError(lf.f, lf.path, end, fi.Size()); !isTorn(terr) {
+				err = fmt.Errorf("entrylog: log %d is kept, not compacted: %w", logID, terr)
+			}
+		}
 	} else {
 		err = fmt.Errorf("entrylog: stat %s: %w", lf.path, err)
 	}
@@ -189,9 +253,17 @@ func (s *Store) CompactLog(logID uint64, live func(ledgerID int64) bool, apply f
 	}
 	if err != nil {
 		if out != nil {
-			_ = out.f.Close()
-			// Best effort: a leftover ".compacting" file is removed at Open.
+			if out.f != nil { // publishCompacted closes it before its rename
+				_ = out.f.Close()
+			}
+			// Best effort: the unpublished output is removed under either
+			// name (publishCompacted may have failed after its rename; a
+			// ".log" left here would never be registered or collected). A
+			// leftover ".compacting" file is also removed at Open.
 			_ = s.fs.Remove(s.fs.PathJoin(s.dir, compactingFileName(out.lf.id)))
+			if s.fs.Remove(out.lf.path) == nil {
+				_ = s.syncDir()
+			}
 		}
 		return st, err
 	}
@@ -218,7 +290,9 @@ func (s *Store) publishCompacted(w *logWriter, usage map[int64]int64) error {
 	if err := s.syncWriter(w); err != nil {
 		return err
 	}
-	if err := w.f.Close(); err != nil {
+	err := w.f.Close()
+	w.f = nil
+	if err != nil {
 		return fmt.Errorf("entrylog: close %s: %w", w.lf.path, err)
 	}
 	tmp := s.fs.PathJoin(s.dir, compactingFileName(w.lf.id))

@@ -54,8 +54,15 @@
 // when the process stopped is never appended to again: Open always starts a
 // new log, so a torn tail is never followed by new records. Scanning a log
 // (at Open, to rebuild usage, and during compaction) stops at the first
-// record that does not verify; that is the end of the data that reached the
-// disk. Reading a record at a Location that does not verify is a
+// record that does not verify. That is the end of the log's data only when
+// it is a torn tail: the record is cut short by the end of the file and no
+// verifiable record follows (looked for byte by byte). Anything else is
+// damage with possibly live records after it: Open keeps such a log out of
+// garbage collection for good (Store.DamagedLogs, CompactStats.LogsDamaged)
+// and CompactLog refuses it. A log is removed at Open as a crash leftover
+// only when it is shorter than its header or all zero; a zero header
+// before data is damage (the header is synced before any record) and fails
+// Open. Reading a record at a Location that does not verify is a
 // *CorruptionError naming the file and offset, never "no such entry".
 //
 // # Durability

@@ -44,10 +44,14 @@ type CorruptionError struct {
 	Reason string
 	// Torn is set by ScanFile when the file ends the way a log being
 	// written at a crash ends: the last record cut short by the end of the
-	// file, or a log created at a crash before its header reached the disk.
-	// Anything else (a checksum mismatch, an impossible length, followed
-	// by more bytes) is damage.
+	// file with no verifiable record after it, or a log created at a crash
+	// before its header reached the disk (all zero). Anything else (a
+	// checksum mismatch, an impossible length, a length running past the
+	// end of the file with a verifiable record after it) is damage.
 	Torn bool
+	// Next, set by ScanFile, is the offset of the first verifiable record
+	// after Offset; 0 when none follows.
+	Next int64
 }
 
 func (e *CorruptionError) Error() string {

@@ -24,21 +24,25 @@ type Record struct {
 
 // ScanFile reads the entry log file at path offline, without a Store and
 // without changing anything, and calls fn for every record that verifies,
-// in file order. It is the reader of support tools (folio shell readlog);
-// the bookie itself never calls it.
+// in file order. It is the reader of support tools (folio shell readlog) and
+// of the offline index rebuild; the bookie itself never calls it.
 //
 // The header must verify, and, when the file has its usual name
 // ("%016x.log"), name the same log id; otherwise ScanFile returns a
-// *CorruptionError at offset 0 (a file shorter than the header, or whose
-// header is all zero, is a log created at a crash before anything was
-// written to it, and is reported as such). If the records that verify end
-// before the end of the file, ScanFile calls fn for every one of them and
-// then returns a *CorruptionError whose Offset is where verified data ends
-// and whose Reason says why the next record was refused and how many bytes
-// remain. A bookie treats that point as the end of the log's data: a log
-// that was being written when its bookie stopped ends this way (a torn
-// tail); anywhere else it is damage. An error returned by fn stops the scan
-// and is returned as is.
+// *CorruptionError at offset 0. A file shorter than the header, or whose
+// bytes are all zero, is a log created at a crash before its header reached
+// the disk (createLog syncs the header before any record is written) and is
+// reported Torn. A zero header followed by anything else is damage.
+//
+// If the records that verify end before the end of the file, ScanFile calls
+// fn for every one of them and then returns a *CorruptionError whose Offset
+// is where verified data ends, whose Reason says why the next record was
+// refused and how many bytes remain, and whose Next is the offset of the
+// first verifiable record after that point (0: none). It is Torn only when
+// the refused record is cut short by the end of the file and nothing
+// verifiable follows it: the way a log being written at a crash ends.
+// Anything else is damage, whatever the refused record's length field
+// claims. An error returned by fn stops the scan and is returned as is.
 func ScanFile(fs vfs.FS, path string, fn func(rec Record) error) error {
 	f, err := fs.Open(path)
 	if err != nil {
@@ -58,7 +62,7 @@ func ScanFile(fs vfs.FS, path string, fn func(rec Record) error) error {
 		return fmt.Errorf("entrylog: read header of %s: %w", path, err)
 	}
 	if hdr == ([HeaderSize]byte{}) {
-		return &CorruptionError{File: path, Offset: 0, Torn: true, Reason: "header is all zero (a log created at a crash before anything was written)"}
+		return zeroHeaderError(f, path, size)
 	}
 	id, named := parseLogFileName(fs.PathBase(path))
 	if !named {
@@ -75,10 +79,217 @@ func ScanFile(fs vfs.FS, path string, fn func(rec Record) error) error {
 		return err
 	}
 	if end < size {
-		reason, torn := refusal(f, end, size)
-		return &CorruptionError{File: path, Offset: end, Reason: reason, Torn: torn}
+		return tailError(f, path, end, size)
 	}
 	return nil
+}
+
+// zeroHeaderError classifies a log whose header reads all zero: Torn when
+// the whole file is zero (created at a crash before its header was synced),
+// damage otherwise (the header was synced before any record, so bytes after
+// a zero header mean the header itself was destroyed).
+func zeroHeaderError(f vfs.File, path string, size int64) error {
+	zero, err := allZero(f, HeaderSize, size)
+	if err != nil {
+		return fmt.Errorf("entrylog: read %s: %w", path, err)
+	}
+	if zero {
+		return &CorruptionError{File: path, Offset: 0, Torn: true, Reason: fmt.Sprintf("file of %d bytes is all zero (a log created at a crash before its header was written)", size)}
+	}
+	next, found, err := findRecord(f, HeaderSize, size)
+	if err != nil {
+		return fmt.Errorf("entrylog: read %s: %w", path, err)
+	}
+	reason := "header is all zero but the file holds data after it (the header is written and synced before any record: this is damage)"
+	if found {
+		reason += fmt.Sprintf("; a verifiable record starts at offset %d", next)
+	}
+	ce := &CorruptionError{File: path, Offset: 0, Reason: reason}
+	if found {
+		ce.Next = next
+	}
+	return ce
+}
+
+// tailError classifies the bytes [end, size) of a log whose verified
+// records end at end (see ScanFile).
+func tailError(f vfs.File, path string, end, size int64) error {
+	reason, cut := refusal(f, end, size)
+	next, found, err := findRecord(f, end+1, size)
+	if err != nil {
+		return fmt.Errorf("entrylog: read %s: %w", path, err)
+	}
+	ce := &CorruptionError{File: path, Offset: end, Reason: reason, Torn: cut && !found}
+	if found {
+		ce.Next = next
+		ce.Reason += fmt.Sprintf("; a verifiable record follows at offset %d", next)
+	}
+	return ce
+}
+
+// allZero reports whether the bytes [from, size) of f are all zero.
+func allZero(f vfs.File, from, size int64) (bool, error) {
+	buf := make([]byte, 64<<10)
+	for off := from; off < size; {
+		n := min(int64(len(buf)), size-off)
+		if _, err := f.ReadAt(buf[:n], off); err != nil && !errors.Is(err, io.EOF) {
+			return false, err
+		}
+		for _, b := range buf[:n] {
+			if b != 0 {
+				return false, nil
+			}
+		}
+		off += n
+	}
+	return true, nil
+}
+
+// findRecord returns the offset of the first record at or after from that
+// verifies (its length fits the file and the record checksum matches), as
+// the journal's findGroupStart resynchronises after damage. It reads the
+// file in windows; a candidate whose record runs past the window is read on
+// its own. It is used only on damaged logs.
+func findRecord(f vfs.File, from, size int64) (off int64, found bool, err error) {
+	const window = 1 << 20
+	buf := make([]byte, window+RecordHeaderSize)
+	var rec []byte
+	for base := from; base+RecordHeaderSize <= size; base += window {
+		n := min(int64(len(buf)), size-base)
+		if _, err := f.ReadAt(buf[:n], base); err != nil && !errors.Is(err, io.EOF) {
+			return 0, false, err
+		}
+		for i := int64(0); i < min(window, n-RecordHeaderSize+1); i++ {
+			h := buf[i : i+RecordHeaderSize]
+			length := int64(binary.BigEndian.Uint32(h[0:4]))
+			if length > MaxEntryBytes || base+i+RecordHeaderSize+length > size ||
+				int64(binary.BigEndian.Uint64(h[8:16])) < 0 || int64(binary.BigEndian.Uint64(h[16:24])) < 0 {
+				continue
+			}
+			total := RecordHeaderSize + length
+			var b []byte
+			if i+total <= n {
+				b = buf[i : i+total]
+			} else {
+				if int64(cap(rec)) < total {
+					rec = make([]byte, total)
+				}
+				b = rec[:total]
+				if _, err := f.ReadAt(b, base+i); err != nil && !errors.Is(err, io.EOF) {
+					return 0, false, err
+				}
+			}
+			if _, t, _, reason := parseRecord(b); reason == "" && t == int(total) {
+				return base + i, true, nil
+			}
+		}
+	}
+	return 0, false, nil
+}
+
+// ScanSalvage calls fn, in file order, for every record of the entry log at
+// path that verifies at or after offset from, resynchronising (as ScanFile's
+// Next) past any bytes that do not verify. It reads past damage that
+// ScanFile stops at, to learn what the damaged log still holds; the header
+// is not checked. An error returned by fn stops the scan and is returned.
+func ScanSalvage(fs vfs.FS, path string, from int64, fn func(rec Record) error) error {
+	f, err := fs.Open(path)
+	if err != nil {
+		return fmt.Errorf("entrylog: open %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("entrylog: stat %s: %w", path, err)
+	}
+	size := fi.Size()
+	off := max(from, HeaderSize)
+	for off < size {
+		next, found, err := findRecord(f, off, size)
+		if err != nil {
+			return fmt.Errorf("entrylog: read %s: %w", path, err)
+		}
+		if !found {
+			return nil
+		}
+		end, err := scanFrom(f, path, next, size, unlimited{}, func(r record, o int64, _ int) error {
+			return fn(Record{Offset: o, LedgerID: r.ledgerID, EntryID: r.entryID, Body: r.body})
+		})
+		if err != nil {
+			return err
+		}
+		off = end + 1
+	}
+	return nil
+}
+
+// PeekRecord reads the record header at off of the entry log at path
+// without verifying it and returns the ledger and entry ids it names (-1
+// when the file ends within the header). It lets a caller judge a record
+// that does not verify (is its entry still in a journal?).
+func PeekRecord(fs vfs.FS, path string, off int64) (ledgerID, entryID int64, err error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return 0, 0, fmt.Errorf("entrylog: open %s: %w", path, err)
+	}
+	defer f.Close()
+	var h [RecordHeaderSize]byte
+	n, err := f.ReadAt(h[:], off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, 0, fmt.Errorf("entrylog: read %s at offset %d: %w", path, off, err)
+	}
+	if n < RecordHeaderSize {
+		return -1, -1, nil
+	}
+	return int64(binary.BigEndian.Uint64(h[8:16])), int64(binary.BigEndian.Uint64(h[16:24])), nil
+}
+
+// SectorSize is the unit in which a disk persists data: a crash can leave
+// any sector written after the last sync unwritten (zero) and later ones
+// written.
+const SectorSize = 512
+
+// HasZeroSector reports whether the entry log at path holds, in [from, to),
+// a zero stretch bounded by sector boundaries (SectorSize-aligned) or by
+// from and to: for some sector, the part of it that lies in [from, to)
+// reads as zero and is at least RecordHeaderSize bytes long (to is clamped
+// to the file size). In a log that stops verifying at from, that is the
+// mark of a sector that never reached the disk (or of a zeroed block; an
+// entry body of zeros looks the same, so callers use it only together with
+// other evidence).
+func HasZeroSector(fs vfs.FS, path string, from, to int64) (bool, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return false, fmt.Errorf("entrylog: open %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, fmt.Errorf("entrylog: stat %s: %w", path, err)
+	}
+	to = min(to, fi.Size())
+	buf := make([]byte, SectorSize)
+	for sec := from / SectorSize * SectorSize; sec < to; sec += SectorSize {
+		lo, hi := max(sec, from), min(sec+SectorSize, to)
+		if hi-lo < RecordHeaderSize {
+			continue
+		}
+		b := buf[:hi-lo]
+		if _, err := f.ReadAt(b, lo); err != nil && !errors.Is(err, io.EOF) {
+			return false, fmt.Errorf("entrylog: read %s at offset %d: %w", path, lo, err)
+		}
+		zero := true
+		for _, c := range b {
+			if c != 0 {
+				zero = false
+				break
+			}
+		}
+		if zero {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // refusal says why the record at off does not verify (scanLog stops there

@@ -76,6 +76,11 @@ type logFile struct {
 	// Below: guarded by Store.mu.
 	removed bool
 	size    int64 // bytes of verified records + header (scan end or written and synced)
+	// damage is set by Open for a log whose records do not verify to the
+	// end of the file and whose tail is not a crash's torn tail: the
+	// records after the damage may be live and indexed, so the log is never
+	// compacted or removed (GC counts it in CompactStats.LogsDamaged).
+	damage  *CorruptionError
 	ledgers map[int64]int64
 	total   int64 // sum of ledgers: record bytes (headers + bodies)
 }
@@ -205,8 +210,11 @@ func Open(fs vfs.FS, dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// openLog opens log id for reading and scans it. empty reports a file whose
-// header is missing or all zero (a crash right after creation).
+// openLog opens log id for reading and scans it. empty reports a file
+// shorter than the header or all zero (a crash right after creation,
+// before the header was synced). A zero header followed by anything but
+// zeros is damage: openLog returns a *CorruptionError and Open fails,
+// keeping the file, as for any header that does not verify.
 func (s *Store) openLog(id uint64, path string) (lf *logFile, empty bool, err error) {
 	f, err := s.fs.Open(path)
 	if err != nil {
@@ -227,8 +235,14 @@ func (s *Store) openLog(id uint64, path string) (lf *logFile, empty bool, err er
 		return nil, false, fmt.Errorf("entrylog: read header of %s: %w", path, err)
 	}
 	if hdr == ([HeaderSize]byte{}) {
+		// createLog syncs the header before writing any record: a zero
+		// header is a crash artifact only if nothing but zeros follows.
+		err := zeroHeaderError(f, path, fi.Size())
 		f.Close()
-		return nil, true, nil
+		if ce, ok := err.(*CorruptionError); ok && ce.Torn {
+			return nil, true, nil
+		}
+		return nil, false, err
 	}
 	if reason := checkHeader(hdr[:], id); reason != "" {
 		f.Close()
@@ -245,6 +259,21 @@ func (s *Store) openLog(id uint64, path string) (lf *logFile, empty bool, err er
 		return nil, false, err
 	}
 	lf.size = end
+	if end < fi.Size() {
+		// Verified records end early. A torn tail (the last record cut by
+		// the end of the file, nothing verifiable after it) is the end of
+		// the log's data. Anything else is damage with possibly live
+		// records after it: keep the log out of GC.
+		terr := tailError(f, path, end, fi.Size())
+		ce, ok := terr.(*CorruptionError)
+		if !ok {
+			f.Close()
+			return nil, false, terr
+		}
+		if !ce.Torn {
+			lf.damage = ce
+		}
+	}
 	return lf, false, nil
 }
 
@@ -253,9 +282,14 @@ func (s *Store) openLog(id uint64, path string) (lf *logFile, empty bool, err er
 // record that is torn or does not verify, or the file size). Reads go
 // through lim. The record passed to fn aliases a buffer reused afterwards.
 func scanLog(f vfs.File, path string, fileSize int64, lim Limiter, fn func(r record, off int64, size int) error) (int64, error) {
+	return scanFrom(f, path, HeaderSize, fileSize, lim, fn)
+}
+
+// scanFrom is scanLog starting at offset start (a record boundary).
+func scanFrom(f vfs.File, path string, start, fileSize int64, lim Limiter, fn func(r record, off int64, size int) error) (int64, error) {
 	const chunk = 256 << 10
 	buf := make([]byte, 0, chunk)
-	off := int64(HeaderSize) // file offset of buf[0]
+	off := start // file offset of buf[0]
 	for {
 		r, total, need, reason := parseRecord(buf)
 		if reason != "" {
@@ -758,19 +792,24 @@ func (s *Store) createLog(compacting bool) (*logWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("entrylog: create %s: %w", path, err)
 	}
+	// A file created here but not returned is removed again (best effort:
+	// Open removes leftover ".compacting" files and logs that hold no
+	// record), so that a failing disk does not collect empty files.
+	fail := func(err error) (*logWriter, error) {
+		f.Close()
+		_ = s.fs.Remove(path)
+		return nil, err
+	}
 	var hdr [HeaderSize]byte
 	encodeHeader(hdr[:], id)
 	if _, err := f.Write(hdr[:]); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("entrylog: write header of %s: %w", path, err)
+		return fail(fmt.Errorf("entrylog: write header of %s: %w", path, err))
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("entrylog: sync %s: %w", path, err)
+		return fail(fmt.Errorf("entrylog: sync %s: %w", path, err))
 	}
 	if err := s.syncDir(); err != nil {
-		f.Close()
-		return nil, err
+		return fail(err)
 	}
 	logPath := s.fs.PathJoin(s.dir, LogFileName(id))
 	lf := &logFile{id: id, path: logPath, size: HeaderSize, ledgers: make(map[int64]int64)}
@@ -780,8 +819,7 @@ func (s *Store) createLog(compacting bool) (*logWriter, error) {
 	}
 	r, err := s.fs.Open(path)
 	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("entrylog: open %s for reading: %w", path, err)
+		return fail(fmt.Errorf("entrylog: open %s for reading: %w", path, err))
 	}
 	lf.f = r
 	s.mu.Lock()

@@ -1,6 +1,7 @@
 package ledgerstore
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -250,6 +251,20 @@ func (s *Store) TriggerCompaction() {
 	}
 }
 
+// DamagedLogs lists the entry logs, in every ledger directory, whose
+// records stop verifying before their end other than at a crash's torn
+// tail: the store keeps them and never compacts or removes them, since
+// entries after the damage may be live (GCStats.LogsDamaged counts them).
+// The bookie logs them at start; an operator compares them with
+// localconsistencycheck and re-replicates what cannot be read.
+func (s *Store) DamagedLogs() []*entrylog.CorruptionError {
+	var out []*entrylog.CorruptionError
+	for _, sh := range s.shards {
+		out = append(out, sh.el.DamagedLogs()...)
+	}
+	return out
+}
+
 func (s *Store) gcWith(threshold float64) (GCStats, error) {
 	var total GCStats
 	defer func() {
@@ -259,6 +274,7 @@ func (s *Store) gcWith(threshold float64) (GCStats, error) {
 		s.gcState.bytesWritten += total.BytesWritten
 		s.gcState.mu.Unlock()
 	}()
+	var errs []error
 	for _, sh := range s.shards {
 		live := func(ledgerID int64) bool {
 			st, err := sh.ix.LedgerState(ledgerID)
@@ -278,9 +294,12 @@ func (s *Store) gcWith(threshold float64) (GCStats, error) {
 		total.BytesWritten += st.BytesWritten
 		total.EntriesMoved += st.EntriesMoved
 		total.EntriesDropped += st.EntriesDropped
+		total.LogsDamaged += st.LogsDamaged
+		// One directory's failure (a compaction output hitting ENOSPC)
+		// must not keep the others from removing their dead logs.
 		if err != nil {
-			return total, fmt.Errorf("ledgerstore: garbage collection in %s: %w", sh.dir, err)
+			errs = append(errs, fmt.Errorf("ledgerstore: garbage collection in %s: %w", sh.dir, err))
 		}
 	}
-	return total, nil
+	return total, errors.Join(errs...)
 }

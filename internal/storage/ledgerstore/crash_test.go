@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -217,8 +219,19 @@ func runCrashWorkload(t *testing.T, seed uint64, pct int) {
 	}
 }
 
+// TestCrashConcurrentAddsAndFences runs seeds 1-4; CRASH_SEEDS=N runs 1..N.
 func TestCrashConcurrentAddsAndFences(t *testing.T) {
 	seeds := []uint64{1, 2, 3, 4}
+	if v := os.Getenv("CRASH_SEEDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("CRASH_SEEDS=%q: %v", v, err)
+		}
+		seeds = seeds[:0]
+		for i := 1; i <= n; i++ {
+			seeds = append(seeds, uint64(i))
+		}
+	}
 	for _, seed := range seeds {
 		for _, pct := range []int{0, 50} {
 			t.Run(fmt.Sprintf("seed=%d/unsynced=%d%%", seed, pct), func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"math"
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -198,7 +199,28 @@ type RebuildOptions struct {
 	// error stops the rebuild (directories rebuilt before stay rebuilt,
 	// the others unchanged).
 	MasterKey func(ledgerID int64) (key []byte, ok bool, err error)
+	// EnsembleLedgers, if set, returns every ledger whose metadata names
+	// this bookie in one of its ensembles (the shell reads them from the
+	// metadata store). Each one of a rebuilt directory that would get no
+	// state otherwise (no records here, unknown to the old index and the
+	// journals: a striped ledger, or one fenced before any entry arrived)
+	// gets a fenced state, its master key from MasterKey: its fence may
+	// have been lost with the index (DESIGN.md §6: a fence is never lost).
+	// An error stops the rebuild before anything is written.
+	EnsembleLedgers func() ([]int64, error)
+	// AcceptLostFences lets a rebuild proceed without EnsembleLedgers
+	// although a directory's old index is missing or incomplete: a ledger
+	// fenced on this bookie without entries here then has no state after
+	// the rebuild, and a late add of its old writer is accepted. Without
+	// EnsembleLedgers or AcceptLostFences such a rebuild fails with
+	// ErrFencesUnknown, changing nothing.
+	AcceptLostFences bool
 }
+
+// ErrFencesUnknown: RebuildIndex would lose the fences of ledgers without
+// entries on this bookie (RebuildOptions.EnsembleLedgers).
+var ErrFencesUnknown = errors.New("ledgerstore: an old index is missing or incomplete and no list of this bookie's ledgers " +
+	"was given: ledgers fenced here without entries here would lose their fence")
 
 // LogDamage is an entry log that does not verify to its end.
 type LogDamage struct {
@@ -207,10 +229,12 @@ type LogDamage struct {
 	// follow.
 	Offset, Remaining int64
 	Reason            string
-	// TornTail: the bytes after Offset are one record cut short by the end
-	// of the file, as a log that was being written when its bookie stopped
-	// ends, or the log was created at a crash before its header was
-	// written. Its entries are still in the journal (a flush is durable
+	// TornTail: the bytes after Offset are what a crash leaves in the log
+	// being written: one record cut short by the end of the file with
+	// nothing verifiable after it, a log created at a crash before its
+	// header was written (all zero), or an unsynced stretch followed only
+	// by records written after the last checkpoint (see crashTail). Its
+	// acknowledged entries are still in the journal (a flush is durable
 	// before the checkpoint passes them), so nothing is lost.
 	TornTail bool
 }
@@ -251,6 +275,9 @@ type RebuildReport struct {
 	Rebuilt []RebuiltDir
 	// Skipped lists the ledger directories whose index was sound.
 	Skipped []string
+	// Resumed lists the ledger directories where an earlier run's swap,
+	// interrupted after its rebuilt index was complete, was finished.
+	Resumed []string
 	// Damage lists every entry log that does not verify to its end.
 	Damage []LogDamage
 }
@@ -271,7 +298,8 @@ type ledgerLog struct {
 //
 //   - every record of every entry log is indexed at its location (a later
 //     log's copy of an entry, from compaction, replaces an earlier one);
-//   - every ledger with records in the logs or the journals gets a state.
+//   - every ledger with records in the logs or the journals, or listed by
+//     RebuildOptions.EnsembleLedgers, gets a state.
 //     Its master key, fence bit and explicit LAC come from the old index
 //     when that still decodes, else from the journals' records (a ledger
 //     whose master-key record is still in a journal has all its later
@@ -279,9 +307,11 @@ type ledgerLog struct {
 //     is marked fenced: its fence state is lost, and refusing a late add
 //     of a fenced ledger is safe while accepting one is not;
 //   - the new index is stamped with the store id from LAYOUT or CHECKPOINT
-//     and synced, the old one moved aside (index.replaced-N), and the new
-//     one put in its place, so that Open accepts the store and replays the
-//     journals from their checkpoints as after any stop.
+//     and synced, marked complete, the old one moved aside
+//     (index.replaced-N), and the new one put in its place (finishSwap: a
+//     crash in between is finished by the next run), so that Open accepts
+//     the store and replays the journals from their checkpoints as after
+//     any stop.
 //
 // It cannot recover: fence bits and explicit LACs of ledgers whose state
 // was neither in a readable old index nor in the journals (those ledgers
@@ -290,7 +320,9 @@ type ledgerLog struct {
 // marker of a deleted ledger with no records left; and ledgers deleted but
 // not yet garbage-collected from the logs come back until the bookie's GC
 // finds their metadata gone. Entries after damage in an entry log cannot be
-// indexed: see RebuildOptions.AcceptDamage.
+// indexed: see RebuildOptions.AcceptDamage. Without EnsembleLedgers, a
+// ledger fenced here with no entries here is unknown once its old index is
+// lost: see RebuildOptions.AcceptLostFences.
 func RebuildIndex(fs vfs.FS, cfg Config, opts RebuildOptions) (RebuildReport, error) {
 	var rep RebuildReport
 	if len(cfg.LedgerDirs) == 0 || len(cfg.JournalDirs) == 0 {
@@ -319,6 +351,15 @@ func RebuildIndex(fs vfs.FS, cfg Config, opts RebuildOptions) (RebuildReport, er
 		}
 	}()
 	for i, st := range ev.ledger {
+		// A swap left unfinished by an earlier run (a crash between its
+		// renames) is finished first: its index.rebuild is the index.
+		pending, _, err := finishSwap(fs, st.dir)
+		if err != nil {
+			return rep, err
+		}
+		if pending {
+			rep.Resumed = append(rep.Resumed, st.dir)
+		}
 		why, old, err := judgeIndex(fs, st.dir, ev, i, opts.All)
 		if err != nil {
 			return rep, err
@@ -333,8 +374,28 @@ func RebuildIndex(fs vfs.FS, cfg Config, opts RebuildOptions) (RebuildReport, er
 	if len(plans) == 0 {
 		return rep, nil
 	}
+	// The ledgers whose fence only the metadata can restore: needed when
+	// an old index does not list every ledger it had.
+	var ensemble []int64
+	needList := false
+	for _, p := range plans {
+		needList = needList || !p.old.complete
+	}
+	switch {
+	case !needList:
+	case opts.EnsembleLedgers != nil:
+		if ensemble, err = opts.EnsembleLedgers(); err != nil {
+			return rep, fmt.Errorf("ledgerstore: listing this bookie's ledgers: %w", err)
+		}
+	case !opts.AcceptLostFences:
+		return rep, ErrFencesUnknown
+	}
 	// The journals: master keys, fences and explicit LACs, in order.
 	jl := map[int64]*ledgerLog{}
+	// replayable holds the entries whose add records lie after their
+	// journal's checkpoint: Open's replay writes them again, so a log
+	// region holding only such entries can be dropped without loss.
+	replayable := replayableSet{entries: map[[2]int64]bool{}, first: map[int64]int64{}}
 	for j, dir := range cfg.JournalDirs {
 		if _, err := fs.Stat(dir); errors.Is(err, iofs.ErrNotExist) {
 			continue
@@ -358,6 +419,10 @@ func RebuildIndex(fs vfs.FS, cfg Config, opts RebuildOptions) (RebuildReport, er
 				l.fenced = true
 			case journal.TypeExplicitLAC:
 				l.explicit = slices.Clone(rec.Body)
+			case journal.TypeAddEntry:
+				if pos.Compare(ckpt) > 0 {
+					replayable.add(rec.LedgerID, rec.EntryID)
+				}
 			}
 			return nil
 		})
@@ -380,11 +445,33 @@ func RebuildIndex(fs vfs.FS, cfg Config, opts RebuildOptions) (RebuildReport, er
 		}
 		for _, id := range ids {
 			path := fs.PathJoin(dir, "entrylogs", entrylog.LogFileName(id))
-			err := entrylog.ScanFile(fs, path, func(entrylog.Record) error { return nil })
+			var last entrylog.Record // the last verified record
+			seen := false
+			err := entrylog.ScanFile(fs, path, func(r entrylog.Record) error {
+				last, seen = r, true
+				return nil
+			})
+			var prev *entrylog.Record
+			if seen {
+				last.Body = nil
+				prev = &last
+			}
 			var ce *entrylog.CorruptionError
 			switch {
 			case errors.As(err, &ce):
-				rep.Damage = append(rep.Damage, damageOf(fs, ce))
+				d := damageOf(fs, ce)
+				if !d.TornTail {
+					crash, err := crashTail(fs, ce, prev, replayable)
+					if err != nil {
+						return rep, err
+					}
+					if crash {
+						d.TornTail = true
+						d.Reason += "; taken for the unsynced tail of a log written at a crash: every record from there on that can be " +
+							"identified is in a journal after its checkpoint, and replay writes it again"
+					}
+				}
+				rep.Damage = append(rep.Damage, d)
 			case err != nil:
 				return rep, err
 			}
@@ -401,13 +488,126 @@ func RebuildIndex(fs vfs.FS, cfg Config, opts RebuildOptions) (RebuildReport, er
 		return rep, &DamageError{Damage: bad}
 	}
 	for _, t := range todo {
-		rd, err := rebuildDir(fs, ev, t.i, t.why, t.old, t.logs, jl, len(cfg.LedgerDirs), opts.MasterKey)
+		rd, err := rebuildDir(fs, ev, t.i, t.why, t.old, t.logs, jl, ensemble, len(cfg.LedgerDirs), opts.MasterKey)
 		if err != nil {
 			return rep, err
 		}
 		rep.Rebuilt = append(rep.Rebuilt, rd)
 	}
 	return rep, nil
+}
+
+// replayableSet is what the journals hold after their checkpoints: the
+// entries Open's replay writes again, and each ledger's lowest such entry.
+type replayableSet struct {
+	entries map[[2]int64]bool
+	first   map[int64]int64
+}
+
+func (r replayableSet) add(ledgerID, entryID int64) {
+	r.entries[[2]int64{ledgerID, entryID}] = true
+	if f, ok := r.first[ledgerID]; !ok || entryID < f {
+		r.first[ledgerID] = entryID
+	}
+}
+
+// afterCheckpoint reports whether entry (ledgerID, entryID) was written
+// after the last checkpoint as far as the journals show: its add record is
+// after its journal's checkpoint, or an earlier entry of its ledger's is.
+// The latter covers the entries of a crash's last flush whose journal
+// records never became durable (a ledger's adds are journaled in order, so
+// its unjournaled entries follow its journaled ones); such entries were
+// never acknowledged.
+func (r replayableSet) afterCheckpoint(ledgerID, entryID int64) bool {
+	if r.entries[[2]int64{ledgerID, entryID}] {
+		return true
+	}
+	f, ok := r.first[ledgerID]
+	return ok && f < entryID
+}
+
+// unknown reports whether the journals hold no add of ledgerID after their
+// checkpoints.
+func (r replayableSet) unknown(ledgerID int64) bool {
+	_, ok := r.first[ledgerID]
+	return !ok
+}
+
+// errStopScan ends a scan early.
+var errStopScan = errors.New("stop")
+
+// crashTail decides whether a log's records stop verifying at ce.Offset
+// because of a crash rather than damage. After a crash, the part of the
+// log written after its last sync may hold any mix of written and unwritten
+// (zero) sectors, since unsynced pages reach the disk in any order: a
+// record cut short, zeros, then verifiable records again. That part is (the
+// end of) the flush running at the crash, which began after the last
+// checkpoint (a checkpoint flushes and syncs before recording its journal
+// position); each of its entries was acknowledged only through a journal
+// record after that checkpoint, or never. So the damage is taken for a
+// crash tail when all of these hold:
+//
+//   - the stretch that does not verify holds an unwritten (zero) sector,
+//     or the refused record's header names an entry written after the
+//     last checkpoint (replayableSet.afterCheckpoint);
+//   - every verifiable record after it names such an entry, or an entry of
+//     a ledger the journals know nothing about after their checkpoints (a
+//     ledger whose adds in that flush never became durable, so were never
+//     acknowledged);
+//   - there is evidence that the region lies after the last checkpoint:
+//     the refused record, the last verified record before it (prev, nil
+//     if none) or a record after it names an entry written after the
+//     checkpoint.
+//
+// Dropping such a tail loses nothing acknowledged: Open's replay writes its
+// acknowledged entries again. Damage in data written before the last
+// checkpoint (bit rot, a zeroed first block, a flipped length) is preceded
+// and followed by records the journals no longer hold after their
+// checkpoint and is refused. The residual risk is damage right at the
+// checkpoint's boundary: a stretch of checkpointed records next to records
+// the journals hold after the checkpoint.
+func crashTail(fs vfs.FS, ce *entrylog.CorruptionError, prev *entrylog.Record, replayable replayableSet) (bool, error) {
+	if ce.Offset < entrylog.HeaderSize {
+		return false, nil // the file header: written and synced before any record
+	}
+	end := ce.Next
+	if end == 0 {
+		end = math.MaxInt64 // to the end of the file
+	}
+	hole, err := entrylog.HasZeroSector(fs, ce.File, ce.Offset, end)
+	if err != nil {
+		return false, err
+	}
+	l, e, err := entrylog.PeekRecord(fs, ce.File, ce.Offset)
+	if err != nil {
+		return false, err
+	}
+	evidence := replayable.afterCheckpoint(l, e)
+	if !hole && !evidence {
+		return false, nil
+	}
+	if prev != nil && replayable.afterCheckpoint(prev.LedgerID, prev.EntryID) {
+		evidence = true
+	}
+	if ce.Next == 0 {
+		return evidence, nil // nothing verifiable follows
+	}
+	ok := true
+	err = entrylog.ScanSalvage(fs, ce.File, ce.Next, func(r entrylog.Record) error {
+		switch {
+		case replayable.afterCheckpoint(r.LedgerID, r.EntryID):
+			evidence = true
+		case replayable.unknown(r.LedgerID):
+		default:
+			ok = false
+			return errStopScan
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopScan) {
+		return false, err
+	}
+	return ok && evidence, nil
 }
 
 // damageOf classifies a log's damage.
@@ -511,10 +711,10 @@ func judgeIndex(fs vfs.FS, dir string, ev *evidence, i int, all bool) (why strin
 // rebuildDir writes ledger directory i's new index from its logs and puts
 // it in place of the old one.
 func rebuildDir(fs vfs.FS, ev *evidence, i int, why string, old *oldIndex, logs []uint64,
-	jl map[int64]*ledgerLog, shards int, keyOf func(int64) ([]byte, bool, error)) (RebuiltDir, error) {
+	jl map[int64]*ledgerLog, ensemble []int64, shards int, keyOf func(int64) ([]byte, bool, error)) (RebuiltDir, error) {
 	dir := ev.ledger[i].dir
 	rd := RebuiltDir{Dir: dir, Why: why}
-	tmp := fs.PathJoin(dir, "index.rebuild")
+	tmp := fs.PathJoin(dir, rebuildTmpDir)
 	if err := fs.RemoveAll(tmp); err != nil {
 		return rd, fmt.Errorf("ledgerstore: remove %s: %w", tmp, err)
 	}
@@ -605,6 +805,14 @@ func rebuildDir(fs vfs.FS, ev *evidence, i int, why string, old *oldIndex, logs 
 			ledgers[id] = true
 		}
 	}
+	// A ledger whose ensembles name this bookie gets a state even without
+	// records anywhere here: it may have been fenced here (it then gets a
+	// fenced state below unless the old index or the journals say more).
+	for _, id := range ensemble {
+		if id >= 0 && uint64(id)%uint64(shards) == uint64(i) && live(id) {
+			ledgers[id] = true
+		}
+	}
 	ids := make([]int64, 0, len(ledgers))
 	for id := range ledgers {
 		ids = append(ids, id)
@@ -662,23 +870,80 @@ func rebuildDir(fs vfs.FS, ev *evidence, i int, why string, old *oldIndex, logs 
 		return rd, err
 	}
 	old.close()
-	placed = true // complete: from here on a failure leaves it for the next run to replace
-	// Swap: the old index aside (kept for the support case), the new one in.
-	ixDir := fs.PathJoin(dir, "index")
-	if _, err := fs.Stat(ixDir); err == nil {
-		for k := 1; ; k++ {
-			aside := fs.PathJoin(dir, fmt.Sprintf("index.replaced-%d", k))
-			if _, err := fs.Stat(aside); errors.Is(err, iofs.ErrNotExist) {
-				if err := fs.Rename(ixDir, aside); err != nil {
-					return rd, fmt.Errorf("ledgerstore: move the old index aside: %w", err)
+	// The marker records that index.rebuild is complete and synced; from
+	// here on the swap is resumable (finishSwap), and a failure leaves
+	// index.rebuild for the next run to finish putting in place.
+	if err := writeFileAtomic(fs, dir, rebuildDoneFile, []byte("index.rebuild is complete\n")); err != nil {
+		return rd, err
+	}
+	placed = true
+	_, aside, err := finishSwap(fs, dir)
+	rd.OldIndex = aside
+	return rd, err
+}
+
+// Files of the index swap in a ledger directory.
+const (
+	rebuildTmpDir   = "index.rebuild"
+	rebuildDoneFile = "index.rebuild.complete"
+)
+
+// finishSwap puts a complete rebuilt index (index.rebuild, marked complete
+// by rebuildDoneFile) in place of ledger directory dir's index: the old
+// index, if any, is renamed aside to the first free index.replaced-N (kept
+// for the support case), index.rebuild to index, the directory synced
+// after each rename, and the marker removed last. Every step is idempotent,
+// so a crash anywhere leaves a state the next run finishes: RebuildIndex
+// calls it for every ledger directory before judging its index, and a
+// missing index with a pending swap is never mistaken for a lost one. It
+// reports whether a swap was pending and where the old index went ("" if
+// none was moved now), and does nothing when no swap is pending.
+func finishSwap(fs vfs.FS, dir string) (pending bool, aside string, err error) {
+	marker := fs.PathJoin(dir, rebuildDoneFile)
+	if _, err := fs.Stat(marker); errors.Is(err, iofs.ErrNotExist) {
+		return false, "", nil
+	} else if err != nil {
+		return false, "", fmt.Errorf("ledgerstore: %s: %w", marker, err)
+	}
+	aside, err = finishPending(fs, dir, marker)
+	return true, aside, err
+}
+
+func finishPending(fs vfs.FS, dir, marker string) (aside string, err error) {
+	tmp, ixDir := fs.PathJoin(dir, rebuildTmpDir), fs.PathJoin(dir, "index")
+	_, err = fs.Stat(tmp)
+	switch {
+	case errors.Is(err, iofs.ErrNotExist):
+		// Renamed into place already: only the marker is left.
+	case err != nil:
+		return "", fmt.Errorf("ledgerstore: %s: %w", tmp, err)
+	default:
+		if _, err := fs.Stat(ixDir); err == nil {
+			for k := 1; ; k++ {
+				a := fs.PathJoin(dir, fmt.Sprintf("index.replaced-%d", k))
+				if _, err := fs.Stat(a); errors.Is(err, iofs.ErrNotExist) {
+					if err := fs.Rename(ixDir, a); err != nil {
+						return "", fmt.Errorf("ledgerstore: move the old index aside: %w", err)
+					}
+					aside = a
+					break
 				}
-				rd.OldIndex = aside
-				break
 			}
+			if err := syncDir(fs, dir); err != nil {
+				return aside, err
+			}
+		} else if !errors.Is(err, iofs.ErrNotExist) {
+			return "", fmt.Errorf("ledgerstore: %s: %w", ixDir, err)
+		}
+		if err := fs.Rename(tmp, ixDir); err != nil {
+			return aside, fmt.Errorf("ledgerstore: put the rebuilt index in place: %w", err)
+		}
+		if err := syncDir(fs, dir); err != nil {
+			return aside, err
 		}
 	}
-	if err := fs.Rename(tmp, ixDir); err != nil {
-		return rd, fmt.Errorf("ledgerstore: put the rebuilt index in place: %w", err)
+	if err := fs.Remove(marker); err != nil {
+		return aside, fmt.Errorf("ledgerstore: remove %s: %w", marker, err)
 	}
-	return rd, syncDir(fs, dir)
+	return aside, syncDir(fs, dir)
 }

@@ -96,7 +96,7 @@ func TestRebuildIndexLostIndex(t *testing.T) {
 	// The master keys the journals no longer hold come from the callback
 	// (the shell's: the ledger metadata's password), except ledger 1's.
 	asked := map[int64]bool{}
-	rep, err := RebuildIndex(vfs.Default, cfg, RebuildOptions{MasterKey: func(id int64) ([]byte, bool, error) {
+	rep, err := RebuildIndex(vfs.Default, cfg, RebuildOptions{AcceptLostFences: true, MasterKey: func(id int64) ([]byte, bool, error) {
 		asked[id] = true
 		return masterKey(id), id != 1, nil
 	}})
@@ -253,7 +253,7 @@ func TestRebuildIndexDamagedLog(t *testing.T) {
 	if err := os.RemoveAll(ix); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := RebuildIndex(vfs.Default, cfg, RebuildOptions{})
+	rep, err := RebuildIndex(vfs.Default, cfg, RebuildOptions{AcceptLostFences: true})
 	var de *DamageError
 	if !errors.As(err, &de) || len(de.Damage) != 1 || de.Damage[0].File != bad || de.Damage[0].TornTail || de.Damage[0].Remaining <= 0 {
 		t.Fatalf("RebuildIndex on a damaged log: %v (%+v)", err, rep)
@@ -264,7 +264,7 @@ func TestRebuildIndexDamagedLog(t *testing.T) {
 	if _, err := os.Stat(ix); !os.IsNotExist(err) {
 		t.Fatalf("the refused rebuild created %s: %v", ix, err)
 	}
-	rep, err = RebuildIndex(vfs.Default, cfg, RebuildOptions{AcceptDamage: true})
+	rep, err = RebuildIndex(vfs.Default, cfg, RebuildOptions{AcceptDamage: true, AcceptLostFences: true})
 	if err != nil || len(rep.Rebuilt) != 1 || len(rep.Damage) != 1 {
 		t.Fatalf("accepted damage: %+v, %v", rep, err)
 	}

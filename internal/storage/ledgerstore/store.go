@@ -3,6 +3,7 @@ package ledgerstore
 import (
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -170,6 +171,19 @@ func (s *Store) open() error {
 	ev, err := s.inspect()
 	if err != nil {
 		return err
+	}
+	// An index swap interrupted by a crash (see finishSwap) must be
+	// finished by rebuild-index: opening the old index, or none, and
+	// letting a later run swap in a rebuilt index that misses what the
+	// bookie did meanwhile, would lose state.
+	for _, st := range ev.ledger {
+		marker := s.fs.PathJoin(st.dir, rebuildDoneFile)
+		if _, err := s.fs.Stat(marker); err == nil {
+			return fmt.Errorf("ledgerstore: %s: an index rebuild was interrupted before its rebuilt index was put in place; "+
+				"run `folio shell rebuild-index` again to finish it before starting the bookie", marker)
+		} else if !errors.Is(err, iofs.ErrNotExist) {
+			return fmt.Errorf("ledgerstore: %s: %w", marker, err)
+		}
 	}
 	if err := ev.checkJournals(s.fs); err != nil {
 		return err
