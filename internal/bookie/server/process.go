@@ -67,6 +67,11 @@ type ProcessOptions struct {
 // so that it listens only after journal replay and registers only once it
 // serves. Shutdown reverses it (see there).
 type Process struct {
+	// stopServeWait ends waitAddressFree; serveWaited is closed once it
+	// has returned (and, if it failed, the listener is closed).
+	stopServeWait context.CancelFunc
+	serveWaited   chan struct{}
+
 	cfg      Config
 	sec      Security
 	id       metadata.BookieID
@@ -255,17 +260,22 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 	cleanups = append(cleanups, func() { p.ln.Close() })
 	p.srv = New(p.bk, Options{Logger: p.log, Metrics: p.metrics, TLS: serverTLS, Authorizer: authorizer, MaxFrameSize: cfg.MaxFrameSize})
 	serveCtx, stopServeWait := context.WithCancel(context.WithoutCancel(ctx))
+	p.stopServeWait, p.serveWaited = stopServeWait, make(chan struct{})
 	go func() {
 		// Connections wait in the listen backlog until no other bookie's
 		// registration names this address (waitAddressFree).
-		if err := waitAddressFree(serveCtx, p.md, p.id, addr, cfg.RegistrationRetry, p.log); err != nil {
-			return // stopping
+		err := waitAddressFree(serveCtx, p.md, p.id, addr, cfg.RegistrationRetry, p.log)
+		if err != nil {
+			p.ln.Close() // stopping before serving: Serve would have closed it
+			close(p.serveWaited)
+			return
 		}
+		close(p.serveWaited)
 		if err := p.srv.Serve(p.ln); err != nil && !errors.Is(err, ErrServerClosed) {
 			p.fail(fmt.Errorf("bookie listener: %w", err))
 		}
 	}()
-	cleanups = append(cleanups, func() { stopServeWait(); _ = p.srv.Shutdown(context.Background()) })
+	cleanups = append(cleanups, func() { p.stopServing(context.Background()) })
 
 	// Background loops.
 	p.gc = NewGC(p.store, p.md, cfg.GCWaitTime, clock, p.log)
@@ -485,6 +495,14 @@ func (p *Process) Shutdown(ctx context.Context) error {
 	return p.shutdownErr
 }
 
+// stopServing ends the wait for the address (waitAddressFree) or the
+// serving: the listener is closed when it returns, so the port is free.
+func (p *Process) stopServing(ctx context.Context) error {
+	p.stopServeWait()
+	<-p.serveWaited
+	return p.srv.Shutdown(ctx)
+}
+
 func (p *Process) shutdown(ctx context.Context) error {
 	p.mu.Lock()
 	p.mu.shuttingDown = true
@@ -492,7 +510,7 @@ func (p *Process) shutdown(ctx context.Context) error {
 	p.log.Info("bookie shutting down")
 	var errs []error
 	sctx, cancel := context.WithTimeout(ctx, p.cfg.ShutdownTimeout)
-	if err := p.srv.Shutdown(sctx); err != nil {
+	if err := p.stopServing(sctx); err != nil {
 		errs = append(errs, fmt.Errorf("stop serving: %w", err))
 	}
 	cancel()
