@@ -90,7 +90,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			TLS:                  cfg.TLS,
 			StartTLSTimeout:      cfg.StartTLSTimeout,
 			MaxFrameSize:         cfg.MaxFrameSize,
-			Resolve:              resolver(md),
+			Resolve:              metadata.NewResolver(md).Resolve,
 		}),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -126,17 +126,6 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	c.wg.Add(1)
 	go c.watchBookies(events)
 	return c, nil
-}
-
-// resolver maps bookie ids to addresses through md, as Java's
-// DefaultBookieAddressResolver: the bookie-rpc endpoint of the service
-// info the bookie registered, else (not registered) the id itself when it
-// is host:port. A bookie with a custom id (bookieId) is reachable only
-// while registered.
-func resolver(md metadata.Driver) func(ctx context.Context, id string) (string, error) {
-	return func(ctx context.Context, id string) (string, error) {
-		return metadata.ResolveBookie(ctx, md, metadata.BookieID(id))
-	}
 }
 
 // Close closes the client: open write handles stop (their pending appends

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -117,32 +118,15 @@ var ErrBookieNotResolved = errors.New("bookie id not resolved")
 // DefaultBookieAddressResolver finds it: the registration's, and for a
 // bookie that is not registered (or a driver that cannot read registration
 // values) the legacy info derived from a host:port id. A custom id (not
-// host:port) of a bookie that is not registered is ErrBookieNotResolved.
-//
-// When the store cannot be read (an outage, a timeout), a host:port id
-// still resolves to itself, as Java's etcd driver always resolves it: its
-// identity is its address (the bookie's cookie guarantees a different
-// bookie cannot answer there), so a store outage does not cut clients off
-// bookies they could reach. A custom id then fails with the store's error:
-// its address is known only from the store, and a remembered one may since
-// belong to another bookie.
+// host:port) of a bookie that is not registered is ErrBookieNotResolved. A
+// store error is returned as such.
 func ServiceInfoOf(ctx context.Context, reg any, id BookieID) (BookieServiceInfo, error) {
 	if r, ok := reg.(ServiceInfoReader); ok {
-		rctx := ctx
-		if _, err := DefaultBookieServiceInfo(id); err == nil {
-			// A host:port id has its fallback: leave it time to be used.
-			var cancel context.CancelFunc
-			rctx, cancel = context.WithTimeout(ctx, hostPortLookupBudget(ctx))
-			defer cancel()
-		}
-		info, err := r.ReadBookieServiceInfo(rctx, id)
+		info, err := r.ReadBookieServiceInfo(ctx, id)
 		if err == nil {
 			return info, nil
 		}
 		if !errors.Is(err, ErrNotFound) {
-			if legacy, derr := DefaultBookieServiceInfo(id); derr == nil && !errors.Is(err, ErrCorruptMetadata) {
-				return legacy, nil
-			}
 			return BookieServiceInfo{}, err
 		}
 	}
@@ -176,6 +160,51 @@ func ResolveBookie(ctx context.Context, reg any, id BookieID) (string, error) {
 		return "", fmt.Errorf("bookie %s: %w", id, err)
 	}
 	return addr, nil
+}
+
+// Resolver resolves bookie ids for a client's connections (transport's
+// Resolve): ResolveBookie, remembering each id's last address. When the
+// store does not answer (an outage, a read slower than a third of the
+// connect's time), an id that is host:port and was never seen published
+// at another address resolves to itself, as Java's etcd driver always
+// resolves it, so that a store outage does not cut clients off the bookies
+// they use. Any other id then fails with the store's error: its address
+// is known only from the store, and dialling a guess could reach a
+// different bookie, whose answers would count as this one's.
+type Resolver struct {
+	reg  any
+	mu   sync.Mutex
+	last map[BookieID]string
+}
+
+// NewResolver returns a Resolver over reg (a metadata.Driver).
+func NewResolver(reg any) *Resolver {
+	return &Resolver{reg: reg, last: map[BookieID]string{}}
+}
+
+// Resolve returns the address to dial for id.
+func (r *Resolver) Resolve(ctx context.Context, id string) (string, error) {
+	bid := BookieID(id)
+	_, hostPort := DefaultBookieServiceInfo(bid)
+	rctx := ctx
+	if hostPort == nil {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, hostPortLookupBudget(ctx))
+		defer cancel()
+	}
+	addr, err := ResolveBookie(rctx, r.reg, bid)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil {
+		r.last[bid] = addr
+		return addr, nil
+	}
+	if hostPort == nil && ctx.Err() == nil && !errors.Is(err, ErrCorruptMetadata) && !errors.Is(err, ErrBookieNotResolved) {
+		if last, seen := r.last[bid]; !seen || last == id {
+			return id, nil
+		}
+	}
+	return "", err
 }
 
 // DecodeRegistrationValue parses the value of a registration key or znode

@@ -61,7 +61,8 @@ type ProcessOptions struct {
 // HTTP server. StartProcess brings it up in this order:
 //
 //	metadata store → bookie id → cookie check → storage open (journal
-//	replay) → bookie → read-only check → listener → registration → GC,
+//	replay) → bookie → read-only check → listener → address free of other
+//	registrations (waitAddressFree) → registration → GC,
 //	disk checks → HTTP
 //
 // so that it listens only after journal replay and registers only once it
@@ -283,7 +284,17 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p.cancelLoops = cancel
 	p.loops.Add(3)
-	go func() { defer p.loops.Done(); p.reg.Run(loopCtx) }()
+	go func() {
+		defer p.loops.Done()
+		// Registered only once serving: a registration would have clients
+		// pick this bookie while nothing answers (waitAddressFree).
+		select {
+		case <-p.serveWaited:
+		case <-loopCtx.Done():
+			return
+		}
+		p.reg.Run(loopCtx)
+	}()
 	go func() { defer p.loops.Done(); p.state.Run(loopCtx) }()
 	go func() { defer p.loops.Done(); p.gc.Run(loopCtx) }()
 	cleanups = append(cleanups, func() { cancel(); p.loops.Wait(); _ = p.reg.Deregister(context.Background()) })
@@ -692,6 +703,9 @@ func procPortOf(p *Process) int {
 // such a stale registration is gone (at most a session TTL). A store error
 // is retried too: serving on a guess is what this avoids.
 func waitAddressFree(ctx context.Context, md metadata.Driver, id metadata.BookieID, addr string, retry time.Duration, log *slog.Logger) error {
+	if retry <= 0 {
+		retry = DefaultRegistrationRetry
+	}
 	warned := false
 	for {
 		other, err := addressClaimedBy(ctx, md, id, addr)
@@ -734,8 +748,10 @@ func addressClaimedBy(ctx context.Context, md metadata.Driver, id metadata.Booki
 			continue
 		}
 		info, err := metadata.ServiceInfoOf(ctx, md, b)
-		if errors.Is(err, metadata.ErrBookieNotResolved) || errors.Is(err, metadata.ErrNotFound) {
-			continue // gone meanwhile, or no address at all
+		if errors.Is(err, metadata.ErrBookieNotResolved) || errors.Is(err, metadata.ErrNotFound) || errors.Is(err, metadata.ErrCorruptMetadata) {
+			// Gone meanwhile, no address at all, or a value nobody can
+			// resolve (clients fail on it too): it routes nothing here.
+			continue
 		}
 		if err != nil {
 			return "", fmt.Errorf("bookie %s: %w", b, err)

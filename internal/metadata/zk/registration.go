@@ -310,14 +310,7 @@ func (d *Driver) ReadBookieServiceInfo(ctx context.Context, id metadata.BookieID
 		if err != nil {
 			return metadata.BookieServiceInfo{}, d.storeErr("read "+p, err)
 		}
-		if len(b) == 0 {
-			return metadata.DefaultBookieServiceInfo(id)
-		}
-		info, err := metadata.DecodeBookieServiceInfo(b)
-		if err != nil {
-			return metadata.BookieServiceInfo{}, metadata.Corrupt(p, err)
-		}
-		return info, nil
+		return metadata.DecodeRegistrationValue(p, id, b)
 	}
 	return metadata.BookieServiceInfo{}, fmt.Errorf("bookie %s: %w", id, metadata.ErrNotFound)
 }
