@@ -118,7 +118,7 @@ const (
 	// against the placement policy (auditorPeriodicPlacementPolicyCheckInterval).
 	PlacementPolicyCheck
 	// ReplicasCheck is BookKeeper's replicas check
-	// (auditorPeriodicReplicasCheckInterval). Folio's auditor does not run
+	// (auditorReplicasCheckInterval). Folio's auditor does not run
 	// it; its time is kept for parity with Java's key set.
 	ReplicasCheck
 )

@@ -521,10 +521,10 @@ var configKeys = []configKey{
 	{"rwRereplicateBackoffMs", msKey(func(c *Config) *time.Duration { return &c.AutoRecovery.RereplicateBackoff })},
 	{"replicationRateByBytes", intKey(func(c *Config) *int { return &c.AutoRecovery.RateLimitBytesPerSecond })},
 	{"autoRecoveryPollInterval", msKey(func(c *Config) *time.Duration { return &c.AutoRecovery.PollInterval })},
-	// cfg slice: logging.
+	// Logging.
 	{"logLevel", oneOfKey(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},
 	{"logFormat", oneOfKey(func(c *Config) *string { return &c.LogFormat }, "text", "json")},
-	// wip-store: storage and bookie-state keys (issue 19, slice "store").
+	// Storage and bookie-state keys.
 	{"forceReadOnlyBookie", boolKey(func(c *Config) *bool { return &c.ForceReadOnlyBookie })},
 	{"readOnlyModeOnAnyDiskFullEnabled", boolKey(func(c *Config) *bool { return &c.ReadOnlyModeOnAnyDiskFull })},
 	{"allowStorageExpansion", boolKey(func(c *Config) *bool { return &c.AllowStorageExpansion })},
@@ -540,9 +540,9 @@ var configKeys = []configKey{
 	{"forceAllowCompaction", boolKey(func(c *Config) *bool { return &c.ForceAllowCompaction })},
 	// Frame size (Pulsar's configurations raise it).
 	{"nettyMaxFrameSizeBytes", intKey(func(c *Config) *int { return &c.MaxFrameSize })},
-	// wip-shell2: bookie identity.
+	// Bookie identity.
 	{"bookieId", stringKey(func(c *Config) *string { return &c.CustomBookieID })},
-	// wip-http: where metrics are served (statsconfig.go).
+	// Where metrics are served (statsconfig.go).
 	{"statsProviderClass", stringKey(func(c *Config) *string { return &c.Stats.ProviderClass })},
 	{"prometheusStatsHttpAddress", stringKey(func(c *Config) *string { return &c.Stats.PrometheusAddress })},
 	{"prometheusStatsHttpPort", intKey(func(c *Config) *int { return &c.Stats.PrometheusPort })},
