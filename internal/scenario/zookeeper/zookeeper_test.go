@@ -175,10 +175,23 @@ func TestBookiesOnZooKeeper(t *testing.T) {
 	if err != nil || len(ids) != 3 || !slices.Contains(ids, b.ID) {
 		t.Fatalf("writable bookies %v, %v", ids, err)
 	}
-	w2, err := writer.CreateLedger(ctx, client.LedgerOptions{EnsembleSize: 3, WriteQuorumSize: 3, AckQuorumSize: 3,
-		DigestType: client.DigestCRC32C, Password: []byte("pw")})
-	if err != nil {
-		t.Fatal(err)
+	// The writer learns of the new registration through its watch, a
+	// moment after the store has it: retry while it still counts two.
+	var w2 *client.WriteHandle
+	for {
+		w2, err = writer.CreateLedger(ctx, client.LedgerOptions{EnsembleSize: 3, WriteQuorumSize: 3, AckQuorumSize: 3,
+			DigestType: client.DigestCRC32C, Password: []byte("pw")})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, client.ErrNotEnoughBookies) || ctx.Err() != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(err)
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 	if _, err := w2.Append(ctx, []byte("after the expiry")); err != nil {
 		t.Fatalf("append on every bookie after the expiry: %v", err)
