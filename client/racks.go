@@ -39,9 +39,5 @@ func (c *Client) loadRacks() error {
 // newPolicy returns a fresh placement policy (policies are not safe for
 // concurrent use: each writer and recovery gets its own).
 func (c *Client) newPolicy() placement.Policy {
-	src := rand.NewPCG(rand.Uint64(), rand.Uint64())
-	if c.racks != nil {
-		return placement.NewRackAware(src, c.racks, c.cfg.EnforceMinNumRacksPerWriteQuorum)
-	}
-	return placement.NewRandom(src)
+	return placement.New(rand.NewPCG(rand.Uint64(), rand.Uint64()), c.racks, c.cfg.EnforceMinNumRacksPerWriteQuorum)
 }

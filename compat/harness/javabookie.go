@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/foliodb/folio/client"
-	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/rereplication"
 	"github.com/foliodb/folio/internal/wire"
 )
 
@@ -238,7 +238,7 @@ func waitJavaGC(ctx context.Context, t *testing.T, fc *client.Client, javaAddrs 
 	if err := w.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	bks := admin.NewBookies(0, slog.New(slog.DiscardHandler))
+	bks := rereplication.NewBookies(0, slog.New(slog.DiscardHandler))
 	defer bks.Close()
 	for _, b := range javaAddrs {
 		if _, err := bks.ReadStoredEntry(ctx, metadata.BookieID(b), w.ID(), 0); err != nil {

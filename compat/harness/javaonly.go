@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/foliodb/folio/client"
-	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/rereplication"
 	"github.com/foliodb/folio/internal/testcluster"
 	"github.com/foliodb/folio/internal/wire"
 )
@@ -45,7 +45,7 @@ func JavaBookieEnsemble(t *testing.T) {
 	}()
 	waitRegistered(t, cluster.uri, ids)
 
-	bks := admin.NewBookies(0, slog.New(slog.DiscardHandler))
+	bks := rereplication.NewBookies(0, slog.New(slog.DiscardHandler))
 	defer bks.Close()
 	for mi, mode := range []string{"v3", "v2"} {
 		t.Run(mode, func(t *testing.T) {
@@ -120,7 +120,7 @@ func waitRegistered(t *testing.T, uri string, ids []string) {
 // until every Java bookie has collected it, and then reads each entry of the
 // ledgers ids (n entries of seed, digests in order) from each bookie of its
 // write set: each must still be there, digest-verified, byte-exact.
-func javaGCKeepsFolioLedgers(t *testing.T, e interopEnv, bks *admin.Bookies, ids []int64, seed, n, deletedSeed int64) {
+func javaGCKeepsFolioLedgers(t *testing.T, e interopEnv, bks *rereplication.Bookies, ids []int64, seed, n, deletedSeed int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/foliodb/folio/client"
 	"github.com/foliodb/folio/internal/admin"
+	"github.com/foliodb/folio/internal/rereplication"
 	"github.com/foliodb/folio/internal/tlsconf/tlstest"
 )
 
@@ -364,10 +365,10 @@ func TLSMixedEnsemble(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			bks := admin.NewBookiesTLS(0, nil, cfg)
+			bks := rereplication.NewBookiesTLS(0, nil, cfg)
 			defer bks.Close()
 			for _, jb := range jbs {
-				row := bks.Info(ctx, []string{jb.addr})[0]
+				row := admin.GetBookieInfo(ctx, bks, []string{jb.addr})[0]
 				if !strings.Contains(row.Error, "bookie connection security failed") ||
 					(c.unauthorized && !strings.Contains(row.Error, "not authorized there")) {
 					t.Fatalf("Java bookie %s, Folio client with %s: %q", jb.addr, c.name, row.Error)
@@ -381,11 +382,11 @@ func TLSMixedEnsemble(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bks := admin.NewBookiesTLS(0, nil, cfg)
+	bks := rereplication.NewBookiesTLS(0, nil, cfg)
 	defer bks.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, row := range bks.Info(ctx, []string{jbs[0].addr, jbs[1].addr, fb.addr}) {
+	for _, row := range admin.GetBookieInfo(ctx, bks, []string{jbs[0].addr, jbs[1].addr, fb.addr}) {
 		if row.Error != "" || row.TotalDiskCapacity <= 0 {
 			t.Fatalf("bookie info over TLS from %s: %+v", row.ID, row)
 		}

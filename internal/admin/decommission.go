@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
 	"golang.org/x/time/rate"
 
 	"github.com/foliodb/folio/client"
+	"github.com/foliodb/folio/internal/ledger/placement"
 	"github.com/foliodb/folio/internal/ledger/quorum"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/rereplication"
 )
 
 // Manual bookie recovery and decommissioning (spec/protocol.md §6.7, §6.8).
@@ -107,6 +110,11 @@ type RecoverBookieOptions struct {
 	// DryRun changes nothing: the result's Plan says, per ledger, which
 	// fragments name the failed bookies (BookKeeper's recover -dryrun).
 	DryRun bool
+	// Placement chooses each replacement bookie, as a client's ensemble
+	// change does (placement.New with the cluster's rack locations); nil:
+	// the policy of a client without rack locations (any writable bookie
+	// outside the ensemble, at random).
+	Placement placement.Policy
 }
 
 // PlannedLedger is one ledger of a dry run: what RecoverBookie would do.
@@ -146,10 +154,11 @@ type RecoverBookieResult struct {
 // ledger that is not CLOSED and has a failed bookie in its last ensemble is
 // first fenced and closed (open with recovery) so that no live writer races
 // the copy; then every fragment naming a failed bookie is copied to a
-// writable bookie outside its ensemble and its ensemble is updated by CAS
-// (ReplicateFragment). A ledger that fails is reported in Failed and the
-// others go on; the call is idempotent and may be re-run.
-func RecoverBookie(ctx context.Context, c *client.Client, bks *Bookies, md metadata.Driver, failed []metadata.BookieID, o RecoverBookieOptions) (RecoverBookieResult, error) {
+// writable bookie outside its ensemble that o.Placement chooses, and its
+// ensemble is updated by CAS (rereplication.Replicator). A ledger that
+// fails is reported in Failed and the others go on; the call is idempotent
+// and may be re-run.
+func RecoverBookie(ctx context.Context, c *client.Client, bks *rereplication.Bookies, md metadata.Driver, failed []metadata.BookieID, o RecoverBookieOptions) (RecoverBookieResult, error) {
 	res := RecoverBookieResult{Skipped: []int64{}, Failed: map[int64]string{}}
 	var ids []int64
 	for _, b := range failed {
@@ -182,12 +191,15 @@ func RecoverBookie(ctx context.Context, c *client.Client, bks *Bookies, md metad
 		}
 		return res, nil
 	}
-	var limit *rate.Limiter
+	rep := &rereplication.Replicator{Bookies: bks, Ledgers: md, Placement: o.Placement}
+	if rep.Placement == nil {
+		rep.Placement = placement.New(rand.NewPCG(rand.Uint64(), rand.Uint64()), nil, false)
+	}
 	if o.RateLimitBytesPerSecond > 0 {
-		limit = rate.NewLimiter(rate.Limit(o.RateLimitBytesPerSecond), o.RateLimitBytesPerSecond)
+		rep.Limit = rate.NewLimiter(rate.Limit(o.RateLimitBytesPerSecond), o.RateLimitBytesPerSecond)
 	}
 	for n, id := range ids {
-		frags, entries, skipped, err := recoverLedgerOff(ctx, c, bks, md, id, failed, limit, o.SkipOpenLedgers)
+		frags, entries, skipped, err := recoverLedgerOff(ctx, c, rep, md, id, failed, o.SkipOpenLedgers)
 		res.Fragments += frags
 		res.Entries += entries
 		switch {
@@ -234,9 +246,12 @@ func planLedger(id int64, m *metadata.LedgerMetadata, failed []metadata.BookieID
 	return p
 }
 
-// recoverLedgerOff moves ledger id's data off the failed bookies.
-func recoverLedgerOff(ctx context.Context, c *client.Client, bks *Bookies, md metadata.Driver, id int64, failed []metadata.BookieID,
-	limit *rate.Limiter, skipOpen bool) (frags, entries int, skipped bool, err error) {
+// recoverLedgerOff moves ledger id's data off the failed bookies: the
+// ledger is fenced and closed first if its open last fragment names one,
+// then one fragment is repaired at a time until none names a failed bookie.
+// The failed bookies are never read: one may still answer with stale data.
+func recoverLedgerOff(ctx context.Context, c *client.Client, rep *rereplication.Replicator, md metadata.Driver, id int64,
+	failed []metadata.BookieID, skipOpen bool) (frags, entries int, skipped bool, err error) {
 	fenced := false
 	for attempt := 0; attempt < 100; attempt++ {
 		m, _, err := md.ReadLedger(ctx, id)
@@ -254,7 +269,7 @@ func recoverLedgerOff(ctx context.Context, c *client.Client, bks *Bookies, md me
 			if fenced {
 				return frags, entries, false, fmt.Errorf("ledger %d: still not closed after recovery", id)
 			}
-			if _, err := RecoverLedger(ctx, c, md, id, RecoverOptions{}); err != nil {
+			if err := rereplication.FenceAndClose(ctx, c, md, id); err != nil {
 				return frags, entries, false, fmt.Errorf("ledger %d: fencing and closing: %w", id, err)
 			}
 			fenced = true
@@ -264,28 +279,13 @@ func recoverLedgerOff(ctx context.Context, c *client.Client, bks *Bookies, md me
 		if err != nil {
 			return frags, entries, false, err
 		}
-		var f *Fragment
-		bad := -1
-		for _, g := range ClosedFragments(m) {
-			if i := slices.IndexFunc(g.Ensemble, isFailed); i >= 0 {
-				f, bad = &g, i
-				break
-			}
-		}
-		if f == nil {
+		r, found, err := rep.ReplaceFirstLost(ctx, id, m, writable, failed)
+		switch {
+		case !found:
 			return frags, entries, false, nil
-		}
-		// Read only from bookies that are neither failed nor the one being
-		// replaced: a failed bookie may still answer with stale data.
-		target, err := ChooseReplacement(writable, slices.Concat(f.Ensemble, failed), nil)
-		if err != nil {
-			return frags, entries, false, err
-		}
-		r, err := bks.ReplicateFragment(ctx, md, id, m, *f, bad, target, failed, limit)
-		if errors.Is(err, ErrFragmentChanged) {
+		case errors.Is(err, rereplication.ErrFragmentChanged):
 			continue
-		}
-		if err != nil {
+		case err != nil:
 			return frags, entries, false, err
 		}
 		entries += r.Entries

@@ -10,6 +10,7 @@ import (
 
 	"github.com/foliodb/folio/client"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/rereplication"
 )
 
 // HTTPCluster is the cluster side of a bookie's admin HTTP server
@@ -20,7 +21,7 @@ import (
 type HTTPCluster struct {
 	md        metadata.Driver
 	newClient func(ctx context.Context) (*client.Client, error)
-	bks       *Bookies
+	bks       *rereplication.Bookies
 	log       *slog.Logger
 
 	ctx    context.Context // cancelled by Close
@@ -38,7 +39,7 @@ type HTTPCluster struct {
 // the BookKeeper client (on the process's metadata store and TLS
 // settings) and bks reaches the bookies directly (GET_BOOKIE_INFO,
 // fragment copies). HTTPCluster closes bks and the client.
-func NewHTTPCluster(md metadata.Driver, newClient func(ctx context.Context) (*client.Client, error), bks *Bookies, log *slog.Logger) *HTTPCluster {
+func NewHTTPCluster(md metadata.Driver, newClient func(ctx context.Context) (*client.Client, error), bks *rereplication.Bookies, log *slog.Logger) *HTTPCluster {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -114,7 +115,7 @@ func (h *HTTPCluster) BookieInfo(ctx context.Context, fn func(id metadata.Bookie
 	for i, b := range reg {
 		ids[i] = b.ID
 	}
-	for _, in := range h.bks.Info(ctx, ids) {
+	for _, in := range GetBookieInfo(ctx, h.bks, ids) {
 		if in.Error == "" && in.FreeDiskSpace >= 0 && in.TotalDiskCapacity >= 0 {
 			fn(metadata.BookieID(in.ID), uint64(in.FreeDiskSpace), uint64(in.TotalDiskCapacity))
 		}

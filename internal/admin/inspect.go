@@ -9,6 +9,7 @@ import (
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger/quorum"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/rereplication"
 	"github.com/foliodb/folio/internal/wire"
 )
 
@@ -123,7 +124,7 @@ const maxScan = 50_000_000
 // InspectLedger reads the ledger's metadata and asks each of its bookies
 // which entries it holds and its LAC. It changes nothing: no fencing read,
 // no metadata write.
-func InspectLedger(ctx context.Context, md metadata.LedgerManager, bk *Bookies, id int64) (*LedgerInspection, error) {
+func InspectLedger(ctx context.Context, md metadata.LedgerManager, bk *rereplication.Bookies, id int64) (*LedgerInspection, error) {
 	m, _, err := md.ReadLedger(ctx, id)
 	if err != nil {
 		return nil, err
@@ -152,7 +153,7 @@ func InspectLedger(ctx context.Context, md metadata.LedgerManager, bk *Bookies, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			avail[i] = bk.inspectBookie(ctx, &ins.Bookies[i], id, dig)
+			avail[i] = inspectBookie(ctx, bk, &ins.Bookies[i], id, dig)
 		}()
 	}
 	wg.Wait()
@@ -208,10 +209,10 @@ func InspectLedger(ctx context.Context, md metadata.LedgerManager, bk *Bookies, 
 
 // inspectBookie fills v from one bookie's GET_LIST_OF_ENTRIES_OF_LEDGER and
 // READ_LAC answers and returns what it holds.
-func (b *Bookies) inspectBookie(ctx context.Context, v *BookieLedgerView, id int64, dig *digest.Digester) Availability {
+func inspectBookie(ctx context.Context, b *rereplication.Bookies, v *BookieLedgerView, id int64, dig *digest.Digester) Availability {
 	var a Availability
 	list := &wire.Request{Header: wire.Header{Op: wire.OpGetListOfEntriesOfLedger}, Has: wire.BodyGetListOfEntries, ListEntriesLedgerID: id}
-	err := b.call(ctx, v.ID, id, list, func(r *wire.Response) error {
+	err := b.Call(ctx, v.ID, id, list, func(r *wire.Response) error {
 		if err := r.ListEntries.Status.Err(); err != nil {
 			return err
 		}
@@ -231,17 +232,17 @@ func (b *Bookies) inspectBookie(ctx context.Context, v *BookieLedgerView, id int
 	v.Entries, v.EntryCount = append(v.Entries, a.Runs...), a.Count()
 
 	readLAC := &wire.Request{Header: wire.Header{Op: wire.OpReadLAC}, Has: wire.BodyReadLAC, ReadLACLedgerID: id}
-	err = b.call(ctx, v.ID, id, readLAC, func(r *wire.Response) error {
+	err = b.Call(ctx, v.ID, id, readLAC, func(r *wire.Response) error {
 		if err := r.ReadLAC.Status.Err(); err != nil {
 			return err
 		}
 		if r.ReadLAC.HasLACBody {
-			if lac, err := lacOf(dig, r.ReadLAC.LACBody, id); err == nil {
+			if lac, err := rereplication.ParseLAC(dig, r.ReadLAC.LACBody, id); err == nil {
 				v.LAC = max(v.LAC, lac)
 			}
 		}
 		if r.ReadLAC.HasLastEntryBody {
-			if lac, err := entryLACOf(dig, r.ReadLAC.LastEntryBody, id); err == nil {
+			if lac, err := rereplication.ParseEntryLAC(dig, r.ReadLAC.LastEntryBody, id); err == nil {
 				v.LAC = max(v.LAC, lac)
 			}
 		}
@@ -251,28 +252,6 @@ func (b *Bookies) inspectBookie(ctx context.Context, v *BookieLedgerView, id int
 		v.Error = fmt.Sprintf("read LAC: %v", err)
 	}
 	return a
-}
-
-// lacOf reads an explicit-LAC body: verified when the digest is known.
-func lacOf(dig *digest.Digester, body []byte, id int64) (int64, error) {
-	if dig != nil {
-		return dig.VerifyLAC(body, id)
-	}
-	if len(body) < 16 {
-		return -1, fmt.Errorf("LAC body of %d bytes", len(body))
-	}
-	return int64(uint64(body[8])<<56 | uint64(body[9])<<48 | uint64(body[10])<<40 | uint64(body[11])<<32 |
-		uint64(body[12])<<24 | uint64(body[13])<<16 | uint64(body[14])<<8 | uint64(body[15])), nil
-}
-
-// entryLACOf reads the LAC piggybacked on an entry body.
-func entryLACOf(dig *digest.Digester, body []byte, id int64) (int64, error) {
-	if dig != nil {
-		e, err := dig.VerifyEntry(body, id, -1)
-		return e.LAC, err
-	}
-	_, _, lac, _, err := digest.ParseEntryHeader(body)
-	return lac, err
 }
 
 // predictRecovery applies recovery's rules to the answers.

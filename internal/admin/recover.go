@@ -2,11 +2,11 @@ package admin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/foliodb/folio/client"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/rereplication"
 )
 
 // RecoverOptions configure RecoverLedger.
@@ -41,7 +41,7 @@ type RecoverResult struct {
 }
 
 // ErrNoPassword: the ledger's metadata has no password and none was given.
-var ErrNoPassword = errors.New("ledger metadata stores no password")
+var ErrNoPassword = rereplication.ErrNoPassword
 
 // RecoverLedger recovers ledger id (fence, find the end, close: spec §4)
 // through c, reading and (for Force) writing its metadata through md, and

@@ -7,6 +7,7 @@ import (
 
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/rereplication"
 	"github.com/foliodb/folio/internal/wire"
 )
 
@@ -26,7 +27,7 @@ type SanityResult struct {
 // deletes the ledger's metadata (the bookie garbage-collects the entries).
 // It tests the bookie's write and read paths without the client's
 // ensemble choice. The error is also recorded in the result.
-func BookieSanity(ctx context.Context, md metadata.LedgerManager, bk *Bookies, bookie string, entries int) (res SanityResult, err error) {
+func BookieSanity(ctx context.Context, md metadata.LedgerManager, bk *rereplication.Bookies, bookie string, entries int) (res SanityResult, err error) {
 	res = SanityResult{Bookie: bookie, LedgerID: -1}
 	defer func() {
 		res.OK = err == nil
@@ -62,7 +63,7 @@ func BookieSanity(ctx context.Context, md metadata.LedgerManager, bk *Bookies, b
 		body := dig.AppendEntry(nil, id, e, e-1, length, payload)
 		req := &wire.Request{Header: wire.Header{Op: wire.OpAddEntry}, Has: wire.BodyAdd,
 			Add: wire.AddRequest{LedgerID: id, EntryID: e, MasterKey: mk[:], Body: body}}
-		if err := bk.call(ctx, bookie, id, req, func(r *wire.Response) error { return r.Add.Status.Err() }); err != nil {
+		if err := bk.Call(ctx, bookie, id, req, func(r *wire.Response) error { return r.Add.Status.Err() }); err != nil {
 			return res, fmt.Errorf("bookie %s: adding entry %d of ledger %d: %w", bookie, e, id, err)
 		}
 		res.EntriesWritten++
@@ -70,7 +71,7 @@ func BookieSanity(ctx context.Context, md metadata.LedgerManager, bk *Bookies, b
 	for e := range int64(entries) {
 		req := &wire.Request{Header: wire.Header{Op: wire.OpReadEntry}, Has: wire.BodyRead,
 			Read: wire.ReadRequest{LedgerID: id, EntryID: e}}
-		err := bk.call(ctx, bookie, id, req, func(r *wire.Response) error {
+		err := bk.Call(ctx, bookie, id, req, func(r *wire.Response) error {
 			if err := r.Read.Status.Err(); err != nil {
 				return err
 			}

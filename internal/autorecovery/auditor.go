@@ -1,11 +1,11 @@
 // Package autorecovery is Folio's AutoRecovery (spec/protocol.md §6): the
 // Auditor, elected once per cluster, which finds ledgers with data on lost
-// bookies, and (periodic ledger check, admin.LedgerChecker) ledgers whose
-// registered bookies lack entries, and marks them under-replicated; and the
-// ReplicationWorker, which takes the lock on an under-replicated ledger,
-// copies its fragments from lost or bad bookies to replacements
-// (admin.ReplicateFragment) and clears the record only if its version is
-// unchanged. Optionally the auditor also checks ensembles against the
+// bookies, and (periodic ledger check, rereplication.LedgerChecker) ledgers
+// whose registered bookies lack entries, and marks them under-replicated;
+// and the ReplicationWorker, which takes the lock on an under-replicated
+// ledger, copies its fragments from lost or bad bookies to replacements
+// the client's placement policy chooses (rereplication.Replicator) and
+// clears the record only if its version is unchanged. Optionally the auditor also checks ensembles against the
 // placement policy, and workers move data to fix them.
 //
 // Both keep their state in the metadata store (metadata.AutoRecoveryDriver):
@@ -24,10 +24,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/ledger/placement"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/rereplication"
 )
 
 // Defaults of AuditorConfig (BookKeeper's).
@@ -73,7 +73,7 @@ type AuditorConfig struct {
 	LedgerCheckConcurrency int
 	// Bookies reads entries for the ledger check; nil: each check opens
 	// its own connections and closes them when done.
-	Bookies *admin.Bookies
+	Bookies *rereplication.Bookies
 	// PlacementPolicyCheckInterval is the period of the placement policy
 	// check of closed ledgers
 	// (auditorPeriodicPlacementPolicyCheckInterval); 0 (the default) or < 0

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/foliodb/folio/client"
-	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/autorecovery"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/rereplication"
 	"github.com/foliodb/folio/internal/testcluster"
 )
 
@@ -49,7 +49,7 @@ func startAutoRecovery(t *testing.T, cl *testcluster.Cluster, n int, grace time.
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
-		bks := admin.NewBookies(2*time.Second, nil)
+		bks := rereplication.NewBookies(2*time.Second, nil)
 		t.Cleanup(func() { bks.Close() })
 		w, err := autorecovery.NewWorker(autorecovery.WorkerConfig{
 			Driver: md(), Client: c, Bookies: bks, ID: metadata.BookieID(fmt.Sprintf("127.0.0.1:%d", 100+i)),

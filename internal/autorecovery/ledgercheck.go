@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/ledger/placement"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/rereplication"
 )
 
 // The auditor's periodic checks besides the bookie check (spec/protocol.md
@@ -22,7 +22,7 @@ import (
 
 // DefaultLedgerCheckConcurrency is how many ledgers one ledger check reads
 // at a time (BookKeeper throttles its opens with a semaphore too); each
-// reads up to admin.DefaultCheckConcurrency entries at a time.
+// reads up to rereplication.DefaultCheckConcurrency entries at a time.
 const DefaultLedgerCheckConcurrency = 4
 
 // LedgerCheckResult says what one check of all ledgers found.
@@ -78,7 +78,7 @@ func (a *Auditor) checkAllLedgers(ctx context.Context) (LedgerCheckResult, error
 	}
 	bks := a.cfg.Bookies
 	if bks == nil {
-		bks = admin.NewBookies(0, a.log)
+		bks = rereplication.NewBookies(0, a.log)
 		bks.ResolveWith(a.cfg.Driver)
 		defer bks.Close()
 	}
@@ -87,7 +87,7 @@ func (a *Auditor) checkAllLedgers(ctx context.Context) (LedgerCheckResult, error
 		return res, err
 	}
 	isAvail := func(b metadata.BookieID) bool { return slices.Contains(avail, b) }
-	chk := &admin.LedgerChecker{Reader: bks, Percentage: a.cfg.LedgerVerificationPercentage}
+	chk := &rereplication.LedgerChecker{Reader: bks, Percentage: a.cfg.LedgerVerificationPercentage}
 
 	var mu sync.Mutex // guards res and marks
 	marks := map[int64][]metadata.BookieID{}
@@ -96,7 +96,7 @@ func (a *Auditor) checkAllLedgers(ctx context.Context) (LedgerCheckResult, error
 		if !m.IsClosed() {
 			lac = bks.ReadLAC(ctx, id, m)
 		}
-		frags, err := chk.Check(ctx, admin.CheckRequest{LedgerID: id, Metadata: m, LAC: lac, Available: isAvail})
+		frags, err := chk.Check(ctx, rereplication.CheckRequest{LedgerID: id, Metadata: m, LAC: lac, Available: isAvail})
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -107,7 +107,7 @@ func (a *Auditor) checkAllLedgers(ctx context.Context) (LedgerCheckResult, error
 			return
 		}
 		res.Ledgers++
-		if bad := admin.BadBookies(frags); len(bad) > 0 {
+		if bad := rereplication.BadBookies(frags); len(bad) > 0 {
 			marks[id] = bad
 		}
 	}, func(id int64, err error) {

@@ -15,7 +15,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/foliodb/folio/client"
-	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/autorecovery"
 	"github.com/foliodb/folio/internal/bookie/server"
 	"github.com/foliodb/folio/internal/clock"
@@ -26,6 +25,7 @@ import (
 	"github.com/foliodb/folio/internal/metadata/etcd/etcdtest"
 	"github.com/foliodb/folio/internal/metadata/memory"
 	"github.com/foliodb/folio/internal/metadata/metadatatest"
+	"github.com/foliodb/folio/internal/rereplication"
 	"github.com/foliodb/folio/internal/storage"
 )
 
@@ -218,7 +218,7 @@ func TestLedgerCheckRepairsEntriesMissingOnLiveBookie(t *testing.T) {
 	metrics := autorecovery.NewMetrics(nil)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics)
-	bks := admin.NewBookies(2*time.Second, nil)
+	bks := rereplication.NewBookies(2*time.Second, nil)
 	defer bks.Close()
 	a, err := autorecovery.NewAuditor(autorecovery.AuditorConfig{Driver: cl.md, ID: "127.0.0.1:1", Clock: clk,
 		SessionTTL: 2 * time.Second, BookieCheckInterval: -1, LedgerCheckInterval: time.Hour, Bookies: bks, Metrics: metrics})
@@ -307,7 +307,7 @@ func TestWorkerClearsRecordOfIntactBookie(t *testing.T) {
 	if err := ar.MarkLedgerUnderReplicated(ctx, id, m.Ensembles[0].Ensemble[:1]); err != nil {
 		t.Fatal(err)
 	}
-	bks := admin.NewBookies(2*time.Second, nil)
+	bks := rereplication.NewBookies(2*time.Second, nil)
 	defer bks.Close()
 	w, err := autorecovery.NewWorker(autorecovery.WorkerConfig{Driver: cl.md, Client: c, Bookies: bks, ID: "127.0.0.1:100",
 		LedgerVerificationPercentage: 100})
@@ -418,7 +418,7 @@ func TestPlacementCheckAndRepair(t *testing.T) {
 	if len(res.Marked) != 1 || len(moved) != 1 || !slices.Contains(ensA, moved[0]) {
 		t.Fatalf("marked %v, want ledger %d with one of %v", res.Marked, oneRack, ensA)
 	}
-	bks := admin.NewBookies(2*time.Second, nil)
+	bks := rereplication.NewBookies(2*time.Second, nil)
 	defer bks.Close()
 	w, err := autorecovery.NewWorker(autorecovery.WorkerConfig{Driver: cl.md, Client: c, Bookies: bks, ID: "127.0.0.1:100",
 		PlacementPolicy: policy, RepairPlacement: true})

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/foliodb/folio/client"
-	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/rereplication"
 	"github.com/foliodb/folio/internal/wire"
 )
 
@@ -68,7 +68,7 @@ type Service struct {
 	workers int
 	log     *slog.Logger
 	client  *client.Client
-	bookies *admin.Bookies
+	bookies *rereplication.Bookies
 	cancel  context.CancelFunc
 	done    chan struct{} // closed once every component has returned
 	failed  chan error    // the first component that returned while running
@@ -93,7 +93,7 @@ func StartService(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	bookies := admin.NewBookiesTLS(0, cfg.Logger, cfg.BookieTLS)
+	bookies := rereplication.NewBookiesTLS(0, cfg.Logger, cfg.BookieTLS)
 	bookies.ResolveWith(cfg.Driver)
 	ac := cfg.Auditor
 	ac.Driver, ac.ID, ac.Logger, ac.Metrics, ac.Bookies = cfg.Driver, cfg.ID, cfg.Logger, cfg.Metrics, bookies

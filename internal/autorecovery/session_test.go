@@ -13,13 +13,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/foliodb/folio/client"
-	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/autorecovery"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/metadata/etcd"
 	"github.com/foliodb/folio/internal/metadata/etcd/etcdtest"
 	"github.com/foliodb/folio/internal/metadata/memory"
 	"github.com/foliodb/folio/internal/metadata/metadatatest"
+	"github.com/foliodb/folio/internal/rereplication"
 	"github.com/foliodb/folio/internal/testcluster"
 )
 
@@ -366,7 +366,7 @@ func TestWorkerSurvivesSessionRevoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { wc.Close() })
-	bks := admin.NewBookies(2*time.Second, nil)
+	bks := rereplication.NewBookies(2*time.Second, nil)
 	t.Cleanup(func() { bks.Close() })
 	// About 4 entries a second: the victim's ~11 KB of the big ledger take
 	// seconds.
@@ -465,7 +465,7 @@ func TestWorkerSurvivesSessionExpiryMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { wc.Close() })
-	bks := admin.NewBookies(time.Second, nil)
+	bks := rereplication.NewBookies(time.Second, nil)
 	t.Cleanup(func() { bks.Close() })
 	w, err := autorecovery.NewWorker(autorecovery.WorkerConfig{Driver: st.open(id), Client: wc, Bookies: bks, ID: id,
 		SessionTTL: 2 * time.Second, PollInterval: 20 * time.Millisecond, FailureBackoff: 200 * time.Millisecond})

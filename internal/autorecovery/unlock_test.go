@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/foliodb/folio/client"
-	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/autorecovery"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/metadata/etcd"
 	"github.com/foliodb/folio/internal/metadata/etcd/etcdtest"
 	"github.com/foliodb/folio/internal/metadata/metadatatest"
+	"github.com/foliodb/folio/internal/rereplication"
 )
 
 // outageAtUnlock is an etcd driver handle whose first lock's Unlock runs
@@ -102,7 +102,7 @@ func TestWorkerEndsSessionWhenUnlockFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { wc.Close() })
-	bks := admin.NewBookies(time.Second, nil)
+	bks := rereplication.NewBookies(time.Second, nil)
 	t.Cleanup(func() { bks.Close() })
 	const id = metadata.BookieID("127.0.0.1:101")
 	w, err := autorecovery.NewWorker(autorecovery.WorkerConfig{Driver: drv, Client: wc, Bookies: bks, ID: id,

@@ -15,10 +15,10 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/foliodb/folio/client"
-	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/ledger/placement"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/rereplication"
 )
 
 // Defaults of WorkerConfig (BookKeeper's where it has one).
@@ -43,7 +43,7 @@ type WorkerConfig struct {
 	// Client fences and closes OPEN ledgers (open with recovery).
 	Client *client.Client
 	// Bookies copies entries between bookies.
-	Bookies *admin.Bookies
+	Bookies *rereplication.Bookies
 	// ID is the lock owner written into each lock.
 	ID metadata.BookieID
 	// Clock; nil means the wall clock.
@@ -83,9 +83,22 @@ type WorkerConfig struct {
 	// placement.Random's rule.
 	PlacementPolicy placement.AdherenceChecker
 	RepairPlacement bool
+	// NewPlacementPolicy returns a policy that chooses the bookie taking a
+	// lost or bad bookie's place, as a client's ensemble change does: pass
+	// placement.New over the same rack locations as the cluster's clients.
+	// It is called for each ledger repaired (a policy is not safe for
+	// concurrent use). Nil: placement.New without locations, the policy of
+	// a client without rack locations (any writable bookie outside the
+	// ensemble, at random).
+	NewPlacementPolicy func() placement.Policy
 }
 
 func (c *WorkerConfig) setDefaults() {
+	if c.NewPlacementPolicy == nil {
+		c.NewPlacementPolicy = func() placement.Policy {
+			return placement.New(rand.NewPCG(rand.Uint64(), rand.Uint64()), nil, false)
+		}
+	}
 	if c.PlacementPolicy == nil {
 		c.PlacementPolicy = placement.NewRandom(rand.NewPCG(0, 0)) // Adheres and PlanRepair draw nothing
 	}
@@ -292,6 +305,7 @@ func (w *Worker) repair(ctx context.Context, id int64, lock metadata.Lock) error
 		return err
 	}
 	md := w.cfg.Driver
+	rep := w.replicator()
 	// verified: the registered bookies the record names were re-checked
 	// and hold every entry of the closed fragments (placement moves, which
 	// may follow, do not undo that).
@@ -340,7 +354,7 @@ func (w *Worker) repair(ctx context.Context, id int64, lock metadata.Lock) error
 				return w.clear(ctx, id, rec.Version)
 			}
 			if !verified {
-				ok, err := w.repairBad(ctx, id, m, suspects, writable, avail)
+				ok, err := w.repairBad(ctx, rep, id, m, suspects, writable, avail)
 				if err != nil {
 					return err
 				}
@@ -369,38 +383,29 @@ func (w *Worker) repair(ctx context.Context, id int64, lock metadata.Lock) error
 			continue
 		}
 		// Repair the first fragment with a lost bookie, then re-read.
-		done := true
-	frags:
-		for _, f := range admin.ClosedFragments(m) {
-			for i, b := range f.Ensemble {
-				if !slices.Contains(lost, b) {
-					continue
-				}
-				target, err := admin.ChooseReplacement(writable, slices.Concat(f.Ensemble, lost), nil)
-				if err != nil {
-					return err
-				}
-				res, err := w.cfg.Bookies.ReplicateFragment(ctx, md, id, m, f, i, target, lost, w.limit)
-				if err != nil && !errors.Is(err, admin.ErrFragmentChanged) {
-					return err
-				}
-				if err == nil {
-					w.replicated(id, res)
-				}
-				done = false
-				break frags
-			}
-		}
-		if done {
+		res, found, err := rep.ReplaceFirstLost(ctx, id, m, writable, lost)
+		if !found {
 			// Lost bookies only in the last segment of an OPEN ledger
 			// never happens here (handled above); nothing else to do.
 			return fmt.Errorf("ledger %d: lost bookies %v left in segments that cannot be repaired yet", id, lost)
 		}
+		if err != nil && !errors.Is(err, rereplication.ErrFragmentChanged) {
+			return err
+		}
+		if err == nil {
+			w.replicated(id, res)
+		}
 	}
 }
 
+// replicator returns the engine for one ledger's repair, with a placement
+// policy of its own.
+func (w *Worker) replicator() *rereplication.Replicator {
+	return &rereplication.Replicator{Bookies: w.cfg.Bookies, Ledgers: w.cfg.Driver, Placement: w.cfg.NewPlacementPolicy(), Limit: w.limit}
+}
+
 // replicated counts and logs one fragment copy.
-func (w *Worker) replicated(id int64, res admin.ReplicateResult) {
+func (w *Worker) replicated(id int64, res rereplication.ReplicateResult) {
 	if !res.Skipped {
 		w.cfg.Metrics.fragment(res.Entries, res.Bytes)
 	}
@@ -414,7 +419,7 @@ func (w *Worker) fenceAfterGrace(ctx context.Context, id int64) error {
 	if !w.graceOver(id) {
 		return errDeferred
 	}
-	if _, err := admin.RecoverLedger(ctx, w.cfg.Client, w.cfg.Driver, id, admin.RecoverOptions{}); err != nil {
+	if err := rereplication.FenceAndClose(ctx, w.cfg.Client, w.cfg.Driver, id); err != nil {
 		return fmt.Errorf("ledger %d: fencing and closing: %w", id, err)
 	}
 	w.log.Info("fenced and closed open ledger after the grace period", "ledger", id)
@@ -431,13 +436,13 @@ func (w *Worker) fenceAfterGrace(ctx context.Context, id int64) error {
 // period, then the ledger is fenced and closed so that the next pass can
 // copy it. ok reports that no suspect is bad any more; false means
 // something changed (re-read the metadata and call again).
-func (w *Worker) repairBad(ctx context.Context, id int64, m *metadata.LedgerMetadata, suspects, writable, avail []metadata.BookieID) (ok bool, err error) {
+func (w *Worker) repairBad(ctx context.Context, rep *rereplication.Replicator, id int64, m *metadata.LedgerMetadata, suspects, writable, avail []metadata.BookieID) (ok bool, err error) {
 	lac := m.LastEntryID
 	if !m.IsClosed() {
 		lac = w.cfg.Bookies.ReadLAC(ctx, id, m)
 	}
-	chk := &admin.LedgerChecker{Reader: w.cfg.Bookies, Percentage: w.cfg.LedgerVerificationPercentage}
-	frags, err := chk.Check(ctx, admin.CheckRequest{LedgerID: id, Metadata: m, LAC: lac, Bookies: suspects,
+	chk := &rereplication.LedgerChecker{Reader: w.cfg.Bookies, Percentage: w.cfg.LedgerVerificationPercentage}
+	frags, err := chk.Check(ctx, rereplication.CheckRequest{LedgerID: id, Metadata: m, LAC: lac, Bookies: suspects,
 		Available: func(b metadata.BookieID) bool { return slices.Contains(avail, b) }})
 	if err != nil {
 		return false, err
@@ -459,19 +464,15 @@ func (w *Worker) repairBad(ctx context.Context, id int64, m *metadata.LedgerMeta
 		g := f.Fragment
 		g.Ensemble = slices.Clone(f.Ensemble)
 		for _, i := range f.Bad {
-			target, err := admin.ChooseReplacement(writable, slices.Concat(g.Ensemble, bad), nil)
-			if err != nil {
-				return false, err
-			}
-			res, err := w.cfg.Bookies.ReplicateFragment(ctx, w.cfg.Driver, id, m, g, i, target, bad, w.limit)
-			if errors.Is(err, admin.ErrFragmentChanged) {
+			res, err := rep.Replace(ctx, id, m, g, i, writable, bad)
+			if errors.Is(err, rereplication.ErrFragmentChanged) {
 				return false, nil
 			}
 			if err != nil {
 				return false, err
 			}
 			w.replicated(id, res)
-			g.Ensemble[i] = target
+			g.Ensemble[i] = res.To
 			repaired = true
 		}
 	}
@@ -492,7 +493,7 @@ func (w *Worker) repairBad(ctx context.Context, id int64, m *metadata.LedgerMeta
 // make adhere is left as it is.
 func (w *Worker) repairPlacement(ctx context.Context, id int64, m *metadata.LedgerMetadata, suspects, writable []metadata.BookieID) (moved bool, err error) {
 	pol := w.cfg.PlacementPolicy
-	for _, f := range admin.ClosedFragments(m) {
+	for _, f := range rereplication.ClosedFragments(m) {
 		if !slices.ContainsFunc(f.Ensemble, func(b metadata.BookieID) bool { return slices.Contains(suspects, b) }) ||
 			pol.Adheres(f.Ensemble, m.WriteQuorum, m.AckQuorum) != placement.NotAdhering {
 			continue
@@ -506,7 +507,7 @@ func (w *Worker) repairPlacement(ctx context.Context, id int64, m *metadata.Ledg
 		g.Ensemble = slices.Clone(f.Ensemble)
 		for _, i := range slices.Sorted(maps.Keys(plan)) {
 			res, err := w.cfg.Bookies.ReplicateFragment(ctx, w.cfg.Driver, id, m, g, i, plan[i], nil, w.limit)
-			if errors.Is(err, admin.ErrFragmentChanged) {
+			if errors.Is(err, rereplication.ErrFragmentChanged) {
 				return true, nil
 			}
 			if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/foliodb/folio/internal/autorecovery"
 	"github.com/foliodb/folio/internal/bookie/server"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/rereplication"
 )
 
 func init() {
@@ -368,7 +369,7 @@ func httpClusterAdmin(cfg server.Config, log *slog.Logger) func(md metadata.Driv
 				TLS: bookieTLS, StartTLSTimeout: cfg.Security.StartTLSTimeoutOrDefault(),
 			})
 		}
-		return admin.NewHTTPCluster(md, newClient, admin.NewBookiesTLS(0, log, bookieTLS), log), nil
+		return admin.NewHTTPCluster(md, newClient, rereplication.NewBookiesTLS(0, log, bookieTLS), log), nil
 	}
 }
 

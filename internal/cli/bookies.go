@@ -206,7 +206,7 @@ func newBookieInfoCommand(o *ShellOptions) *cobra.Command {
 				return err
 			}
 			defer bk.Close()
-			rows := bk.Info(ctx, ids)
+			rows := admin.GetBookieInfo(ctx, bk, ids)
 			failed := 0
 			for _, r := range rows {
 				if r.Error != "" {

@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/foliodb/folio/client"
-	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/rereplication"
 )
 
 // The TLS settings of a command's bookie connections: --tls-ca, --tls-cert
@@ -65,12 +65,12 @@ func (o *ShellOptions) bookieTLS() (*tls.Config, error) { return o.BookieTLS.con
 
 // newBookies returns direct bookie connections with the shell's TLS
 // settings, resolving bookie ids through md's registrations.
-func (o *ShellOptions) newBookies(log *slog.Logger, md metadata.Registration) (*admin.Bookies, error) {
+func (o *ShellOptions) newBookies(log *slog.Logger, md metadata.Registration) (*rereplication.Bookies, error) {
 	t, err := o.bookieTLS()
 	if err != nil {
 		return nil, err
 	}
-	b := admin.NewBookiesTLS(0, log, t)
+	b := rereplication.NewBookiesTLS(0, log, t)
 	b.ResolveWith(md)
 	return b, nil
 }

@@ -59,6 +59,7 @@ import (
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/metadata/etcd/embedetcd"
 	"github.com/foliodb/folio/internal/pki"
+	"github.com/foliodb/folio/internal/rereplication"
 )
 
 // Defaults of the standalone contract.
@@ -385,7 +386,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	// own metadata connection, with a client made at first use.
 	clusterAdmin := admin.NewHTTPCluster(md, func(ctx context.Context) (*client.Client, error) {
 		return client.New(ctx, client.Config{MetadataServiceURI: uri, Logger: log, MetadataTLS: sec.metadata.TLS})
-	}, admin.NewBookies(0, log), log)
+	}, rereplication.NewBookies(0, log), log)
 	defer func() {
 		if err != nil {
 			clusterAdmin.Close()

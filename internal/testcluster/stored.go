@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger/quorum"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/rereplication"
 )
 
 // CheckStored fails t unless every entry 0..LastEntryID of ledger id (as
@@ -35,7 +35,7 @@ func CheckStoredTLS(ctx context.Context, t testing.TB, md metadata.LedgerManager
 	if err != nil {
 		t.Fatalf("testcluster: ledger %d: %v", id, err)
 	}
-	bks := admin.NewBookiesTLS(5*time.Second, nil, tlsConfig)
+	bks := rereplication.NewBookiesTLS(5*time.Second, nil, tlsConfig)
 	defer bks.Close()
 	if reg, ok := md.(metadata.Registration); ok {
 		bks.ResolveWith(reg) // custom bookie ids (WithCustomBookieIDs)

@@ -19,6 +19,7 @@ import (
 	"github.com/foliodb/folio/client"
 	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/rereplication"
 )
 
 // bkCluster is three real bookies on an embedded etcd; the first serves
@@ -43,7 +44,7 @@ func startBKCluster(t *testing.T) *bkCluster {
 			opts.ClusterAdmin = func(md metadata.Driver) (ClusterAdmin, error) {
 				return admin.NewHTTPCluster(md, func(ctx context.Context) (*client.Client, error) {
 					return client.New(ctx, client.Config{MetadataServiceURI: uri})
-				}, admin.NewBookies(0, slog.New(slog.DiscardHandler)), nil), nil
+				}, rereplication.NewBookies(0, slog.New(slog.DiscardHandler)), nil), nil
 			}
 		}
 		p := procStart(t, cfg, opts)

@@ -37,6 +37,20 @@ type Policy interface {
 	ReplaceBookie(ensemble []metadata.BookieID, idx int, writable, exclude []metadata.BookieID) (metadata.BookieID, error)
 }
 
+// New returns the policy a client uses for locations (bookie id →
+// "/region/rack"): RackAware over them, failing placements that cannot give
+// every member its own rack when enforceMinNumRacks; Random when locations
+// is nil. It draws from src. The client's writers and recoveries, and
+// AutoRecovery's and the operator's replacements of lost bookies, all
+// build their policy here, so a repaired fragment is placed as a written
+// one is.
+func New(src rand.Source, locations map[metadata.BookieID]string, enforceMinNumRacks bool) Policy {
+	if locations != nil {
+		return NewRackAware(src, locations, enforceMinNumRacks)
+	}
+	return NewRandom(src)
+}
+
 // Random picks uniformly among the eligible writable bookies. It is
 // BookKeeper's DefaultEnsemblePlacementPolicy without network topology.
 type Random struct {

@@ -1,4 +1,4 @@
-package admin
+package rereplication
 
 import (
 	"context"
@@ -355,43 +355,4 @@ func (c *LedgerChecker) randN(n int64) int64 {
 		return c.Rand(n)
 	}
 	return rand.Int64N(n)
-}
-
-// ReadLAC returns the highest LAC the bookies of the ledger's last
-// ensemble report (READ_LAC: the explicit LAC and the one the last stored
-// entry carries; it never fences), or -1 if none reports one. Unreachable
-// bookies are skipped. It is what an open without recovery learns, and
-// what the ledger check bounds an open ledger's last fragment with.
-func (b *Bookies) ReadLAC(ctx context.Context, id int64, m *metadata.LedgerMetadata) int64 {
-	var dig *digest.Digester
-	if m.HasPassword {
-		dig, _ = digest.New(digest.Type(m.DigestType), m.Password) // nil: parsed unverified
-	}
-	ens := m.Ensembles[len(m.Ensembles)-1].Ensemble
-	lacs := make([]int64, len(ens))
-	var wg sync.WaitGroup
-	for k, bk := range ens {
-		lacs[k] = -1
-		wg.Go(func() {
-			req := &wire.Request{Header: wire.Header{Op: wire.OpReadLAC}, Has: wire.BodyReadLAC, ReadLACLedgerID: id}
-			_ = b.call(ctx, string(bk), id, req, func(r *wire.Response) error {
-				if err := r.ReadLAC.Status.Err(); err != nil {
-					return err
-				}
-				if r.ReadLAC.HasLACBody {
-					if lac, err := lacOf(dig, r.ReadLAC.LACBody, id); err == nil {
-						lacs[k] = max(lacs[k], lac)
-					}
-				}
-				if r.ReadLAC.HasLastEntryBody {
-					if lac, err := entryLACOf(dig, r.ReadLAC.LastEntryBody, id); err == nil {
-						lacs[k] = max(lacs[k], lac)
-					}
-				}
-				return nil
-			})
-		})
-	}
-	wg.Wait()
-	return slices.Max(lacs)
 }

@@ -1,10 +1,9 @@
-package admin
+package rereplication
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 
 	"golang.org/x/time/rate"
@@ -26,9 +25,10 @@ import (
 // names the lost bookie. Nothing acknowledged is ever dropped: a failure
 // leaves the metadata as it was.
 
-// ErrNotEnoughBookies: no writable bookie outside the segment's ensemble
-// is available as a replacement.
-var ErrNotEnoughBookies = errors.New("not enough bookies for a replacement")
+// ErrNoPassword: the ledger's metadata stores no password, which
+// re-replication needs to verify and store entries (admin.RecoverLedger
+// returns it too, for a legacy ledger recovered without one).
+var ErrNoPassword = errors.New("ledger metadata stores no password")
 
 // ErrEntryUnreadable: no surviving replica returned an entry that the lost
 // bookie should hold; the fragment is not copied.
@@ -82,24 +82,6 @@ type ReplicateResult struct {
 	Skipped bool
 }
 
-// ChooseReplacement picks a writable bookie that is not in exclude, at
-// random; ErrNotEnoughBookies if there is none.
-func ChooseReplacement(writable []metadata.BookieID, exclude []metadata.BookieID, r *rand.Rand) (metadata.BookieID, error) {
-	var cands []metadata.BookieID
-	for _, b := range writable {
-		if !slices.Contains(exclude, b) {
-			cands = append(cands, b)
-		}
-	}
-	if len(cands) == 0 {
-		return "", fmt.Errorf("%w: writable %v, excluding %v", ErrNotEnoughBookies, writable, exclude)
-	}
-	if r == nil {
-		return cands[rand.IntN(len(cands))], nil
-	}
-	return cands[r.IntN(len(cands))], nil
-}
-
 // ReplicateFragment copies every entry of fragment f of ledger id (metadata
 // m, at version v) that bookie index bad should hold from the surviving
 // replicas (not in lost) to target with RECOVERY_ADD, then replaces the bad
@@ -142,7 +124,7 @@ func (b *Bookies) ReplicateFragment(ctx context.Context, md metadata.LedgerManag
 		}
 		req := &wire.Request{Header: wire.Header{Op: wire.OpAddEntry}, Has: wire.BodyAdd,
 			Add: wire.AddRequest{LedgerID: id, EntryID: e, MasterKey: mk[:], Body: body, Flag: wire.AddFlagRecoveryAdd}}
-		if err := b.call(ctx, string(target), id, req, func(r *wire.Response) error { return r.Add.Status.Err() }); err != nil {
+		if err := b.Call(ctx, string(target), id, req, func(r *wire.Response) error { return r.Add.Status.Err() }); err != nil {
 			return res, fmt.Errorf("ledger %d entry %d: recovery add to %s: %w", id, e, target, err)
 		}
 		res.Entries++
@@ -206,7 +188,7 @@ func (b *Bookies) readVerified(ctx context.Context, id, e int64, ensemble []meta
 		var body []byte
 		req := &wire.Request{Header: wire.Header{Op: wire.OpReadEntry}, Has: wire.BodyRead,
 			Read: wire.ReadRequest{LedgerID: id, EntryID: e}}
-		err := b.call(ctx, string(src), id, req, func(r *wire.Response) error {
+		err := b.Call(ctx, string(src), id, req, func(r *wire.Response) error {
 			if err := r.Read.Status.Err(); err != nil {
 				return err
 			}
@@ -225,20 +207,4 @@ func (b *Bookies) readVerified(ctx context.Context, id, e int64, ensemble []meta
 		errs = append(errs, fmt.Errorf("%s: %w", src, err))
 	}
 	return nil, fmt.Errorf("ledger %d entry %d: %w: %w", id, e, ErrEntryUnreadable, errors.Join(errs...))
-}
-
-// ReadStoredEntry reads entry e of ledger id from one bookie and returns a
-// copy of the stored body (not verified).
-func (b *Bookies) ReadStoredEntry(ctx context.Context, bookie metadata.BookieID, id, e int64) ([]byte, error) {
-	var body []byte
-	req := &wire.Request{Header: wire.Header{Op: wire.OpReadEntry}, Has: wire.BodyRead,
-		Read: wire.ReadRequest{LedgerID: id, EntryID: e}}
-	err := b.call(ctx, string(bookie), id, req, func(r *wire.Response) error {
-		if err := r.Read.Status.Err(); err != nil {
-			return err
-		}
-		body = slices.Clone(r.Read.Body)
-		return nil
-	})
-	return body, err
 }
