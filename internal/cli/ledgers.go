@@ -18,7 +18,6 @@ import (
 	"github.com/foliodb/folio/internal/metadata"
 	// The metadata drivers a URI can name register themselves.
 	_ "github.com/foliodb/folio/internal/metadata/etcd"
-	_ "github.com/foliodb/folio/internal/metadata/memory"
 	_ "github.com/foliodb/folio/internal/metadata/zk"
 )
 

@@ -71,6 +71,11 @@ var pure = []string{"internal/ledger", "internal/bookie", "internal/storage", "i
 // impure are exceptions below a pure root: the bookie's network server.
 var impure = []string{"internal/bookie/server"}
 
+// memoryImporters are the only packages whose non-test files may import
+// the memory metadata driver: it is test-only (docs/design/layout.md), and
+// the simulator runs on its store.
+var memoryImporters = []string{"internal/sim", "internal/metadata/memory"}
+
 type pkg struct {
 	ImportPath string
 	Dir        string
@@ -148,6 +153,33 @@ func TestLayering(t *testing.T) {
 				continue
 			}
 			t.Errorf("%s imports %s, which its layer (%s) may not: allowed %v", path, target, rule, allowed)
+		}
+	}
+}
+
+// TestMemoryDriverTestOnly keeps the memory metadata driver out of the
+// shipped code paths: only the simulator imports it outside tests (tests
+// register memory:// with memory.Register), and the public client does not
+// depend on it (cmd/folio's and client's tests check the schemes).
+func TestMemoryDriverTestOnly(t *testing.T) {
+	const mem = "internal/metadata/memory"
+	for _, p := range listPackages(t) {
+		path := rel(p.ImportPath)
+		for _, imp := range p.Imports {
+			if rel(imp) == mem && !permits(memoryImporters, path) {
+				t.Errorf("%s imports %s: the memory driver is test-only; import it from _test.go files", path, mem)
+			}
+		}
+	}
+	cmd := exec.Command("go", "list", "-deps", "./client")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./client: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == module+"/"+mem {
+			t.Errorf("client depends on %s", mem)
 		}
 	}
 }

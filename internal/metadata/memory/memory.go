@@ -20,7 +20,8 @@
 //
 // Several drivers (handles) can share one Store, as processes share an etcd
 // cluster; closing a handle ends its sessions and watches, not the Store.
-// `memory://name/scope` URIs open handles on a process-wide Store per name.
+// `memory://name/scope` URIs open handles on a process-wide Store per name
+// once a test has called Register; importing the package registers nothing.
 package memory
 
 import (
@@ -358,15 +359,25 @@ func ForgetNamed(name string) {
 	named.Unlock()
 }
 
-func init() {
-	metadata.RegisterDriver("memory", func(_ context.Context, u *metadata.URI, opts metadata.Options) (metadata.Driver, error) {
-		if !opts.Security.IsZero() {
-			return nil, fmt.Errorf("%w: the memory driver has no TLS or authentication", metadata.ErrBadSecurity)
-		}
-		name := ""
-		if len(u.Hosts) > 0 {
-			name = u.Hosts[0]
-		}
-		return Named(name).Open(), nil
+// Register makes metadata.Open accept `memory://name/scope` URIs, each a
+// handle on the process-wide Store of that name (Named). The scheme is for
+// tests only, so importing the package does not register it: a test that
+// opens memory:// URIs calls Register from a _test.go file, and the shipped
+// binary and the public client never accept it (docs/design/layout.md).
+// Calling it again does nothing.
+func Register() {
+	registerOnce.Do(func() {
+		metadata.RegisterDriver("memory", func(_ context.Context, u *metadata.URI, opts metadata.Options) (metadata.Driver, error) {
+			if !opts.Security.IsZero() {
+				return nil, fmt.Errorf("%w: the memory driver has no TLS or authentication", metadata.ErrBadSecurity)
+			}
+			name := ""
+			if len(u.Hosts) > 0 {
+				name = u.Hosts[0]
+			}
+			return Named(name).Open(), nil
+		})
 	})
 }
+
+var registerOnce sync.Once

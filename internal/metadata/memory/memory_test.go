@@ -180,6 +180,8 @@ func TestClosedDriver(t *testing.T) {
 
 func TestOpenURI(t *testing.T) {
 	ctx := t.Context()
+	Register()
+	Register() // idempotent
 	t.Cleanup(func() { ForgetNamed("uri-test") })
 	d1, err := metadata.Open(ctx, "memory://uri-test/ledgers", metadata.Options{})
 	if err != nil {
