@@ -275,290 +275,419 @@ func (c *Config) withDefaults() error {
 }
 
 // Run runs the standalone cluster until ctx ends (then stops it and returns
-// nil) or something fails (then stops it and returns the error).
-func Run(ctx context.Context, cfg Config) (err error) {
+// nil) or something fails (then stops it and returns the error). Its steps,
+// in order: reservePorts, startEtcd, openMetadata, startAdminHTTP,
+// startBookies, waitWritable, startAutoRecovery, announceReady, supervise,
+// and stop (which undoes whatever of them ran, also on a failed start).
+func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.withDefaults(); err != nil {
 		return err
 	}
-	log := cfg.Logger
+	c := &cluster{cfg: &cfg, log: cfg.Logger}
+	if err := c.start(ctx); err != nil {
+		stopErr := c.stop(ctx)
+		if errors.Is(err, errStoppedBeforeReady) {
+			return stopErr
+		}
+		return err
+	}
+	runErr := c.supervise(ctx)
+	if err := c.stop(ctx); err != nil {
+		c.log.Warn("standalone stopped uncleanly", "err", err)
+	} else {
+		c.log.Info("standalone stopped")
+	}
+	return runErr
+}
+
+// cluster is one run of Run: what each step started, for the later steps
+// and for stop. Fields are set by one step and read after it, all on Run's
+// goroutine, except bookies (read by the admin HTTP server's handler).
+type cluster struct {
+	cfg *Config
+	log *slog.Logger
+
+	rec          ports // the recorded ports (DataDir/ports.json)
+	bookiePorts  []int
+	sec          security
+	httpLn       net.Listener // bound by reservePorts; served from startAdminHTTP
+	etcdSrv      *embedetcd.Server
+	uri          string
+	md           metadata.Driver
+	registry     *prometheus.Registry
+	clusterAdmin *admin.HTTPCluster
+	httpSrv      *http.Server // nil until startAdminHTTP
+	procs        []*server.Process
+	ar           *autorecovery.Service
+	arID         metadata.BookieID
+
+	bookiesMu sync.Mutex
+	bookies   []*server.Process // guarded by bookiesMu: the admin server's targets
+}
+
+// start runs the start-up steps; on error, stop undoes what ran.
+func (c *cluster) start(ctx context.Context) error {
+	for _, step := range []func(context.Context) error{
+		c.reservePorts, c.startEtcd, c.openMetadata, c.startAdminHTTP,
+		c.startBookies, c.waitWritable, c.startAutoRecovery,
+	} {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	c.announceReady()
+	return nil
+}
+
+// reservePorts creates the data directory, loads the security settings and
+// the recorded ports, probes the bookie ports (their identities), binds the
+// admin HTTP listener, and records the ports picked.
+func (c *cluster) reservePorts(context.Context) error {
+	cfg := c.cfg
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("create the data directory: %w", err)
 	}
-	rec, err := loadPorts(cfg.DataDir)
-	if err != nil {
+	var err error
+	if c.rec, err = loadPorts(cfg.DataDir); err != nil {
 		return err
 	}
-	sec, err := loadSecurity(&cfg)
-	if err != nil {
+	if c.sec, err = loadSecurity(cfg); err != nil {
 		return err
 	}
-
 	// Bookie ports first: they are the bookies' identities.
-	bookiePorts := make([]int, cfg.Bookies)
-	for i := range bookiePorts {
+	c.bookiePorts = make([]int, cfg.Bookies)
+	for i := range c.bookiePorts {
 		want := 0
 		if cfg.BookiePortBase > 0 {
 			want = cfg.BookiePortBase + i
-		} else if i < len(rec.Bookies) {
-			want = rec.Bookies[i]
+		} else if i < len(c.rec.Bookies) {
+			want = c.rec.Bookies[i]
 		}
-		if bookiePorts[i], err = probePort(want, fmt.Sprintf("bookie %d", i)); err != nil {
+		if c.bookiePorts[i], err = probePort(want, fmt.Sprintf("bookie %d", i)); err != nil {
 			return err
 		}
 	}
 	if cfg.BookiePortBase == 0 {
 		// Keep the ports of bookies beyond cfg.Bookies recorded: a later
 		// start with more bookies finds their data under the same ids.
-		for i, p := range bookiePorts {
-			if i < len(rec.Bookies) {
-				rec.Bookies[i] = p
+		for i, p := range c.bookiePorts {
+			if i < len(c.rec.Bookies) {
+				c.rec.Bookies[i] = p
 			} else {
-				rec.Bookies = append(rec.Bookies, p)
+				c.rec.Bookies = append(c.rec.Bookies, p)
 			}
 		}
 	}
 	// The HTTP listener (bound now, served once the bookies are up).
-	httpLn, err := net.Listen("tcp", net.JoinHostPort(Host, strconv.Itoa(pick(cfg.HTTPPort, rec.HTTP))))
-	if err != nil {
-		return fmt.Errorf("admin HTTP port %d on %s is not available: %w", pick(cfg.HTTPPort, rec.HTTP), Host, err)
+	port := pick(cfg.HTTPPort, c.rec.HTTP)
+	if c.httpLn, err = net.Listen("tcp", net.JoinHostPort(Host, strconv.Itoa(port))); err != nil {
+		return fmt.Errorf("admin HTTP port %d on %s is not available: %w", port, Host, err)
 	}
-	defer func() {
-		if err != nil {
-			httpLn.Close()
-		}
-	}()
 	if cfg.HTTPPort == 0 {
-		rec.HTTP = httpLn.Addr().(*net.TCPAddr).Port
+		c.rec.HTTP = c.httpLn.Addr().(*net.TCPAddr).Port
 	}
-	if err := savePorts(cfg.DataDir, rec); err != nil {
+	if err := savePorts(cfg.DataDir, c.rec); err != nil {
 		return fmt.Errorf("record ports: %w", err)
 	}
+	return nil
+}
 
-	// etcd.
-	etcdSrv, err := embedetcd.Start(ctx, embedetcd.Config{
+// startEtcd starts the embedded etcd and records its ports.
+func (c *cluster) startEtcd(ctx context.Context) error {
+	cfg := c.cfg
+	srv, err := embedetcd.Start(ctx, embedetcd.Config{
 		DataDir:    filepath.Join(cfg.DataDir, "etcd"),
-		ClientHost: Host, ClientPort: pick(cfg.EtcdClientPort, rec.EtcdClient),
-		PeerHost: Host, PeerPort: pick(cfg.EtcdPeerPort, rec.EtcdPeer),
+		ClientHost: Host, ClientPort: pick(cfg.EtcdClientPort, c.rec.EtcdClient),
+		PeerHost: Host, PeerPort: pick(cfg.EtcdPeerPort, c.rec.EtcdPeer),
 		PortAttempts: 1,
-		ClientTLS:    sec.etcdTLS,
+		ClientTLS:    c.sec.etcdTLS,
 	})
 	if err != nil {
 		return fmt.Errorf("start the embedded etcd: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			etcdSrv.Close()
-		}
-	}()
+	c.etcdSrv = srv
 	if cfg.EtcdClientPort == 0 {
-		rec.EtcdClient = etcdSrv.ClientPort()
+		c.rec.EtcdClient = srv.ClientPort()
 	}
 	if cfg.EtcdPeerPort == 0 {
-		rec.EtcdPeer = etcdSrv.PeerPort()
+		c.rec.EtcdPeer = srv.PeerPort()
 	}
-	if err := savePorts(cfg.DataDir, rec); err != nil {
+	if err := savePorts(cfg.DataDir, c.rec); err != nil {
 		return fmt.Errorf("record ports: %w", err)
 	}
-	uri := etcdSrv.MetadataURI(Scope)
-	md, err := metadata.Open(ctx, uri, metadata.Options{Security: sec.metadata})
+	c.uri = srv.MetadataURI(Scope)
+	return nil
+}
+
+// openMetadata opens the standalone's metadata connection and initialises
+// the cluster on first start.
+func (c *cluster) openMetadata(ctx context.Context) error {
+	md, err := metadata.Open(ctx, c.uri, metadata.Options{Security: c.sec.metadata})
 	if err != nil {
-		return fmt.Errorf("open the metadata store %s: %w", uri, err)
+		return fmt.Errorf("open the metadata store %s: %w", c.uri, err)
 	}
-	defer func() {
-		if err != nil {
-			md.Close()
-		}
-	}()
+	c.md = md
 	switch _, err := md.InitNewCluster(ctx); {
 	case err == nil:
-		log.Info("initialised a new cluster", "metadataServiceUri", uri)
+		c.log.Info("initialised a new cluster", "metadataServiceUri", c.uri)
 	case errors.Is(err, metadata.ErrClusterExists):
 	default:
-		return fmt.Errorf("initialise the cluster at %s: %w", uri, err)
+		return fmt.Errorf("initialise the cluster at %s: %w", c.uri, err)
 	}
+	return nil
+}
 
-	// The admin HTTP server, over whichever bookies are up.
-	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	var bookiesMu sync.Mutex
-	var bookies []*server.Process
+// startAdminHTTP serves the admin HTTP server, over whichever bookies are
+// up, on the listener reservePorts bound. Its goroutine ends when stop
+// shuts the server down.
+func (c *cluster) startAdminHTTP(context.Context) error {
+	c.registry = prometheus.NewRegistry()
+	c.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// The cluster routes (ledger/*, autorecovery/*) over the standalone's
 	// own metadata connection, with a client made at first use.
-	clusterAdmin := admin.NewHTTPCluster(md, func(ctx context.Context) (*client.Client, error) {
-		return client.New(ctx, client.Config{MetadataServiceURI: uri, Logger: log, MetadataTLS: sec.metadata.TLS})
+	uri, log, mdTLS := c.uri, c.log, c.sec.metadata.TLS
+	c.clusterAdmin = admin.NewHTTPCluster(c.md, func(ctx context.Context) (*client.Client, error) {
+		return client.New(ctx, client.Config{MetadataServiceURI: uri, Logger: log, MetadataTLS: mdTLS})
 	}, rereplication.NewBookies(0, log), log)
-	defer func() {
-		if err != nil {
-			clusterAdmin.Close()
-		}
-	}()
-	httpSrv := server.NewAdminServer(server.NewAdminHandler(registry, func() []server.AdminTarget {
-		bookiesMu.Lock()
-		defer bookiesMu.Unlock()
-		out := make([]server.AdminTarget, 0, len(bookies))
-		for _, b := range bookies {
+	c.httpSrv = server.NewAdminServer(server.NewAdminHandler(c.registry, func() []server.AdminTarget {
+		c.bookiesMu.Lock()
+		defer c.bookiesMu.Unlock()
+		out := make([]server.AdminTarget, 0, len(c.bookies))
+		for _, b := range c.bookies {
 			out = append(out, b)
 		}
 		return out
-	}, server.AdminOptions{Pprof: cfg.HTTPPprof, Metadata: md, Cluster: clusterAdmin}), sec.httpTLS)
+	}, server.AdminOptions{Pprof: c.cfg.HTTPPprof, Metadata: c.md, Cluster: c.clusterAdmin}), c.sec.httpTLS)
+	srv, ln := c.httpSrv, c.httpLn
 	go func() {
-		if err := server.ServeAdmin(httpSrv, httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := server.ServeAdmin(srv, ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("admin HTTP server failed", "err", err)
 		}
 	}()
+	return nil
+}
 
-	// AutoRecovery, started once the bookies are registered; stopped first.
-	var ar *autorecovery.Service
-	stopAll := func() error {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout-time.Second)
-		defer cancel()
-		if ar != nil {
-			if err := ar.Stop(sctx); err != nil {
-				log.Warn("AutoRecovery stopped uncleanly", "err", err)
-			}
-		}
-		bookiesMu.Lock()
-		bs := slices.Clone(bookies)
-		bookiesMu.Unlock()
-		var wg sync.WaitGroup
-		errs := make([]error, len(bs))
-		for i, b := range bs {
-			wg.Add(1)
-			go func() { defer wg.Done(); errs[i] = b.Shutdown(sctx) }()
-		}
-		wg.Wait()
-		hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), 500*time.Millisecond)
-		_ = httpSrv.Shutdown(hctx)
-		hcancel()
-		errs = append(errs, clusterAdmin.Close(), md.Close(), etcdSrv.Close())
-		return errors.Join(errs...)
-	}
-
-	// The bookies, in parallel (each replays its journal before it listens).
+// startBookies starts the bookies in parallel (each replays its journal
+// before it listens). Those that started are kept for stop even when
+// another failed.
+func (c *cluster) startBookies(ctx context.Context) error {
+	n := c.cfg.Bookies
 	type started struct {
 		i   int
 		p   *server.Process
 		err error
 	}
-	results := make(chan started, cfg.Bookies)
-	for i := range cfg.Bookies {
+	results := make(chan started, n)
+	for i := range n {
 		go func() {
-			bcfg, err := bookieConfig(&cfg, i, bookiePorts[i], uri, sec)
+			bcfg, err := bookieConfig(c.cfg, i, c.bookiePorts[i], c.uri, c.sec)
 			if err != nil {
 				results <- started{i, nil, err}
 				return
 			}
 			p, err := server.StartProcess(ctx, bcfg, server.ProcessOptions{
-				Logger: log, Driver: md, Registry: registry, LabelMetrics: true,
+				Logger: c.log, Driver: c.md, Registry: c.registry, LabelMetrics: true,
 				NoHTTP: true, RemoveStaleRegistration: true,
 			})
 			results <- started{i, p, err}
 		}()
 	}
-	var startErrs []error
-	procs := make([]*server.Process, cfg.Bookies)
-	for range cfg.Bookies {
+	var errs []error
+	procs := make([]*server.Process, n)
+	for range n {
 		r := <-results
 		if r.err != nil {
-			startErrs = append(startErrs, fmt.Errorf("bookie %d (port %d): %w", r.i, bookiePorts[r.i], r.err))
+			errs = append(errs, fmt.Errorf("bookie %d (port %d): %w", r.i, c.bookiePorts[r.i], r.err))
 			continue
 		}
 		procs[r.i] = r.p
-		bookiesMu.Lock()
-		bookies = append(bookies, r.p)
-		bookiesMu.Unlock()
+		c.bookiesMu.Lock()
+		c.bookies = append(c.bookies, r.p)
+		c.bookiesMu.Unlock()
 	}
-	if len(startErrs) > 0 {
-		_ = stopAll()
-		return errors.Join(startErrs...)
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
-	bookiesMu.Lock()
-	bookies = procs // in bookie order
-	bookiesMu.Unlock()
+	c.procs = procs
+	c.bookiesMu.Lock()
+	c.bookies = procs // in bookie order
+	c.bookiesMu.Unlock()
+	return nil
+}
 
-	// Ready once every bookie is registered writable.
-	ids := make([]string, len(procs))
-	for i, p := range procs {
+// errStoppedBeforeReady: ctx ended while Run waited for the bookies to
+// register; Run stops and returns nil, as when ctx ends later.
+var errStoppedBeforeReady = errors.New("stopped before the bookies registered")
+
+// waitWritable waits until every bookie is registered writable.
+func (c *cluster) waitWritable(ctx context.Context) error {
+	err := waitWritable(ctx, c.md, c.procs)
+	if err != nil && ctx.Err() != nil {
+		return errStoppedBeforeReady
+	}
+	return err
+}
+
+// startAutoRecovery starts AutoRecovery (unless disabled) once the bookies
+// are registered, under the admin HTTP address as its id.
+func (c *cluster) startAutoRecovery(ctx context.Context) error {
+	c.arID = metadata.BookieID(c.httpLn.Addr().String())
+	if c.cfg.AutoRecovery.Disabled {
+		return nil
+	}
+	ar, err := startAutoRecovery(ctx, c.cfg, c.md, c.uri, c.sec, c.arID)
+	if err != nil {
+		return fmt.Errorf("start AutoRecovery: %w", err)
+	}
+	c.ar = ar
+	return nil
+}
+
+// announceReady writes the readiness line and calls OnReady.
+func (c *cluster) announceReady() {
+	cfg := c.cfg
+	ids := make([]string, len(c.procs))
+	for i, p := range c.procs {
 		ids[i] = string(p.ID())
 	}
-	if err := waitWritable(ctx, md, procs); err != nil {
-		if ctx.Err() != nil {
-			return stopAll()
-		}
-		_ = stopAll()
-		return err
+	fmt.Fprintf(cfg.Stdout, "%smetadata-service-uri=%s bookies=%s\n", ReadyPrefix, c.uri, strings.Join(ids, ","))
+	c.log.Info("standalone ready", "metadataServiceUri", c.uri, "bookies", ids, "http", c.httpLn.Addr().String())
+	if cfg.OnReady == nil {
+		return
 	}
-	arID := metadata.BookieID(httpLn.Addr().String())
-	if !cfg.AutoRecovery.Disabled {
-		if ar, err = startAutoRecovery(ctx, &cfg, md, uri, sec, arID); err != nil {
-			_ = stopAll()
-			return fmt.Errorf("start AutoRecovery: %w", err)
-		}
+	info := Info{
+		MetadataServiceURI: c.uri,
+		EtcdClientAddr:     c.etcdSrv.ClientAddr(),
+		EtcdPeerAddr:       net.JoinHostPort(Host, strconv.Itoa(c.etcdSrv.PeerPort())),
+		EtcdDataDir:        c.etcdSrv.DataDir(),
+		EtcdLogFile:        c.etcdSrv.LogFile(),
+		HTTPAddr:           c.httpLn.Addr().String(),
+		DataDir:            cfg.DataDir,
+		HTTPScheme:         "http",
+		TLS:                c.sec.dir,
 	}
-	fmt.Fprintf(cfg.Stdout, "%smetadata-service-uri=%s bookies=%s\n", ReadyPrefix, uri, strings.Join(ids, ","))
-	log.Info("standalone ready", "metadataServiceUri", uri, "bookies", ids, "http", httpLn.Addr().String())
-	if cfg.OnReady != nil {
-		info := Info{
-			MetadataServiceURI: uri,
-			EtcdClientAddr:     etcdSrv.ClientAddr(),
-			EtcdPeerAddr:       net.JoinHostPort(Host, strconv.Itoa(etcdSrv.PeerPort())),
-			EtcdDataDir:        etcdSrv.DataDir(),
-			EtcdLogFile:        etcdSrv.LogFile(),
-			HTTPAddr:           httpLn.Addr().String(),
-			DataDir:            cfg.DataDir,
-			HTTPScheme:         "http",
-			TLS:                sec.dir,
-		}
-		if sec.httpTLS != nil {
-			info.HTTPScheme = "https"
-		}
-		if ar != nil {
-			info.AutoRecoveryID, info.AutoRecoveryWorkers = string(arID), ar.Workers()
-		}
-		for i, id := range ids {
-			d := bookieDir(&cfg, i)
-			info.Bookies = append(info.Bookies, BookieInfo{ID: id, JournalDir: filepath.Join(d, "journal"), LedgerDir: filepath.Join(d, "ledgers")})
-		}
-		cfg.OnReady(info)
+	if c.sec.httpTLS != nil {
+		info.HTTPScheme = "https"
 	}
+	if c.ar != nil {
+		info.AutoRecoveryID, info.AutoRecoveryWorkers = string(c.arID), c.ar.Workers()
+	}
+	for i, id := range ids {
+		d := bookieDir(cfg, i)
+		info.Bookies = append(info.Bookies, BookieInfo{ID: id, JournalDir: filepath.Join(d, "journal"), LedgerDir: filepath.Join(d, "ledgers")})
+	}
+	cfg.OnReady(info)
+}
 
-	// Run until stopped or a part fails.
-	failed := make(chan error, len(procs)+2)
-	if ar != nil {
-		go func() {
+// supervise waits until ctx ends (nil) or a part fails: a bookie, the
+// AutoRecovery service or the embedded etcd (that part's error).
+func (c *cluster) supervise(ctx context.Context) error {
+	var watch []func(context.Context) error
+	if ar := c.ar; ar != nil {
+		watch = append(watch, func(ctx context.Context) error {
 			select {
 			case err := <-ar.Failed():
-				failed <- fmt.Errorf("AutoRecovery: %w", err)
+				return fmt.Errorf("AutoRecovery: %w", err)
 			case <-ctx.Done():
+				return nil
 			}
-		}()
+		})
 	}
-	for _, p := range procs {
-		go func() {
+	for _, p := range c.procs {
+		watch = append(watch, func(ctx context.Context) error {
 			select {
 			case <-p.Failed():
-				failed <- fmt.Errorf("bookie %s: %w", p.ID(), p.Err())
+				return fmt.Errorf("bookie %s: %w", p.ID(), p.Err())
 			case <-ctx.Done():
+				return nil
 			}
-		}()
+		})
 	}
-	var runErr error
+	etcdErr := c.etcdSrv.Err()
+	watch = append(watch, func(ctx context.Context) error {
+		select {
+		case e, ok := <-etcdErr:
+			if !ok || e == nil {
+				e = errors.New("stopped")
+			}
+			return fmt.Errorf("embedded etcd: %w", e)
+		case <-ctx.Done():
+			return nil
+		}
+	})
+	err := supervise(ctx, watch)
+	if err == nil {
+		c.log.Info("standalone stopping")
+	}
+	return err
+}
+
+// supervise runs each watch on its own goroutine until one returns an error
+// (the first is returned) or ctx ends (nil). A watch blocks until its part
+// fails, returning why, or until its context ends, returning nil. Every
+// goroutine has ended when supervise returns, whichever way it returns.
+func supervise(ctx context.Context, watch []func(context.Context) error) error {
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	failed := make(chan error, len(watch))
+	for _, w := range watch {
+		wg.Go(func() {
+			if err := w(wctx); err != nil {
+				failed <- err
+			}
+		})
+	}
 	select {
 	case <-ctx.Done():
-		log.Info("standalone stopping")
-	case runErr = <-failed:
-	case e, ok := <-etcdSrv.Err():
-		if !ok || e == nil {
-			e = errors.New("stopped")
+		return nil
+	case err := <-failed:
+		return err
+	}
+}
+
+// stop stops whatever the start-up steps started, in reverse order:
+// AutoRecovery first, then the bookies (they deregister), then the admin
+// HTTP server, then the metadata connection and etcd, within
+// ShutdownTimeout.
+func (c *cluster) stop(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.ShutdownTimeout-time.Second)
+	defer cancel()
+	if c.ar != nil {
+		if err := c.ar.Stop(sctx); err != nil {
+			c.log.Warn("AutoRecovery stopped uncleanly", "err", err)
 		}
-		runErr = fmt.Errorf("embedded etcd: %w", e)
 	}
-	if err := stopAll(); err != nil {
-		log.Warn("standalone stopped uncleanly", "err", err)
-	} else {
-		log.Info("standalone stopped")
+	c.bookiesMu.Lock()
+	bs := slices.Clone(c.bookies)
+	c.bookiesMu.Unlock()
+	var wg sync.WaitGroup
+	errs := make([]error, len(bs))
+	for i, b := range bs {
+		wg.Go(func() { errs[i] = b.Shutdown(sctx) })
 	}
-	return runErr
+	wg.Wait()
+	switch {
+	case c.httpSrv != nil:
+		hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), 500*time.Millisecond)
+		_ = c.httpSrv.Shutdown(hctx)
+		hcancel()
+	case c.httpLn != nil:
+		c.httpLn.Close()
+	}
+	if c.clusterAdmin != nil {
+		errs = append(errs, c.clusterAdmin.Close())
+	}
+	if c.md != nil {
+		errs = append(errs, c.md.Close())
+	}
+	if c.etcdSrv != nil {
+		errs = append(errs, c.etcdSrv.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // bookieDir is bookie i's directory.
