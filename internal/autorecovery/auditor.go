@@ -201,7 +201,7 @@ func (a *Auditor) runSession(ctx context.Context) error {
 // feed it membership and delay changes; it says when to audit.
 type bookieTracker struct {
 	delay    time.Duration
-	known    map[metadata.BookieID]bool // available at the last membership
+	known    map[metadata.BookieID]bool // available at the last membership; nil before the first
 	pending  map[metadata.BookieID]bool // lost, waiting for the delay
 	deadline time.Time                  // of the delayed audit; zero: none
 }
@@ -248,6 +248,22 @@ func (t *bookieTracker) membership(now time.Time, avail []metadata.BookieID) (au
 	return false
 }
 
+// firstMembership records a new auditor's first view of the available
+// bookies. It knows no history: what the ledgers reference and is not
+// available is lost now; it reports whether to audit at once (a zero
+// delay), else the audit is scheduled a delay later.
+func (t *bookieTracker) firstMembership(now time.Time, avail []metadata.BookieID) (auditNow bool) {
+	t.known = map[metadata.BookieID]bool{}
+	for _, b := range avail {
+		t.known[b] = true
+	}
+	if t.delay == 0 {
+		return true
+	}
+	t.deadline = now.Add(t.delay)
+	return false
+}
+
 // delayChanged applies a new stored delay: the same value again or 0 means
 // audit now; another value reschedules a pending delayed audit.
 func (t *bookieTracker) delayChanged(now time.Time, d time.Duration) (auditNow bool) {
@@ -288,6 +304,25 @@ func (a *Auditor) lead(ctx context.Context) error {
 	var checks sync.WaitGroup
 	defer checks.Wait()
 	defer cancel()
+	a.startPeriodicChecks(ctx, &checks)
+	bch, err := a.cfg.Driver.WatchBookies(ctx)
+	if err != nil {
+		return err
+	}
+	dch, err := a.ar.WatchLostBookieRecoveryDelay(ctx)
+	if err != nil {
+		return err
+	}
+	t := newBookieTracker(a.cfg.LostBookieRecoveryDelay)
+	if err := readStoredDelay(ctx, dch, t); err != nil {
+		return err
+	}
+	return a.trackBookies(ctx, t, bch, dch)
+}
+
+// startPeriodicChecks starts the configured ledger and placement checks on
+// goroutines of checks; they end with ctx.
+func (a *Auditor) startPeriodicChecks(ctx context.Context, checks *sync.WaitGroup) {
 	if d := a.cfg.LedgerCheckInterval; d > 0 {
 		checks.Go(func() {
 			// A skipped check (replication disabled) is not recorded, as in
@@ -307,17 +342,11 @@ func (a *Auditor) lead(ctx context.Context) error {
 			})
 		})
 	}
-	bch, err := a.cfg.Driver.WatchBookies(ctx)
-	if err != nil {
-		return err
-	}
-	dch, err := a.ar.WatchLostBookieRecoveryDelay(ctx)
-	if err != nil {
-		return err
-	}
-	clk := a.cfg.Clock
-	t := newBookieTracker(a.cfg.LostBookieRecoveryDelay)
-	// The delay watch's first event is the current value.
+}
+
+// readStoredDelay takes the delay watch's first event, the current stored
+// value, into t.
+func readStoredDelay(ctx context.Context, dch <-chan metadata.DelayEvent, t *bookieTracker) error {
 	select {
 	case ev, ok := <-dch:
 		if !ok || ev.Err != nil {
@@ -326,40 +355,30 @@ func (a *Auditor) lead(ctx context.Context) error {
 		if ev.Set {
 			t.delay = ev.Delay
 		}
+		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	first := true
+}
+
+// trackBookies feeds the bookie and delay watches and the clock to t, and
+// audits whenever t says so or the periodic bookie check is due, until ctx
+// ends or a watch fails.
+func (a *Auditor) trackBookies(ctx context.Context, t *bookieTracker, bch <-chan metadata.BookiesEvent, dch <-chan metadata.DelayEvent) error {
+	clk := a.cfg.Clock
 	auditNow := false
-	var wake <-chan time.Time
 	var periodic <-chan time.Time
 	if a.cfg.BookieCheckInterval > 0 {
 		periodic = clk.After(a.cfg.BookieCheckInterval)
 	}
 	for {
 		if auditNow {
-			// Bookies the tracker still sees as available count as such,
-			// even if they left the store a moment ago: their own
-			// membership event (and delay) decides about them.
-			known := t.known
-			start := clk.Now()
-			res, err := audit(ctx, a.cfg.Driver, a.ar, a.log, func(b metadata.BookieID) bool { return known[b] })
-			if ctx.Err() == nil {
-				a.cfg.Metrics.audited(len(res.Marked), clk.Now().Sub(start), err)
-				a.countUnderReplicated(ctx)
-			}
-			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				a.log.Warn("audit failed; retrying", "err", err)
-				t.deadline = clk.Now().Add(a.cfg.RetryInterval)
-			} else {
-				t.audited()
+			if err := a.auditLost(ctx, t); err != nil {
+				return err
 			}
 			auditNow = false
 		}
-		wake = nil
+		var wake <-chan time.Time
 		if !t.deadline.IsZero() {
 			wake = clk.After(t.deadline.Sub(clk.Now()))
 		}
@@ -371,20 +390,8 @@ func (a *Auditor) lead(ctx context.Context) error {
 				return fmt.Errorf("bookie watch ended: %v", ev.Err)
 			}
 			avail := union(ev.Writable, ev.ReadOnly)
-			if first {
-				// A new auditor knows no history: what the ledgers
-				// reference and is not available is lost now; audit after
-				// the delay (at once with 0).
-				first = false
-				t.known = map[metadata.BookieID]bool{}
-				for _, b := range avail {
-					t.known[b] = true
-				}
-				if t.delay == 0 {
-					auditNow = true
-				} else {
-					t.deadline = clk.Now().Add(t.delay)
-				}
+			if t.known == nil {
+				auditNow = t.firstMembership(clk.Now(), avail)
 				continue
 			}
 			auditNow = t.membership(clk.Now(), avail)
@@ -405,6 +412,33 @@ func (a *Auditor) lead(ctx context.Context) error {
 			auditNow = t.deadline.IsZero()
 		}
 	}
+}
+
+// auditLost runs one audit of the ledgers on lost bookies and records it in
+// t and the metrics. A failed audit is retried RetryInterval later; the
+// error is only ctx's.
+func (a *Auditor) auditLost(ctx context.Context, t *bookieTracker) error {
+	clk := a.cfg.Clock
+	// Bookies the tracker still sees as available count as such, even if
+	// they left the store a moment ago: their own membership event (and
+	// delay) decides about them.
+	known := t.known
+	start := clk.Now()
+	res, err := audit(ctx, a.cfg.Driver, a.ar, a.log, func(b metadata.BookieID) bool { return known[b] })
+	if ctx.Err() == nil {
+		a.cfg.Metrics.audited(len(res.Marked), clk.Now().Sub(start), err)
+		a.countUnderReplicated(ctx)
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		a.log.Warn("audit failed; retrying", "err", err)
+		t.deadline = clk.Now().Add(a.cfg.RetryInterval)
+	default:
+		t.audited()
+	}
+	return nil
 }
 
 // every calls run, one periodic check, while this auditor leads (until ctx

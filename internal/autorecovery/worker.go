@@ -288,11 +288,31 @@ func (w *Worker) backoff(id int64, d time.Duration) {
 // errDeferred: an OPEN ledger is within its grace period.
 var errDeferred = errors.New("open ledger left to its writer for the grace period")
 
-// repair re-replicates ledger id under lock (spec §6.6).
+// repair re-replicates ledger id under lock (spec §6.6): one ledgerRepair
+// step at a time, each on freshly read metadata, until the record can be
+// cleared or a step fails.
 func (w *Worker) repair(ctx context.Context, id int64, lock metadata.Lock) error {
-	// Stop working when the lock is lost: another worker may take over.
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := whileLocked(ctx, lock)
 	defer cancel()
+	rec, err := w.ar.ReadUnderReplicatedLedger(ctx, id)
+	if err != nil {
+		return err
+	}
+	r := &ledgerRepair{w: w, id: id, rec: rec, rep: w.replicator()}
+	for attempt := 0; ; attempt++ {
+		if attempt > 10*len(rec.MissingReplicas)+100 {
+			return fmt.Errorf("ledger %d: no progress", id)
+		}
+		if done, err := r.step(ctx); done || err != nil {
+			return err
+		}
+	}
+}
+
+// whileLocked returns a context that ends when lock is lost (another
+// worker may take over) or ctx ends; call cancel to release its goroutine.
+func whileLocked(ctx context.Context, lock metadata.Lock) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
 	go func() {
 		select {
 		case <-lock.Done():
@@ -300,102 +320,119 @@ func (w *Worker) repair(ctx context.Context, id int64, lock metadata.Lock) error
 		case <-ctx.Done():
 		}
 	}()
-	rec, err := w.ar.ReadUnderReplicatedLedger(ctx, id)
-	if err != nil {
-		return err
-	}
-	md := w.cfg.Driver
-	rep := w.replicator()
+	return ctx, cancel
+}
+
+// ledgerRepair is the state of one repair call.
+type ledgerRepair struct {
+	w   *Worker
+	id  int64
+	rec metadata.UnderReplicatedLedger
+	rep *rereplication.Replicator
 	// verified: the registered bookies the record names were re-checked
 	// and hold every entry of the closed fragments (placement moves, which
 	// may follow, do not undo that).
-	verified := false
-	for attempt := 0; ; attempt++ {
-		if attempt > 10*len(rec.MissingReplicas)+100 {
-			return fmt.Errorf("ledger %d: no progress", id)
-		}
-		m, _, err := md.ReadLedger(ctx, id)
-		if errors.Is(err, metadata.ErrNoSuchLedger) {
-			// Deleted: nothing to repair.
-			return w.clear(ctx, id, rec.Version)
-		}
-		if err != nil {
-			return err
-		}
-		writable, err := md.WritableBookies(ctx)
-		if err != nil {
-			return err
-		}
-		ro, err := md.ReadOnlyBookies(ctx)
-		if err != nil {
-			return err
-		}
-		avail := union(writable, ro)
-		var lost []metadata.BookieID
-		for _, seg := range m.Ensembles {
-			for _, b := range seg.Ensemble {
-				if !slices.Contains(avail, b) && !slices.Contains(lost, b) {
-					lost = append(lost, b)
-				}
+	verified bool
+}
+
+// step reads the ledger and the bookies and does one thing: clears the
+// record (done), fences an OPEN ledger whose last ensemble lost a bookie,
+// re-checks the registered bookies the record names, or replaces one lost
+// bookie of one fragment. done, or an error, ends the repair.
+func (r *ledgerRepair) step(ctx context.Context) (done bool, err error) {
+	w, md := r.w, r.w.cfg.Driver
+	m, _, err := md.ReadLedger(ctx, r.id)
+	if errors.Is(err, metadata.ErrNoSuchLedger) {
+		// Deleted: nothing to repair.
+		return true, w.clear(ctx, r.id, r.rec.Version)
+	}
+	if err != nil {
+		return true, err
+	}
+	writable, err := md.WritableBookies(ctx)
+	if err != nil {
+		return true, err
+	}
+	ro, err := md.ReadOnlyBookies(ctx)
+	if err != nil {
+		return true, err
+	}
+	avail := union(writable, ro)
+	lost := lostBookies(m, avail)
+	switch {
+	case len(lost) == 0:
+		return r.checkSuspects(ctx, m, writable, avail)
+	case !m.IsClosed() && slices.ContainsFunc(m.Ensembles[len(m.Ensembles)-1].Ensemble, func(b metadata.BookieID) bool { return slices.Contains(lost, b) }):
+		// The writer may still replace the bookie itself; after the
+		// grace period, fence and close (its adds then fail).
+		return false, w.fenceAfterGrace(ctx, r.id)
+	default:
+		return false, r.replaceLost(ctx, m, writable, lost)
+	}
+}
+
+// lostBookies are the bookies m's ensembles name that are not available,
+// in first-appearance order.
+func lostBookies(m *metadata.LedgerMetadata, avail []metadata.BookieID) []metadata.BookieID {
+	var lost []metadata.BookieID
+	for _, seg := range m.Ensembles {
+		for _, b := range seg.Ensemble {
+			if !slices.Contains(avail, b) && !slices.Contains(lost, b) {
+				lost = append(lost, b)
 			}
-		}
-		if len(lost) == 0 {
-			// Bookies the record names that are registered: the ledger
-			// check found copies on them bad, or the placement check wants
-			// them moved. Re-check them: if they are fine now, there is
-			// nothing to do.
-			var suspects []metadata.BookieID
-			for _, b := range rec.MissingReplicas {
-				if slices.ContainsFunc(m.Ensembles, func(s metadata.Segment) bool { return slices.Contains(s.Ensemble, b) }) {
-					suspects = append(suspects, b)
-				}
-			}
-			if len(suspects) == 0 {
-				return w.clear(ctx, id, rec.Version)
-			}
-			if !verified {
-				ok, err := w.repairBad(ctx, rep, id, m, suspects, writable, avail)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					continue // something changed: re-read
-				}
-				verified = true
-			}
-			if w.cfg.RepairPlacement && m.IsClosed() {
-				moved, err := w.repairPlacement(ctx, id, m, suspects, writable)
-				if err != nil {
-					return err
-				}
-				if moved {
-					continue
-				}
-			}
-			return w.clear(ctx, id, rec.Version)
-		}
-		if !m.IsClosed() && slices.ContainsFunc(m.Ensembles[len(m.Ensembles)-1].Ensemble, func(b metadata.BookieID) bool { return slices.Contains(lost, b) }) {
-			// The writer may still replace the bookie itself; after the
-			// grace period, fence and close (its adds then fail).
-			if err := w.fenceAfterGrace(ctx, id); err != nil {
-				return err
-			}
-			continue
-		}
-		// Repair the first fragment with a lost bookie, then re-read.
-		res, found, err := rep.ReplaceFirstLost(ctx, id, m, writable, lost)
-		if !found {
-			// Lost bookies only in the last segment of an OPEN ledger
-			// never happens here (handled above); nothing else to do.
-			return fmt.Errorf("ledger %d: lost bookies %v left in segments that cannot be repaired yet", id, lost)
-		}
-		if err != nil && !errors.Is(err, rereplication.ErrFragmentChanged) {
-			return err
-		}
-		if err == nil {
-			w.replicated(id, res)
 		}
 	}
+	return lost
+}
+
+// checkSuspects handles a ledger with no lost bookie: the bookies the
+// record names that are registered were found bad by the ledger check, or
+// the placement check wants them moved. They are re-checked (and replaced
+// where still bad), then moved for placement with RepairPlacement; if they
+// are fine, the record is cleared (done).
+func (r *ledgerRepair) checkSuspects(ctx context.Context, m *metadata.LedgerMetadata, writable, avail []metadata.BookieID) (done bool, err error) {
+	w := r.w
+	var suspects []metadata.BookieID
+	for _, b := range r.rec.MissingReplicas {
+		if slices.ContainsFunc(m.Ensembles, func(s metadata.Segment) bool { return slices.Contains(s.Ensemble, b) }) {
+			suspects = append(suspects, b)
+		}
+	}
+	if len(suspects) == 0 {
+		return true, w.clear(ctx, r.id, r.rec.Version)
+	}
+	if !r.verified {
+		ok, err := w.repairBad(ctx, r.rep, r.id, m, suspects, writable, avail)
+		if err != nil || !ok {
+			return err != nil, err // !ok: something changed, re-read
+		}
+		r.verified = true
+	}
+	if w.cfg.RepairPlacement && m.IsClosed() {
+		moved, err := w.repairPlacement(ctx, r.id, m, suspects, writable)
+		if err != nil || moved {
+			return err != nil, err
+		}
+	}
+	return true, w.clear(ctx, r.id, r.rec.Version)
+}
+
+// replaceLost replaces one lost bookie of the first closed fragment naming
+// one (the caller re-reads and calls again).
+func (r *ledgerRepair) replaceLost(ctx context.Context, m *metadata.LedgerMetadata, writable, lost []metadata.BookieID) error {
+	res, found, err := r.rep.ReplaceFirstLost(ctx, r.id, m, writable, lost)
+	if !found {
+		// Lost bookies only in the last segment of an OPEN ledger never
+		// happens here (the caller fences those); nothing else to do.
+		return fmt.Errorf("ledger %d: lost bookies %v left in segments that cannot be repaired yet", r.id, lost)
+	}
+	if err != nil && !errors.Is(err, rereplication.ErrFragmentChanged) {
+		return err
+	}
+	if err == nil {
+		r.w.replicated(r.id, res)
+	}
+	return nil
 }
 
 // replicator returns the engine for one ledger's repair, with a placement
