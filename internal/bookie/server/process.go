@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -114,7 +115,9 @@ type Process struct {
 // StartProcess starts a bookie. On error everything started is stopped
 // again. A *CookieError means the bookie must not start (see CheckCookies).
 // The configuration, its security files included (LoadSecurity), is
-// checked before anything is contacted or opened.
+// checked before anything is contacted or opened. The steps, in the order
+// of Process's comment: openMetadata, resolveID, checkCookies,
+// registerMetrics, openStorage, newBookie, listen, startLoops, startHTTP.
 func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Process, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -127,52 +130,97 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 	if p.log == nil {
 		p.log = slog.Default()
 	}
-	clock := opts.Clock
-	if clock == nil {
-		clock = systemClock{}
+	s := &processStart{p: p, cfg: &cfg, opts: opts, clock: opts.Clock}
+	if s.clock == nil {
+		s.clock = systemClock{}
 	}
 	// TLS and authorisation first: nothing starts if they cannot.
-	serverTLS, authorizer, err := cfg.Security.ServerTLS(clock, p.log)
-	if err != nil {
+	if s.serverTLS, s.authorizer, err = cfg.Security.ServerTLS(s.clock, p.log); err != nil {
 		return nil, err
 	}
-	var cleanups []func()
 	defer func() {
 		if err != nil {
-			for i := len(cleanups) - 1; i >= 0; i-- {
-				cleanups[i]()
-			}
+			s.undo()
 		}
 	}()
-
-	// The metadata store.
-	p.md = opts.Driver
-	if p.md == nil {
-		d, err := metadata.Open(ctx, cfg.MetadataServiceURI, metadata.Options{Logger: p.log, Security: sec.Metadata})
-		if err != nil {
-			return nil, fmt.Errorf("open the metadata store %s: %w", cfg.MetadataServiceURI, err)
-		}
-		p.md, p.ownMD = d, true
-		cleanups = append(cleanups, func() { d.Close() })
-	}
-
-	// The bookie id. A port of 0 (tests) is resolved now: the id, and so
-	// the cookie, need it before the listener may exist.
-	port := cfg.BookiePort
-	if port == 0 {
-		if port, err = freePort(cfg.ListenHost); err != nil {
+	for _, step := range []func(context.Context) error{
+		s.openMetadata, s.resolveID, s.checkCookies, s.registerMetrics, s.openStorage,
+		s.newBookie, s.listen, s.startLoops, s.startHTTP,
+	} {
+		if err := step(ctx); err != nil {
 			return nil, err
 		}
 	}
-	if p.id, err = cfg.BookieID(port); err != nil {
-		return nil, err
+	p.log.Info("bookie started", "addr", p.ln.Addr().String(), "http", p.HTTPAddr(), "tls", s.serverTLS != nil, "authorizer", s.authorizer != nil)
+	return p, nil
+}
+
+// processStart is one StartProcess call: what its steps share, and the
+// cleanups that undo the steps done if a later one fails.
+type processStart struct {
+	p     *Process
+	cfg   *Config
+	opts  ProcessOptions
+	clock LoopClock
+
+	serverTLS  *tls.Config
+	authorizer Authorizer
+	port       int    // the bookie port, resolved when configured as 0
+	addr       string // host:port the bookie registers
+	labels     prometheus.Labels
+
+	cleanups []func()
+}
+
+// undo runs the cleanups, last first.
+func (s *processStart) undo() {
+	for i := len(s.cleanups) - 1; i >= 0; i-- {
+		s.cleanups[i]()
+	}
+}
+
+// openMetadata opens the metadata store unless the owner passed a driver.
+func (s *processStart) openMetadata(ctx context.Context) error {
+	p := s.p
+	p.md = s.opts.Driver
+	if p.md != nil {
+		return nil
+	}
+	d, err := metadata.Open(ctx, s.cfg.MetadataServiceURI, metadata.Options{Logger: p.log, Security: p.sec.Metadata})
+	if err != nil {
+		return fmt.Errorf("open the metadata store %s: %w", s.cfg.MetadataServiceURI, err)
+	}
+	p.md, p.ownMD = d, true
+	s.cleanups = append(s.cleanups, func() { d.Close() })
+	return nil
+}
+
+// resolveID resolves the bookie id. A port of 0 (tests) is resolved now:
+// the id, and so the cookie, need it before the listener may exist.
+func (s *processStart) resolveID(context.Context) error {
+	p := s.p
+	s.port = s.cfg.BookiePort
+	if s.port == 0 {
+		var err error
+		if s.port, err = freePort(s.cfg.ListenHost); err != nil {
+			return err
+		}
+	}
+	var err error
+	if p.id, err = s.cfg.BookieID(s.port); err != nil {
+		return err
 	}
 	p.log = p.log.With("bookie", string(p.id))
+	return nil
+}
 
-	// Cookies, before the storage touches the directories.
-	created, err := CheckCookies(ctx, p.md, &cfg, p.id)
+// checkCookies checks (or, for a new bookie, writes) the cookies, before
+// the storage touches the directories.
+func (s *processStart) checkCookies(ctx context.Context) error {
+	p, cfg := s.p, s.cfg
+	created, err := CheckCookies(ctx, p.md, cfg, p.id)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if created {
 		p.log.Info("new bookie: cookies written", "dirs", cfg.AllDirs())
@@ -184,42 +232,59 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 		p.log.Warn("readOnlyModeOnAnyDiskFullEnabled=false: Folio keeps each ledger in one ledger directory, so the bookie turns read-only when ANY ledger directory is full, not only when all are (BookKeeper's behaviour with readOnlyModeOnAnyDiskFullEnabled=true)",
 			"ledgerDirectories", cfg.LedgerDirs)
 	}
+	return nil
+}
 
-	// Metrics.
-	p.registry = opts.Registry
+// registerMetrics registers the bookie's metrics in the owner's registry,
+// or in a registry of its own.
+func (s *processStart) registerMetrics(context.Context) error {
+	p := s.p
+	p.registry = s.opts.Registry
 	if p.registry == nil {
 		p.registry = prometheus.NewRegistry()
 		p.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	var labels prometheus.Labels
-	if opts.LabelMetrics {
-		labels = prometheus.Labels{"bookie": string(p.id)}
+	if s.opts.LabelMetrics {
+		s.labels = prometheus.Labels{"bookie": string(p.id)}
 	}
-	if p.metrics, err = NewPrometheusMetrics(p.registry, labels); err != nil {
-		return nil, fmt.Errorf("register metrics: %w", err)
+	var err error
+	if p.metrics, err = NewPrometheusMetrics(p.registry, s.labels); err != nil {
+		return fmt.Errorf("register metrics: %w", err)
 	}
-	cleanups = append(cleanups, func() { p.metrics.Unregister(p.registry) })
+	s.cleanups = append(s.cleanups, func() { p.metrics.Unregister(p.registry) })
+	return nil
+}
 
-	// Storage (journal replay happens here).
+// openStorage opens the storage; the journal replay happens here.
+func (s *processStart) openStorage(context.Context) error {
+	p := s.p
 	openStart := time.Now()
-	if p.store, p.closeSt, err = openStore(&cfg, p.log, p.metrics); err != nil {
-		return nil, fmt.Errorf("open storage: %w", err)
+	var err error
+	if p.store, p.closeSt, err = openStore(s.cfg, p.log, p.metrics); err != nil {
+		return fmt.Errorf("open storage: %w", err)
 	}
-	cleanups = append(cleanups, func() { _ = p.closeSt(context.Background()) })
+	s.cleanups = append(s.cleanups, func() { _ = p.closeSt(context.Background()) })
 	p.log.Info("storage open", "took", time.Since(openStart).Round(time.Millisecond))
+	return nil
+}
 
+// newBookie builds the registrar, the bookie over the storage and the
+// read-only state manager, and checks the disks once so that the first
+// registration has the right mode.
+func (s *processStart) newBookie(context.Context) error {
+	p, cfg := s.p, s.cfg
 	// Registration follows the bookie's effective read-only state.
-	addr, err := cfg.BookieAddress(port)
-	if err != nil {
-		return nil, err
+	var err error
+	if s.addr, err = cfg.BookieAddress(s.port); err != nil {
+		return err
 	}
-	info, err := serviceInfo(&cfg, addr, opts.NoHTTP)
+	info, err := serviceInfo(cfg, s.addr, s.opts.NoHTTP)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	p.reg = NewRegistrar(p.md, p.id, cfg.ForceReadOnly || cfg.ForceReadOnlyBookie, RegistrarOptions{
-		SessionTTL: cfg.SessionTTL, Retry: cfg.RegistrationRetry, RemoveStale: opts.RemoveStaleRegistration,
-		Clock: clock, Logger: p.log, ServiceInfo: &info,
+		SessionTTL: cfg.SessionTTL, Retry: cfg.RegistrationRetry, RemoveStale: s.opts.RemoveStaleRegistration,
+		Clock: s.clock, Logger: p.log, ServiceInfo: &info,
 	})
 	p.bk = bookie.New(p.store, bookie.Config{
 		// A batch read's answer must fit the frames this bookie sends.
@@ -229,43 +294,49 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 		Metrics:          p.metrics,
 		OnReadOnlyChange: p.reg.SetReadOnly,
 	})
-	cleanups = append(cleanups, p.bk.Close)
+	s.cleanups = append(s.cleanups, p.bk.Close)
 	p.metrics.ReadOnlyChanged(false)
-	p.inflight = newInFlightCollector(p.bk, labels)
+	p.inflight = newInFlightCollector(p.bk, s.labels)
 	if err := p.registry.Register(p.inflight); err != nil {
-		return nil, fmt.Errorf("register metrics: %w", err)
+		return fmt.Errorf("register metrics: %w", err)
 	}
-	cleanups = append(cleanups, func() { p.registry.Unregister(p.inflight) })
+	s.cleanups = append(s.cleanups, func() { p.registry.Unregister(p.inflight) })
 
-	p.state = NewStateManager(p.store, &cfg, cfg.ForceReadOnly, clock, p.log, func(ro bool) {
+	p.state = NewStateManager(p.store, cfg, cfg.ForceReadOnly, s.clock, p.log, func(ro bool) {
 		p.bk.SetReadOnly(ro)
 		f, d, s := p.state.causesLocked()
 		p.metrics.setReadOnlyCauses(f, d, s)
 	}, p.fail)
-	cc, _ := p.store.(compactionControl)
-	if cc != nil {
+	if cc, _ := p.store.(compactionControl); cc != nil {
 		p.state.OnDiskFull(cc.SetNoSpace)
 	}
 	p.state.Check() // the first registration then has the right mode
-	p.storageC = newStorageCollector(p, labels)
+	p.storageC = newStorageCollector(p, s.labels)
 	if err := p.registry.Register(p.storageC); err != nil {
-		return nil, fmt.Errorf("register metrics: %w", err)
+		return fmt.Errorf("register metrics: %w", err)
 	}
-	cleanups = append(cleanups, func() { p.registry.Unregister(p.storageC) })
+	s.cleanups = append(s.cleanups, func() { p.registry.Unregister(p.storageC) })
+	return nil
+}
 
-	// The listener, now that the journal has been replayed.
-	p.ln, err = net.Listen("tcp", net.JoinHostPort(cfg.ListenHost, strconv.Itoa(port)))
+// listen opens the listener, now that the journal has been replayed, and
+// serves it once no other bookie's registration names this address.
+func (s *processStart) listen(ctx context.Context) error {
+	p, cfg := s.p, s.cfg
+	var err error
+	p.ln, err = net.Listen("tcp", net.JoinHostPort(cfg.ListenHost, strconv.Itoa(s.port)))
 	if err != nil {
-		return nil, fmt.Errorf("listen on port %d for bookie %s: %w", port, p.id, err)
+		return fmt.Errorf("listen on port %d for bookie %s: %w", s.port, p.id, err)
 	}
-	cleanups = append(cleanups, func() { p.ln.Close() })
-	p.srv = New(p.bk, Options{Logger: p.log, Metrics: p.metrics, TLS: serverTLS, Authorizer: authorizer, MaxFrameSize: cfg.MaxFrameSize})
+	s.cleanups = append(s.cleanups, func() { p.ln.Close() })
+	p.srv = New(p.bk, Options{Logger: p.log, Metrics: p.metrics, TLS: s.serverTLS, Authorizer: s.authorizer, MaxFrameSize: cfg.MaxFrameSize})
 	serveCtx, stopServeWait := context.WithCancel(context.WithoutCancel(ctx))
 	p.stopServeWait, p.serveWaited = stopServeWait, make(chan struct{})
+	addr, retry := s.addr, cfg.RegistrationRetry
 	go func() {
 		// Connections wait in the listen backlog until no other bookie's
 		// registration names this address (waitAddressFree).
-		err := waitAddressFree(serveCtx, p.md, p.id, addr, cfg.RegistrationRetry, p.log)
+		err := waitAddressFree(serveCtx, p.md, p.id, addr, retry, p.log)
 		if err != nil {
 			p.ln.Close() // stopping before serving: Serve would have closed it
 			close(p.serveWaited)
@@ -276,10 +347,15 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 			p.fail(fmt.Errorf("bookie listener: %w", err))
 		}
 	}()
-	cleanups = append(cleanups, func() { p.stopServing(context.Background()) })
+	s.cleanups = append(s.cleanups, func() { p.stopServing(context.Background()) })
+	return nil
+}
 
-	// Background loops.
-	p.gc = NewGC(p.store, p.md, cfg.GCWaitTime, clock, p.log)
+// startLoops starts the background loops: registration (once serving),
+// the read-only state checks and garbage collection.
+func (s *processStart) startLoops(ctx context.Context) error {
+	p := s.p
+	p.gc = NewGC(p.store, p.md, s.cfg.GCWaitTime, s.clock, p.log)
 	p.gc.onPass = p.metrics.gcPass
 	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p.cancelLoops = cancel
@@ -297,41 +373,45 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 	}()
 	go func() { defer p.loops.Done(); p.state.Run(loopCtx) }()
 	go func() { defer p.loops.Done(); p.gc.Run(loopCtx) }()
-	cleanups = append(cleanups, func() { cancel(); p.loops.Wait(); _ = p.reg.Deregister(context.Background()) })
+	s.cleanups = append(s.cleanups, func() { cancel(); p.loops.Wait(); _ = p.reg.Deregister(context.Background()) })
+	return nil
+}
 
-	// The admin HTTP server.
-	if cfg.HTTPServerEnabled && !opts.NoHTTP {
+// startHTTP starts the admin HTTP server or, without it, BookKeeper's
+// Prometheus provider's metrics listener when configured (StatsConfig).
+func (s *processStart) startHTTP(context.Context) error {
+	p, cfg := s.p, s.cfg
+	if cfg.HTTPServerEnabled && !s.opts.NoHTTP {
+		var err error
 		p.httpLn, err = net.Listen("tcp", net.JoinHostPort(cfg.HTTPServerHost, strconv.Itoa(cfg.HTTPServerPort)))
 		if err != nil {
-			return nil, fmt.Errorf("admin HTTP server on port %d: %w", cfg.HTTPServerPort, err)
+			return fmt.Errorf("admin HTTP server on port %d: %w", cfg.HTTPServerPort, err)
 		}
-		hopts := sec.HTTP
+		hopts := p.sec.HTTP
 		hopts.Metadata = p.md
-		if opts.ClusterAdmin != nil {
-			if p.cluster, err = opts.ClusterAdmin(p.md); err != nil {
-				return nil, fmt.Errorf("admin HTTP server: %w", err)
+		if s.opts.ClusterAdmin != nil {
+			if p.cluster, err = s.opts.ClusterAdmin(p.md); err != nil {
+				return fmt.Errorf("admin HTTP server: %w", err)
 			}
-			cleanups = append(cleanups, p.closeCluster)
+			s.cleanups = append(s.cleanups, p.closeCluster)
 			hopts.Cluster = p.cluster
 		}
-		p.http = NewAdminServer(NewAdminHandler(p.registry, func() []AdminTarget { return []AdminTarget{p} }, hopts), sec.HTTPTLS)
+		p.http = NewAdminServer(NewAdminHandler(p.registry, func() []AdminTarget { return []AdminTarget{p} }, hopts), p.sec.HTTPTLS)
 		go func() {
 			if err := ServeAdmin(p.http, p.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				p.log.Error("admin HTTP server failed", "err", err)
 			}
 		}()
 	}
-	// Metrics without the admin HTTP server: BookKeeper's Prometheus
-	// provider's listener, only when configured (StatsConfig).
-	if !cfg.HTTPServerEnabled && !opts.NoHTTP && cfg.Stats.wantsListener() {
+	if !cfg.HTTPServerEnabled && !s.opts.NoHTTP && cfg.Stats.wantsListener() {
+		var err error
 		if p.stats, err = startMetricsServer(cfg.Stats, p.registry, func(err error) { p.log.Error("metrics listener failed", "err", err) }); err != nil {
-			return nil, err
+			return err
 		}
-		cleanups = append(cleanups, func() { p.stats.srv.Close() })
+		s.cleanups = append(s.cleanups, func() { p.stats.srv.Close() })
 		p.log.Info("serving metrics", "address", p.stats.ln.Addr().String())
 	}
-	p.log.Info("bookie started", "addr", p.ln.Addr().String(), "http", p.HTTPAddr(), "tls", serverTLS != nil, "authorizer", authorizer != nil)
-	return p, nil
+	return nil
 }
 
 // serviceInfo is what the bookie publishes with its registration, as a
