@@ -399,7 +399,7 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 			if err := metadata.ValidateBookieID(bid); err != nil {
 				return Usagef(cmd, "--id %q: %v (use host:port)", id, err)
 			}
-			policy, err := placementChecker(cmd, rackFile, minRack)
+			policy, newPolicy, err := placementPolicies(cmd, rackFile, minRack)
 			if err != nil {
 				return err
 			}
@@ -447,7 +447,7 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 					PlacementPolicyCheckInterval: placementCheck, PlacementPolicy: policy, RepairPlacement: repairPlacement},
 				Worker: autorecovery.WorkerConfig{SessionTTL: ttl, OpenLedgerRereplicationGracePeriod: grace, PollInterval: poll,
 					RateLimitBytesPerSecond: rateLimit, LedgerVerificationPercentage: verifyPct,
-					PlacementPolicy: policy, RepairPlacement: repairPlacement},
+					PlacementPolicy: policy, RepairPlacement: repairPlacement, NewPlacementPolicy: newPolicy},
 			})
 			if err != nil {
 				return err
@@ -484,7 +484,7 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 		"percentage (0..100) of each bookie's entries per fragment the ledger check reads besides its first and last")
 	f.DurationVar(&placementCheck, "placement-check-interval", 0, "period of the placement policy check of closed ledgers (0: off)")
 	f.StringVar(&rackFile, "rack-locations", "",
-		"bookie location file (\"bookie-id /region/rack\" per line) the placement check judges by (default: distinct bookies adhere)")
+		"bookie location file (\"bookie-id /region/rack\" per line) the placement check judges by and the workers choose replacement bookies by, as a client with these locations places ensembles (default: distinct bookies adhere, replacements at random)")
 	f.IntVar(&minRack, "min-racks-per-write-quorum", placement.DefaultMinRacksPerWriteQuorum,
 		"racks every write set must span to adhere, capped at the write quorum (with --rack-locations)")
 	f.BoolVar(&repairPlacement, "repair-placement", false,
@@ -495,26 +495,32 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 	return cmd
 }
 
-// placementChecker is the placement policy the AutoRecovery checks judge
-// by: rack-aware with a location file, else distinct bookies.
-func placementChecker(cmd *cobra.Command, rackFile string, minRacks int) (placement.AdherenceChecker, error) {
+// placementPolicies are the placement policy the AutoRecovery checks judge
+// by, and the one the workers choose replacement bookies with (a fresh one
+// per call: a policy is not safe for concurrent use): rack-aware with a
+// location file, else distinct bookies and random replacements, as a
+// client's (placement.New).
+func placementPolicies(cmd *cobra.Command, rackFile string, minRacks int) (placement.AdherenceChecker, func() placement.Policy, error) {
 	if minRacks < 1 {
-		return nil, Usagef(cmd, "--min-racks-per-write-quorum %d: want at least 1", minRacks)
+		return nil, nil, Usagef(cmd, "--min-racks-per-write-quorum %d: want at least 1", minRacks)
 	}
+	var locs map[metadata.BookieID]string
+	if rackFile != "" {
+		f, err := os.Open(rackFile)
+		if err != nil {
+			return nil, nil, Usagef(cmd, "--rack-locations: %v", err)
+		}
+		defer f.Close()
+		if locs, err = placement.ParseLocations(f); err != nil {
+			return nil, nil, Usagef(cmd, "--rack-locations %s: %v", rackFile, err)
+		}
+	}
+	newPolicy := func() placement.Policy { return placement.New(rand.NewPCG(rand.Uint64(), rand.Uint64()), locs, false) }
 	src := rand.NewPCG(rand.Uint64(), rand.Uint64())
-	if rackFile == "" {
-		return placement.NewRandom(src), nil
-	}
-	f, err := os.Open(rackFile)
-	if err != nil {
-		return nil, Usagef(cmd, "--rack-locations: %v", err)
-	}
-	defer f.Close()
-	locs, err := placement.ParseLocations(f)
-	if err != nil {
-		return nil, Usagef(cmd, "--rack-locations %s: %v", rackFile, err)
+	if locs == nil {
+		return placement.NewRandom(src), newPolicy, nil
 	}
 	p := placement.NewRackAware(src, locs, false)
 	p.MinRacksPerWriteQuorum = minRacks
-	return p, nil
+	return p, newPolicy, nil
 }
