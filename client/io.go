@@ -72,7 +72,7 @@ type ledgerIO struct {
 	mk  [digest.MasterKeySize]byte
 	q   *queue
 
-	// speculate, when positive, steps a SpeculativeTimeout into the
+	// speculate, when positive, steps a Tick into the
 	// machine after each such delay (reads).
 	speculate time.Duration
 
@@ -279,7 +279,7 @@ func (l *ledgerIO) run(ctx context.Context, m machine, start func(), deliver fun
 		}
 		select {
 		case <-tick:
-			m.Step(ledger.SpeculativeTimeout{})
+			m.Step(ledger.Tick{})
 		case <-l.q.signal:
 			for _, it := range l.q.drain() {
 				m.Step(it.(ledger.Event))
