@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger"
 	"github.com/foliodb/folio/internal/ledger/placement"
@@ -29,6 +30,8 @@ type Client struct {
 	tr      *transport.Transport
 	metrics *Metrics
 	health  *bookieHealth
+	// clock times the machines' Ticks (speculative reads, explicit LAC).
+	clock clock.Clock
 	// racks are the configured bookie locations; nil: random placement.
 	racks map[metadata.BookieID]string
 
@@ -77,6 +80,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		md:       md,
 		metrics:  newMetrics(),
 		health:   newBookieHealth(),
+		clock:    clock.Real{},
 		addSlots: make(chan struct{}, cfg.MaxOutstandingAdds),
 		tr: transport.New(transport.Config{
 			Protocol:             proto,
@@ -198,7 +202,7 @@ func (c *Client) setWritable(bookies []metadata.BookieID) {
 	}
 	c.mu.Unlock()
 	for _, w := range writers {
-		w.q.push(ledger.WritableBookies{Bookies: slices.Clone(bookies)})
+		w.q.Push(ledger.WritableBookies{Bookies: slices.Clone(bookies)})
 	}
 }
 
@@ -286,7 +290,7 @@ func (c *Client) OpenLedger(ctx context.Context, id int64, o OpenOptions) (_ *Re
 	}
 	r := &ReadHandle{c: c, id: id, dig: dig, password: o.Password}
 	if o.Recovery && !md.IsClosed() {
-		md, err = c.recover(ctx, r.newIO(), md, version)
+		md, err = c.recover(ctx, r, md, version)
 		if err != nil {
 			return nil, err
 		}
@@ -303,22 +307,22 @@ func (c *Client) OpenLedger(ctx context.Context, id int64, o OpenOptions) (_ *Re
 }
 
 // recover runs the recovery machine and returns the CLOSED metadata.
-func (c *Client) recover(ctx context.Context, lio *ledgerIO, md *metadata.LedgerMetadata, version metadata.Version) (*metadata.LedgerMetadata, error) {
+func (c *Client) recover(ctx context.Context, r *ReadHandle, md *metadata.LedgerMetadata, version metadata.Version) (*metadata.LedgerMetadata, error) {
 	c.mu.Lock()
 	pl := c.newPolicy()
 	writable := slices.Clone(c.mu.writable)
 	c.mu.Unlock()
 	m := ledger.NewRecovery(ledger.RecoveryConfig{
-		LedgerID:  lio.id,
+		LedgerID:  r.id,
 		Metadata:  md,
 		Version:   version,
-		Verifier:  lio.dig,
+		Verifier:  r.dig,
 		Placement: pl,
 		Writable:  writable,
 		ReadAhead: c.cfg.RecoveryReadBatchSize,
 	})
 	var res ledger.RecoveryComplete
-	err := lio.run(ctx, m, m.Start, func(eff ledger.Effect) {
+	err := c.run(ctx, r.newExecutor(), m, m.Start, func(eff ledger.Effect) {
 		if rc, ok := eff.(ledger.RecoveryComplete); ok {
 			res = rc
 		}
@@ -327,7 +331,7 @@ func (c *Client) recover(ctx context.Context, lio *ledgerIO, md *metadata.Ledger
 		err = res.Err
 	}
 	if err != nil {
-		err = publicError(fmt.Errorf("client: recover ledger %d: %w", lio.id, err))
+		err = publicError(fmt.Errorf("client: recover ledger %d: %w", r.id, err))
 		if errors.Is(err, ledger.ErrLedgerRecovery) && !errors.Is(err, ErrLedgerRecovery) {
 			// A failed recovery always matches ErrLedgerRecovery (the ledger
 			// stays IN_RECOVERY, anyone may retry), besides the more specific
@@ -336,7 +340,7 @@ func (c *Client) recover(ctx context.Context, lio *ledgerIO, md *metadata.Ledger
 		}
 		return nil, err
 	}
-	c.log.Info("ledger recovered", "ledger", lio.id, "last_entry", res.Metadata.LastEntryID, "length", res.Metadata.Length)
+	c.log.Info("ledger recovered", "ledger", r.id, "last_entry", res.Metadata.LastEntryID, "length", res.Metadata.Length)
 	return res.Metadata, nil
 }
 

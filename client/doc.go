@@ -19,8 +19,9 @@
 // coverage rule, entry reads with failover, recovery). This package is the
 // shell that runs them (DESIGN.md §5): each write handle has one goroutine,
 // its ordered executor, which steps the writer with appends, bookie answers
-// and metadata results and carries out its effects; reads and recovery run
-// their machine on the calling goroutine. Bookie I/O goes through
+// and metadata results; reads and recovery run their machine on the
+// calling goroutine. The effects are carried out by internal/ledgerexec,
+// the executor the simulator runs too. Bookie I/O goes through
 // internal/transport; metadata through the driver the URI names (importing
 // this package links the etcd driver).
 //

@@ -10,6 +10,7 @@ import (
 
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger"
+	"github.com/foliodb/folio/internal/ledgerexec"
 	"github.com/foliodb/folio/internal/metadata"
 )
 
@@ -37,7 +38,10 @@ type ReadHandle struct {
 	}
 }
 
-func (r *ReadHandle) newIO() *ledgerIO { return r.c.newLedgerIO(r.id, r.dig, r.password, nil) }
+// newExecutor returns an executor with its own queue, for one machine.
+func (r *ReadHandle) newExecutor() *ledgerexec.Executor {
+	return r.c.newExecutor(r.id, r.dig, r.password, nil)
+}
 
 // ID returns the ledger id.
 func (r *ReadHandle) ID() int64 { return r.id }
@@ -111,7 +115,6 @@ func (r *ReadHandle) ReadLastAddConfirmed(ctx context.Context) (int64, error) {
 }
 
 func (r *ReadHandle) readLAC(ctx context.Context, md *metadata.LedgerMetadata) (int64, error) {
-	io := r.newIO()
 	m := ledger.NewReadLAC(ledger.ReadLACConfig{
 		LedgerID:   r.id,
 		Metadata:   md,
@@ -119,7 +122,7 @@ func (r *ReadHandle) readLAC(ctx context.Context, md *metadata.LedgerMetadata) (
 		UseReadLAC: !r.c.cfg.UseV2WireProtocol,
 	})
 	var res ledger.LACComplete
-	err := io.run(ctx, m, m.Start, func(eff ledger.Effect) {
+	err := r.c.run(ctx, r.newExecutor(), m, m.Start, func(eff ledger.Effect) {
 		if lc, ok := eff.(ledger.LACComplete); ok {
 			res = lc
 		}
@@ -189,15 +192,13 @@ func (r *ReadHandle) readChunk(ctx context.Context, lo, hi int64, out []Entry, c
 		hi = md.LastEntryID
 	}
 	m, err := ledger.NewRead(ledger.ReadConfig{LedgerID: r.id, Metadata: md, Verifier: r.dig, First: lo, Last: hi,
-		Avoid: r.c.health.avoidSet()})
+		Avoid: r.c.health.avoidSet(), SpeculativeTimeout: r.c.cfg.SpeculativeReadTimeout})
 	if err != nil {
 		return out, err
 	}
 	var res ledger.ReadComplete
 	start := time.Now()
-	lio := r.newIO()
-	lio.speculate = r.c.cfg.SpeculativeReadTimeout
-	err = lio.run(ctx, m, m.Start, func(eff ledger.Effect) {
+	err = r.c.run(ctx, r.newExecutor(), m, m.Start, func(eff ledger.Effect) {
 		switch e := eff.(type) {
 		case ledger.EntryComplete:
 			out = append(out, Entry{ID: e.Entry.EntryID, Payload: e.Entry.Payload})

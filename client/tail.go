@@ -128,7 +128,7 @@ func (r *ReadHandle) longPoll(ctx context.Context, md *metadata.LedgerMetadata, 
 		TimeoutMs:   max(1, wait.Milliseconds()),
 	})
 	var res ledger.LongPollComplete
-	err := r.newIO().run(ctx, m, m.Start, func(eff ledger.Effect) {
+	err := r.c.run(ctx, r.newExecutor(), m, m.Start, func(eff ledger.Effect) {
 		if lc, ok := eff.(ledger.LongPollComplete); ok {
 			res = lc
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger"
+	"github.com/foliodb/folio/internal/ledgerexec"
 	"github.com/foliodb/folio/internal/metadata"
 )
 
@@ -24,8 +25,8 @@ import (
 type WriteHandle struct {
 	c  *Client
 	id int64
-	io *ledgerIO
-	q  *queue
+	io *ledgerexec.Executor
+	q  *ledgerexec.Queue
 
 	lac atomic.Int64
 	// exited is closed when the executor goroutine has returned.
@@ -34,8 +35,7 @@ type WriteHandle struct {
 	stopped  chan struct{}
 	stopOnce atomic.Bool
 
-	lacInterval time.Duration
-	forceIDs    atomic.Int64
+	forceIDs atomic.Int64
 
 	// Owned by the executor goroutine:
 	w *ledger.Writer
@@ -103,7 +103,7 @@ type forceCmd struct {
 // with ErrLedgerClosed or ErrLedgerFenced.
 func (w *WriteHandle) Force(ctx context.Context) error {
 	done := make(chan error, 1)
-	if !w.q.push(forceCmd{id: w.forceIDs.Add(1), done: done}) {
+	if !w.q.Push(forceCmd{id: w.forceIDs.Add(1), done: done}) {
 		return w.exitErr()
 	}
 	select {
@@ -135,14 +135,16 @@ func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version m
 		Placement: c.newPolicy(),
 		Writable:  c.mu.writable,
 
-		DeferredSync: opts.WriteFlags&DeferredSync != 0,
+		DeferredSync:        opts.WriteFlags&DeferredSync != 0,
+		ExplicitLACInterval: opts.ExplicitLACInterval,
 	})
 	if err != nil {
 		return nil, err
 	}
-	q := newQueue()
-	w := &WriteHandle{c: c, id: id, q: q, io: c.newLedgerIO(id, dig, password, q), w: m,
-		exited: make(chan struct{}), stopped: make(chan struct{}), lacInterval: opts.ExplicitLACInterval,
+	q := ledgerexec.NewQueue()
+	w := &WriteHandle{c: c, id: id, q: q, w: m,
+		io:     c.newExecutor(id, dig, password, func(ev ledger.Event) { q.Push(ev) }),
+		exited: make(chan struct{}), stopped: make(chan struct{}),
 		forceWaiters: map[int64]chan error{}}
 	w.lac.Store(-1)
 	c.mu.writers[w] = struct{}{}
@@ -206,7 +208,7 @@ func (w *WriteHandle) appendAsync(ctx context.Context, payload []byte) *AppendFu
 		}
 	}
 	f.slot = true
-	if !w.q.push(f) {
+	if !w.q.Push(f) {
 		f.complete(-1, w.exitErr())
 	}
 	return f
@@ -223,7 +225,7 @@ func (w *WriteHandle) exitErr() error {
 // result.
 func (w *WriteHandle) Close(ctx context.Context) error {
 	done := make(chan error, 1)
-	if !w.q.push(closeCmd{done}) {
+	if !w.q.Push(closeCmd{done}) {
 		return w.closedResult()
 	}
 	select {
@@ -263,25 +265,22 @@ func (w *WriteHandle) loop() {
 	defer w.c.wg.Done()
 	defer close(w.exited)
 	defer w.unregister()
-	var tick <-chan time.Time
-	if w.lacInterval > 0 {
-		t := time.NewTicker(w.lacInterval)
-		defer t.Stop()
-		tick = t.C
-	}
+	// The writer's Ticks send the explicit LAC (WriterConfig.ExplicitLACInterval).
+	tick := ledgerexec.NewTicker(w.c.clock, w.w.TickInterval())
 	for {
 		select {
-		case <-tick:
-			w.w.FlushLAC()
+		case <-tick.C():
+			tick.Fired()
+			w.w.Step(ledger.Tick{})
 			w.drive()
 			continue
-		case <-w.q.signal:
+		case <-w.q.Signal():
 		case <-w.stopped:
-			w.q.close()
+			w.q.Close()
 			w.failAll(fmt.Errorf("%w: ledger %d: client closed", ErrLedgerClosed, w.id))
 			return
 		}
-		for _, it := range w.q.drain() {
+		for _, it := range w.q.Drain() {
 			switch it := it.(type) {
 			case *AppendFuture:
 				id, err := w.w.Append(it.payload)
@@ -303,7 +302,7 @@ func (w *WriteHandle) loop() {
 			w.drive()
 		}
 		if w.closeResult != nil && len(w.closeWaiters) == 0 && w.userClosed() {
-			w.q.close()
+			w.q.Close()
 			w.failAll(w.exitErr())
 			return
 		}
@@ -316,7 +315,7 @@ func (w *WriteHandle) userClosed() bool { return w.closeDelivered }
 // drive carries out the writer's effects in order.
 func (w *WriteHandle) drive() {
 	for _, eff := range w.w.Ready() {
-		if w.io.do(eff) {
+		if w.io.Do(eff) {
 			continue
 		}
 		switch e := eff.(type) {

@@ -44,9 +44,13 @@ type RecoverResult struct {
 var ErrNoPassword = rereplication.ErrNoPassword
 
 // RecoverLedger recovers ledger id (fence, find the end, close: spec §4)
-// through c, reading and (for Force) writing its metadata through md, and
-// returns the closed metadata as stored. The password and digest are the
-// ledger's own, from the metadata. A failure leaves the ledger IN_RECOVERY
+// through c: the client runs the ledger.Recovery machine on the one effect
+// executor (internal/ledgerexec) that the client's writes and reads and the
+// simulator's recoveries use, so the fencing reads and recovery adds sent
+// here are built by the same code the simulator checks. It reads and (for
+// Force) writes the metadata through md, and returns the closed metadata
+// as stored. The password and digest are the ledger's own, from the
+// metadata. A failure leaves the ledger IN_RECOVERY
 // (client.ErrLedgerRecovery) and may be retried.
 func RecoverLedger(ctx context.Context, c *client.Client, md metadata.Driver, id int64, o RecoverOptions) (RecoverResult, error) {
 	res := RecoverResult{LedgerID: id, PreviousLastEntryID: -1}

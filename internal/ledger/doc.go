@@ -6,12 +6,13 @@
 //
 // # Step and Ready
 //
-// Every machine follows etcd-io/raft's RawNode split. Inputs are method
-// calls that never block: Step(Event) for everything that comes back from
-// the outside world (a bookie's answer, a request the shell timed out, the
-// result of a metadata read or compare-and-set, a new set of writable
-// bookies), plus a few commands specific to the machine (Writer.Append,
-// Writer.Close, Start). Each input only changes memory and queues effects.
+// Every machine follows etcd-io/raft's RawNode split and implements
+// Machine (machine.go). Inputs are method calls that never block:
+// Step(Event) for everything that comes back from the outside world (a
+// bookie's answer, a request the shell timed out, the result of a metadata
+// read or compare-and-set, a new set of writable bookies, a Tick of the
+// machine's TickInterval), plus a few commands specific to the machine
+// (Writer.Append, Writer.Close, Start). Each input only changes memory and queues effects.
 // Ready returns the queued effects, in the order they arose, and forgets
 // them: the caller owns the slice and must carry the effects out in order:
 //
@@ -28,6 +29,11 @@
 //		}
 //		m.Step(<-events)
 //	}
+//
+// One shell, internal/ledgerexec, carries out the I/O effects for the
+// client, the admin tools and the simulator alike. Every Event type is
+// declared in event.go and every Effect type in effect.go (listed by
+// Events and Effects), so a shell can test that it handles them all.
 //
 // There is no Advance: effects are handed over by Ready and nothing in the
 // machine waits for them to be "applied". A machine asks for at most one

@@ -8,7 +8,10 @@ import (
 	"github.com/foliodb/folio/internal/metadata"
 )
 
-// Effect is an output of a machine, returned by Ready.
+// Effect is an output of a machine, returned by Ready. Every Effect type
+// is declared in this file: the requests a shell carries out (Send*,
+// WriteMetadata, ReadMetadata, BookieSlow) and the completions it hands to
+// the application (*Complete).
 type Effect interface{ isEffect() }
 
 // SendAdd asks the shell to send ADD_ENTRY for EntryID to each of Bookies.
@@ -110,6 +113,65 @@ type RecoveryComplete struct {
 	Err      error
 }
 
+// SendForce asks the shell to send FORCE_LEDGER to each of Bookies; the
+// answers come back as ForceResponse with ID.
+type SendForce struct {
+	ID      int64
+	Bookies []metadata.BookieID
+}
+
+// SendWriteLAC asks the shell to send WRITE_LAC with LAC (body
+// digest.Digester.AppendLAC) to each of Bookies. Answers are not stepped.
+type SendWriteLAC struct {
+	Bookies []metadata.BookieID
+	LAC     int64
+}
+
+// SendLongPoll asks the shell to send a long-poll READ_ENTRY (entry -1,
+// previousLAC, timeOut, ENTRY_PIGGYBACK) to each of Bookies. Answers come
+// back as LongPollResponse.
+type SendLongPoll struct {
+	Bookies     []metadata.BookieID
+	PreviousLAC int64
+	TimeoutMs   int64
+}
+
+// BookieSlow reports a bookie that did not answer a read within the
+// speculative delay; the shell orders reads away from it for a while.
+type BookieSlow struct {
+	Bookie metadata.BookieID
+}
+
+// ForceComplete ends force ID: Err nil when every entry up to LAC is
+// durable on every bookie of its write set. LAC is the writer's LAC after
+// it.
+type ForceComplete struct {
+	ID  int64
+	LAC int64
+	Err error
+}
+
+// LongPollComplete ends a LongPollLAC: LAC is above the PreviousLAC asked
+// about when something new was confirmed (Entry is then entry
+// PreviousLAC+1 if an answer carried it), or equal to it for "no new entry".
+type LongPollComplete struct {
+	LAC   int64
+	Entry *digest.Entry
+	Err   error
+}
+
+// Effects returns one value of every Effect type, I/O requests first, then
+// completions. Shells test against it that they handle every effect
+// (effect_test.go checks that the list is complete).
+func Effects() []Effect {
+	return []Effect{
+		SendAdd{}, SendRead{}, SendReadLAC{}, SendForce{}, SendWriteLAC{}, SendLongPoll{},
+		WriteMetadata{}, ReadMetadata{}, BookieSlow{},
+		AddComplete{}, CloseComplete{}, ForceComplete{}, LACComplete{}, LongPollComplete{},
+		EntryComplete{}, ReadComplete{}, RecoveryComplete{},
+	}
+}
+
 func (SendAdd) isEffect()          {}
 func (SendRead) isEffect()         {}
 func (SendReadLAC) isEffect()      {}
@@ -121,6 +183,12 @@ func (LACComplete) isEffect()      {}
 func (EntryComplete) isEffect()    {}
 func (ReadComplete) isEffect()     {}
 func (RecoveryComplete) isEffect() {}
+func (SendForce) isEffect()        {}
+func (SendWriteLAC) isEffect()     {}
+func (SendLongPoll) isEffect()     {}
+func (BookieSlow) isEffect()       {}
+func (ForceComplete) isEffect()    {}
+func (LongPollComplete) isEffect() {}
 
 // The String methods give the one-line form used in traces.
 
@@ -177,6 +245,34 @@ func (e RecoveryComplete) String() string {
 		return "recovery complete: " + errString(e.Err)
 	}
 	return fmt.Sprintf("recovery complete v%d: %s", e.Version, FormatMetadata(e.Metadata))
+}
+
+func (e SendForce) String() string {
+	return fmt.Sprintf("send force #%d -> %s", e.ID, bookieList(e.Bookies))
+}
+
+func (e SendWriteLAC) String() string {
+	return fmt.Sprintf("send write-lac lac=%d -> %s", e.LAC, bookieList(e.Bookies))
+}
+
+func (e SendLongPoll) String() string {
+	return fmt.Sprintf("send long-poll prev=%d timeout=%dms -> %s", e.PreviousLAC, e.TimeoutMs, bookieList(e.Bookies))
+}
+
+func (e BookieSlow) String() string { return "bookie slow: " + string(e.Bookie) }
+
+func (e ForceComplete) String() string {
+	return fmt.Sprintf("force #%d complete: lac=%d %s", e.ID, e.LAC, errString(e.Err))
+}
+
+func (e LongPollComplete) String() string {
+	if e.Err != nil {
+		return "long-poll complete: " + errString(e.Err)
+	}
+	if e.Entry != nil {
+		return fmt.Sprintf("long-poll complete: lac=%d entry e%d", e.LAC, e.Entry.EntryID)
+	}
+	return fmt.Sprintf("long-poll complete: lac=%d", e.LAC)
 }
 
 // FormatMetadata renders the protocol-relevant part of ledger metadata on

@@ -2,7 +2,8 @@ package ledger
 
 import "github.com/foliodb/folio/internal/metadata"
 
-// Event is an input to a machine's Step.
+// Event is an input to a machine's Step. Every Event type is declared in
+// this file.
 type Event interface{ isEvent() }
 
 // AddResponse is a bookie's answer to an ADD_ENTRY (normal or recovery) for
@@ -58,9 +59,44 @@ type WritableBookies struct {
 	Bookies []metadata.BookieID
 }
 
-func (AddResponse) isEvent()     {}
-func (ReadResponse) isEvent()    {}
-func (ReadLACResponse) isEvent() {}
-func (MetadataWritten) isEvent() {}
-func (MetadataRead) isEvent()    {}
-func (WritableBookies) isEvent() {}
+// ForceResponse is a bookie's answer to the FORCE_LEDGER of force ID.
+type ForceResponse struct {
+	ID     int64
+	Bookie metadata.BookieID
+	Err    error
+}
+
+// LongPollResponse is a bookie's answer to a long poll: its maxLAC, and the
+// piggybacked entry EntryID (-1: none) with its body.
+type LongPollResponse struct {
+	Bookie    metadata.BookieID
+	MaxLAC    int64
+	HasMaxLAC bool
+	EntryID   int64
+	Body      []byte
+	Err       error
+}
+
+// Tick tells a machine that one of its TickIntervals passed. The machine
+// decides what that means (a Read asks the next replica of slow entries, a
+// Writer sends its explicit LAC); machines with no timers ignore it.
+type Tick struct{}
+
+// Events returns one value of every Event type (effect_test.go checks that
+// the list is complete).
+func Events() []Event {
+	return []Event{
+		AddResponse{}, ReadResponse{}, ReadLACResponse{}, ForceResponse{}, LongPollResponse{},
+		MetadataWritten{}, MetadataRead{}, WritableBookies{}, Tick{},
+	}
+}
+
+func (AddResponse) isEvent()      {}
+func (ReadResponse) isEvent()     {}
+func (ReadLACResponse) isEvent()  {}
+func (MetadataWritten) isEvent()  {}
+func (MetadataRead) isEvent()     {}
+func (WritableBookies) isEvent()  {}
+func (ForceResponse) isEvent()    {}
+func (LongPollResponse) isEvent() {}
+func (Tick) isEvent()             {}

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
-	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger/quorum"
 	"github.com/foliodb/folio/internal/metadata"
 )
@@ -86,11 +86,17 @@ func (l *LongPollLAC) Ready() []Effect {
 // Done reports whether the LongPollComplete has been queued.
 func (l *LongPollLAC) Done() bool { return l.done }
 
+// TickInterval is zero: the bookies time the poll (Ticks are ignored).
+func (l *LongPollLAC) TickInterval() time.Duration { return 0 }
+
 // EmptyThreshold is how many empty answers mean "no new entry": E − Qa + 1.
 func (l *LongPollLAC) EmptyThreshold() int { return l.q.EnsembleSize - l.q.AckQuorum + 1 }
 
 // Step feeds one answer.
 func (l *LongPollLAC) Step(ev Event) {
+	if _, ok := ev.(Tick); ok {
+		return
+	}
 	resp, ok := ev.(LongPollResponse)
 	if !ok {
 		panic(fmt.Sprintf("ledger: LongPollLAC cannot step %T", ev))
@@ -150,51 +156,4 @@ func (l *LongPollLAC) Step(ev Event) {
 func (l *LongPollLAC) finish(res LongPollComplete) {
 	l.done = true
 	l.effects = append(l.effects, res)
-}
-
-// SendLongPoll asks the shell to send a long-poll READ_ENTRY (entry -1,
-// previousLAC, timeOut, ENTRY_PIGGYBACK) to each of Bookies. Answers come
-// back as LongPollResponse.
-type SendLongPoll struct {
-	Bookies     []metadata.BookieID
-	PreviousLAC int64
-	TimeoutMs   int64
-}
-
-// LongPollResponse is a bookie's answer to a long poll: its maxLAC, and the
-// piggybacked entry EntryID (-1: none) with its body.
-type LongPollResponse struct {
-	Bookie    metadata.BookieID
-	MaxLAC    int64
-	HasMaxLAC bool
-	EntryID   int64
-	Body      []byte
-	Err       error
-}
-
-// LongPollComplete ends a LongPollLAC: LAC is above the PreviousLAC asked
-// about when something new was confirmed (Entry is then entry
-// PreviousLAC+1 if an answer carried it), or equal to it for "no new entry".
-type LongPollComplete struct {
-	LAC   int64
-	Entry *digest.Entry
-	Err   error
-}
-
-func (SendLongPoll) isEffect()     {}
-func (LongPollComplete) isEffect() {}
-func (LongPollResponse) isEvent()  {}
-
-func (e SendLongPoll) String() string {
-	return fmt.Sprintf("send long-poll prev=%d timeout=%dms -> %s", e.PreviousLAC, e.TimeoutMs, bookieList(e.Bookies))
-}
-
-func (e LongPollComplete) String() string {
-	if e.Err != nil {
-		return "long-poll complete: " + errString(e.Err)
-	}
-	if e.Entry != nil {
-		return fmt.Sprintf("long-poll complete: lac=%d entry e%d", e.LAC, e.Entry.EntryID)
-	}
-	return fmt.Sprintf("long-poll complete: lac=%d", e.LAC)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger/quorum"
@@ -96,6 +97,9 @@ func (r *ReadLAC) Start() {
 // Done reports whether the LACComplete has been queued.
 func (r *ReadLAC) Done() bool { return r.done }
 
+// TickInterval is zero: a ReadLAC has no timers (Ticks are ignored).
+func (r *ReadLAC) TickInterval() time.Duration { return 0 }
+
 // Ready returns the queued effects and forgets them.
 func (r *ReadLAC) Ready() []Effect {
 	out := r.effects
@@ -119,6 +123,7 @@ func (r *ReadLAC) Step(ev Event) {
 		})
 	case ReadLACResponse:
 		r.answer(ev.Bookie, ev.Err, func() (int64, int64, int64, error) { return r.verifyReadLAC(ev) })
+	case Tick:
 	default:
 		panic(fmt.Sprintf("ledger: ReadLAC cannot step %T", ev))
 	}

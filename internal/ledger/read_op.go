@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger/quorum"
@@ -24,6 +25,10 @@ type ReadConfig struct {
 	// shell remembers them; Java's reorderReadSequence). nil: write-set
 	// order. It must be a pure function during the read.
 	Avoid func(metadata.BookieID) bool
+	// SpeculativeTimeout is the read's TickInterval: at each Tick, entries
+	// whose replicas asked so far have not answered are asked of their next
+	// replica. Zero: no speculative reads.
+	SpeculativeTimeout time.Duration
 }
 
 // Read reads the entries First … Last in sequential mode (spec §3.3): each
@@ -37,13 +42,13 @@ type ReadConfig struct {
 // explicit negative (then the entry was never acknowledged); otherwise it is
 // the first other error, since an unknown answer may hide the entry.
 //
-// Speculative reads (spec §3.3): on a SpeculativeTimeout event (the shell
-// steps one after each speculative delay) every entry still without a
+// Speculative reads (spec §3.3): on a Tick (the shell steps one each
+// ReadConfig.SpeculativeTimeout) every entry still without a
 // result and with no answer from the replicas asked so far is also asked
 // of its next replica; the replica left waiting is reported with a
 // BookieSlow effect. Any asked replica's answer is then accepted.
 //
-// Inputs: Start, Step(ReadResponse | SpeculativeTimeout). Outputs: SendRead,
+// Inputs: Start, Step(ReadResponse | Tick). Outputs: SendRead,
 // BookieSlow, then EntryComplete for each entry in ascending order, then one
 // ReadComplete. Delivery stops at the first entry that fails.
 type Read struct {
@@ -110,6 +115,9 @@ func (r *Read) Ready() []Effect {
 // Done reports whether the ReadComplete has been queued.
 func (r *Read) Done() bool { return r.done }
 
+// TickInterval is ReadConfig.SpeculativeTimeout.
+func (r *Read) TickInterval() time.Duration { return r.cfg.SpeculativeTimeout }
+
 func (r *Read) ask(i int) {
 	e := &r.entries[i]
 	r.effects = append(r.effects, SendRead{Bookies: []metadata.BookieID{e.replicas[e.asked]}, EntryID: r.cfg.First + int64(i)})
@@ -122,10 +130,10 @@ func b2i(b bool) int {
 	return 0
 }
 
-// Step feeds one answer or a SpeculativeTimeout; answers from replicas not
-// asked, or already answered, are ignored.
+// Step feeds one answer or a Tick; answers from replicas not asked, or
+// already answered, are ignored.
 func (r *Read) Step(ev Event) {
-	if _, ok := ev.(SpeculativeTimeout); ok {
+	if _, ok := ev.(Tick); ok {
 		r.speculate()
 		return
 	}
@@ -219,17 +227,3 @@ func (r *Read) speculate() {
 		r.effects = append(r.effects, BookieSlow{Bookie: b})
 	}
 }
-
-// SpeculativeTimeout tells a Read that the speculative delay passed.
-type SpeculativeTimeout struct{}
-
-// BookieSlow reports a bookie that did not answer a read within the
-// speculative delay; the shell orders reads away from it for a while.
-type BookieSlow struct {
-	Bookie metadata.BookieID
-}
-
-func (SpeculativeTimeout) isEvent() {}
-func (BookieSlow) isEffect()        {}
-
-func (e BookieSlow) String() string { return "bookie slow: " + string(e.Bookie) }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger/placement"
@@ -177,6 +178,10 @@ func (r *Recovery) emit(e ...Effect) { r.effects = append(r.effects, e...) }
 // Done reports whether the RecoveryComplete has been queued.
 func (r *Recovery) Done() bool { return r.phase == phaseDone }
 
+// TickInterval is zero: recovery has no timers of its own (Ticks are
+// ignored); its requests time out in the transport.
+func (r *Recovery) TickInterval() time.Duration { return 0 }
+
 // LastAddConfirmed returns the recovery LAC: the start point once fenced,
 // then the highest entry rewritten with all lower ones.
 func (r *Recovery) LastAddConfirmed() int64 { return r.p.lac }
@@ -338,6 +343,7 @@ func (r *Recovery) Step(ev Event) {
 		r.handleMetadataRead(ev)
 	case WritableBookies:
 		r.writable = slices.Clone(ev.Bookies)
+	case Tick:
 	default:
 		panic(fmt.Sprintf("ledger: Recovery cannot step %T", ev))
 	}

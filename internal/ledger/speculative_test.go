@@ -40,7 +40,7 @@ func TestReadSpeculative(t *testing.T) {
 	if effs := r.Ready(); len(effs) != 0 {
 		t.Fatalf("e1 delivered before e0: %v", effs)
 	}
-	r.Step(SpeculativeTimeout{})
+	r.Step(Tick{})
 	effs := r.Ready()
 	s = sends(effs)
 	if len(s) != 1 || s[0].EntryID != 0 || s[0].Bookies[0] != "b2" {
@@ -50,7 +50,7 @@ func TestReadSpeculative(t *testing.T) {
 		t.Fatalf("effects %v, want the send and b1 slow", effs)
 	}
 	// Nothing more to speculate on: e0's last replica was asked.
-	r.Step(SpeculativeTimeout{})
+	r.Step(Tick{})
 	if effs := r.Ready(); len(effs) != 0 {
 		t.Fatalf("second speculation: %v", effs)
 	}
@@ -76,7 +76,7 @@ func TestReadSpeculativeBothFail(t *testing.T) {
 	r, _ := NewRead(ReadConfig{LedgerID: 7, Metadata: specMetadata(), Verifier: dig, First: 0, Last: 0})
 	r.Start()
 	r.Ready()
-	r.Step(SpeculativeTimeout{})
+	r.Step(Tick{})
 	r.Ready()
 	r.Step(ReadResponse{Bookie: "b1", EntryID: 0, Err: ErrNoSuchEntry})
 	if effs := r.Ready(); len(effs) != 0 || r.Done() {

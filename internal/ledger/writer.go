@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/foliodb/folio/internal/ledger/placement"
 	"github.com/foliodb/folio/internal/ledger/quorum"
@@ -29,6 +30,9 @@ type WriterConfig struct {
 	// LAC; Force does, once every bookie of the ensemble has synced. Any
 	// bookie failure stops the writer (no ensemble change).
 	DeferredSync bool
+	// ExplicitLACInterval is the writer's TickInterval: each Tick sends
+	// the LAC explicitly if it moved (FlushLAC). Zero: no explicit LAC.
+	ExplicitLACInterval time.Duration
 }
 
 // Writer is the write handle of one ledger as a state machine: it numbers
@@ -36,9 +40,10 @@ type WriterConfig struct {
 // order, replaces failed bookies by ensemble change, stops when the ledger
 // is fenced, and closes the ledger (spec §1, §2).
 //
-// Inputs: Append, Close, Step(AddResponse | MetadataWritten | MetadataRead |
-// WritableBookies). Outputs (Ready): SendAdd, WriteMetadata, ReadMetadata,
-// AddComplete, CloseComplete.
+// Inputs: Append, Close, Force, Step(AddResponse | ForceResponse |
+// MetadataWritten | MetadataRead | WritableBookies | Tick). Outputs (Ready):
+// SendAdd, SendForce, SendWriteLAC, WriteMetadata, ReadMetadata,
+// AddComplete, ForceComplete, CloseComplete.
 //
 // Guarantees:
 //   - AddCompletes come in entry order; the successful ones are contiguous
@@ -82,6 +87,9 @@ type Writer struct {
 	close closeProgress
 	// closeResult is the CloseComplete once close is done.
 	closeResult CloseComplete
+
+	// lacInterval is the TickInterval (WriterConfig.ExplicitLACInterval).
+	lacInterval time.Duration
 
 	// deferred: DEFERRED_SYNC (WriterConfig.DeferredSync).
 	deferred bool
@@ -139,6 +147,8 @@ func NewWriter(cfg WriterConfig) (*Writer, error) {
 		failed:    map[int]metadata.BookieID{},
 		deferred:  cfg.DeferredSync,
 		forces:    map[int64]*forceOp{},
+
+		lacInterval: cfg.ExplicitLACInterval,
 	}
 	w.p.deferred = cfg.DeferredSync
 	w.explicitSent = -1
@@ -164,6 +174,13 @@ func (w *Writer) Metadata() (*metadata.LedgerMetadata, metadata.Version) { retur
 
 // Err returns the error Append fails with, nil while the writer is open.
 func (w *Writer) Err() error { return w.appendErr }
+
+// Done reports whether the close has finished (its CloseComplete was
+// queued); the writer then only answers Close with the same result.
+func (w *Writer) Done() bool { return w.close == closeDone }
+
+// TickInterval is WriterConfig.ExplicitLACInterval.
+func (w *Writer) TickInterval() time.Duration { return w.lacInterval }
 
 // Ready returns the effects queued since the last call, in order, and
 // forgets them.
@@ -223,6 +240,8 @@ func (w *Writer) Step(ev Event) {
 		w.writable = slices.Clone(ev.Bookies)
 	case ForceResponse:
 		w.handleForceResponse(ev)
+	case Tick:
+		w.FlushLAC()
 	default:
 		panic(fmt.Sprintf("ledger: writer cannot step %T", ev))
 	}
@@ -587,7 +606,7 @@ func (w *Writer) handleForceResponse(ev ForceResponse) {
 	w.emit(ForceComplete{ID: ev.ID, LAC: w.LastAddConfirmed()})
 }
 
-// FlushLAC is the explicit-LAC timer tick (spec §1.6): if the LAC moved
+// FlushLAC is what a Tick does (spec §1.6): if the LAC moved
 // past what entries already carried and what the last WRITE_LAC sent, it
 // sends WRITE_LAC to the write set of entry LAC, so that readers see the
 // last entries while the writer is idle. Explicit LAC is a hint for
@@ -607,51 +626,4 @@ func (w *Writer) FlushLAC() {
 		to = append(to, w.p.ensemble[idx])
 	}
 	w.emit(SendWriteLAC{Bookies: to, LAC: lac})
-}
-
-// SendForce asks the shell to send FORCE_LEDGER to each of Bookies; the
-// answers come back as ForceResponse with ID.
-type SendForce struct {
-	ID      int64
-	Bookies []metadata.BookieID
-}
-
-// SendWriteLAC asks the shell to send WRITE_LAC with LAC (body
-// digest.Digester.AppendLAC) to each of Bookies. Answers are not stepped.
-type SendWriteLAC struct {
-	Bookies []metadata.BookieID
-	LAC     int64
-}
-
-// ForceResponse is a bookie's answer to the FORCE_LEDGER of force ID.
-type ForceResponse struct {
-	ID     int64
-	Bookie metadata.BookieID
-	Err    error
-}
-
-// ForceComplete ends force ID: Err nil when every entry up to LAC is
-// durable on every bookie of its write set. LAC is the writer's LAC after
-// it.
-type ForceComplete struct {
-	ID  int64
-	LAC int64
-	Err error
-}
-
-func (SendForce) isEffect()     {}
-func (SendWriteLAC) isEffect()  {}
-func (ForceComplete) isEffect() {}
-func (ForceResponse) isEvent()  {}
-
-func (e SendForce) String() string {
-	return fmt.Sprintf("send force #%d -> %s", e.ID, bookieList(e.Bookies))
-}
-
-func (e SendWriteLAC) String() string {
-	return fmt.Sprintf("send write-lac lac=%d -> %s", e.LAC, bookieList(e.Bookies))
-}
-
-func (e ForceComplete) String() string {
-	return fmt.Sprintf("force #%d complete: lac=%d %s", e.ID, e.LAC, errString(e.Err))
 }

@@ -268,15 +268,15 @@ func (r *responder) Respond(resp *wire.Response) {
 	if n.incarnation != r.inc || !n.up {
 		return // the process that would have sent it is gone
 	}
-	ev, desc := r.p.toEvent(n.id, resp)
+	desc := r.p.respDesc(resp)
 	if r.p.op != wire.OpAddEntry {
 		// A read (and its fence) runs in work the bookie spawns, right
 		// before this answer.
 		w.rec.arrive(r.a, r.p)
 	}
-	w.check.bookieAnswered(n.id, r.p, resp, ev)
+	w.check.bookieAnswered(n.id, r.p, resp)
 	w.logf("%s: %s %s -> %s", n.id, r.p.desc, r.a.name, desc)
-	w.net.sendReply(r.a, n.id, r.p.epoch, r.p.txn, ev, r.p.desc)
+	w.net.sendReply(r.a, n.id, r.p.epoch, r.p.txn, cloneResponse(resp), r.p.desc)
 }
 
 // fenceStore is the store the simulated bookie programs against: the real

@@ -78,7 +78,7 @@ func (c *checker) ledger(id int64) *ledgerRec {
 
 // bookieAnswered sees every answer a bookie sends, before it goes on the
 // wire.
-func (c *checker) bookieAnswered(b metadata.BookieID, p *pendingReq, resp *wire.Response, ev ledger.Event) {
+func (c *checker) bookieAnswered(b metadata.BookieID, p *pendingReq, resp *wire.Response) {
 	st := statusOfResponse(resp)
 	switch {
 	case p.op == wire.OpAddEntry && st == wire.StatusOK:

@@ -10,6 +10,7 @@ import (
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger"
 	"github.com/foliodb/folio/internal/ledger/placement"
+	"github.com/foliodb/folio/internal/ledgerexec"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/wire"
 )
@@ -61,22 +62,20 @@ const (
 	kindReader
 )
 
-// machine is the Step/Ready face every ledger machine shares.
-type machine interface {
-	Step(ledger.Event)
-	Ready() []ledger.Effect
-}
-
 // actor is a client: the shell around one ledger machine (a writer, a
-// recovery, or a tailing reader's LAC reads and entry reads). It plays the
-// part of client/ and internal/transport: builds wire requests, matches
-// answers by txn id, times requests out and carries metadata operations.
+// recovery, or a tailing reader's LAC reads and entry reads). Its machine's
+// effects are carried out by the production executor (internal/ledgerexec),
+// which builds the wire requests and turns the answers into events; the
+// actor plays the part of internal/transport (it is the executor's
+// Bookies: txn ids, answer matching, timeouts) and of the client's
+// metadata driver (its Store, over the simulated metadata service).
 type actor struct {
 	w    *world
 	name string
 	kind actorKind
 	led  *ledgerRec
-	m    machine
+	m    ledger.Machine
+	x    *ledgerexec.Executor
 
 	// rng is the client's own random stream (think times, its metadata
 	// operations' delays and faults, its reader's choices).
@@ -113,7 +112,9 @@ type actor struct {
 	lac      int64
 }
 
-// pendingReq is one request in flight from an actor to a bookie.
+// pendingReq is one request in flight from an actor to a bookie: what the
+// network, the bookie node, the checkers and the trace need to know of it,
+// read off the request the executor built.
 type pendingReq struct {
 	txn      uint64
 	ledgerID int64
@@ -128,6 +129,9 @@ type pendingReq struct {
 	payload  []byte        // adds: the entry's payload
 	lac      int64         // adds: the piggybacked LAC
 	desc     string
+	// cb is the executor's callback: the answer, or the error standing
+	// for it.
+	cb func(*wire.Response, error)
 }
 
 func (a *actor) live() bool { return !a.crashed && !a.finished }
@@ -137,8 +141,20 @@ func (w *world) newActor(kind actorKind, prefix string, l *ledgerRec) *actor {
 	key := w.newKey("actor")
 	w.actorKeys[name] = key
 	a := &actor{w: w, name: name, kind: kind, led: l, rng: w.stream("actor/" + key), pending: map[uint64]*pendingReq{}, snapshotKey: -1, lac: -1}
+	a.x = ledgerexec.New(ledgerexec.Config{LedgerID: l.id, Digester: l.dig, MasterKey: l.key, Bookies: a, Store: actorStore{a}, Emit: a.emit})
 	w.actors = append(w.actors, a)
 	return a
+}
+
+// emit takes an event from the executor: a metadata result goes through
+// metadataResult, a bookie's answer straight to the machine.
+func (a *actor) emit(ev ledger.Event) {
+	switch ev.(type) {
+	case ledger.MetadataRead, ledger.MetadataWritten:
+		a.metadataResult(ev)
+	default:
+		a.stepMachine(ev)
+	}
 }
 
 // stepMachine feeds ev to the machine and carries out its effects.
@@ -168,27 +184,19 @@ func (a *actor) drain() {
 			if eff.Recovery {
 				w.check.recoveryAdd(a, eff.EntryID)
 			}
-			for _, b := range eff.Bookies {
-				a.sendAdd(b, eff)
-			}
+			a.x.Do(eff)
 		case ledger.SendRead:
 			w.logf("%s: %s", a.name, eff)
 			if eff.Fence && eff.EntryID == -1 && a.kind == kindRecoverer && a.snapshotKey < 0 && a.mdSeen != nil {
 				a.snapshotKey = a.mdSeen.LastEnsemble().FirstEntryID
 			}
-			for _, b := range eff.Bookies {
-				a.sendRead(b, eff)
-			}
+			a.x.Do(eff)
 		case ledger.SendReadLAC:
 			w.logf("%s: %s", a.name, eff)
-			for _, b := range eff.Bookies {
-				a.sendReadLAC(b)
-			}
+			a.x.Do(eff)
 		case ledger.SendLongPoll:
 			w.logf("%s: %s", a.name, eff)
-			for _, b := range eff.Bookies {
-				a.sendLongPoll(b, eff)
-			}
+			a.x.Do(eff)
 		case ledger.LongPollComplete:
 			w.logf("%s: %s", a.name, eff)
 			a.readerLongPoll(eff)
@@ -202,10 +210,10 @@ func (a *actor) drain() {
 			}
 			w.logf("%s: %s", a.name, eff)
 			a.proposed = eff.Metadata
-			w.meta.submit(a, eff)
+			a.x.Do(eff)
 		case ledger.ReadMetadata:
 			w.logf("%s: %s", a.name, eff)
-			w.meta.submit(a, eff)
+			a.x.Do(eff)
 		case ledger.AddComplete:
 			w.logf("%s: %s", a.name, eff)
 			a.addComplete(eff)
@@ -230,14 +238,69 @@ func (a *actor) drain() {
 			w.logf("%s: %s", a.name, eff)
 			a.readerDone(eff)
 		default:
-			panic(fmt.Sprintf("sim: unknown effect %T", eff))
+			// Effects no simulated workload asks for (forces, explicit LAC).
+			w.logf("%s: %s", a.name, eff)
+			if !a.x.Do(eff) {
+				panic(fmt.Sprintf("sim: completion %T has no simulated application", eff))
+			}
 		}
 	}
 }
 
-func (a *actor) newPending(b metadata.BookieID, op wire.Op, entryID int64, desc string) *pendingReq {
+// Send is the actor's side of ledgerexec.Bookies: it reads what the
+// network, the bookies and the checkers need off req into a pendingReq,
+// stamps a txn id, and sends a copy of req (the executor reuses its own)
+// as v3.
+func (a *actor) Send(bookie string, _ int64, req *wire.Request, cb func(*wire.Response, error)) {
+	r := *req
+	r.Add.Body = slices.Clone(req.Add.Body)
 	a.nextTxn++
-	return &pendingReq{txn: a.nextTxn, ledgerID: a.led.id, bookie: b, op: op, entryID: entryID, desc: desc}
+	p := describe(a.led, metadata.BookieID(bookie), &r)
+	p.txn, p.cb = a.nextTxn, cb
+	r.Protocol = wire.ProtocolV3
+	r.Header.Version, r.Header.TxnID = wire.VersionThree, p.txn
+	r.Header.HasPriority = r.Header.Priority != 0
+	a.send(p, &r)
+}
+
+// describe returns the pendingReq of req, sent to b about ledger l.
+func describe(l *ledgerRec, b metadata.BookieID, req *wire.Request) *pendingReq {
+	p := &pendingReq{ledgerID: l.id, bookie: b, op: req.Header.Op, entryID: -1}
+	switch req.Header.Op {
+	case wire.OpAddEntry:
+		p.entryID = req.Add.EntryID
+		p.recovery = req.Add.Flag == wire.AddFlagRecoveryAdd
+		kind := "add"
+		if p.recovery {
+			kind = "recovery-add"
+		}
+		p.desc = fmt.Sprintf("%s L%d e%d", kind, l.id, p.entryID)
+		e, err := l.dig.VerifyEntry(req.Add.Body, l.id, p.entryID)
+		if err != nil {
+			panic(fmt.Sprintf("sim: the executor built an add body that does not verify: %v", err))
+		}
+		p.payload, p.lac = e.Payload, e.LAC
+	case wire.OpReadEntry:
+		p.entryID = req.Read.EntryID
+		if req.Read.HasPreviousLAC {
+			// A long poll (v3 only): the client's timeout for it is its
+			// timeOut plus the usual request timeout.
+			p.longPoll, p.wait = true, time.Duration(req.Read.TimeoutMs)*time.Millisecond
+			p.desc = fmt.Sprintf("long-poll L%d prev=%d", l.id, req.Read.PreviousLAC)
+			break
+		}
+		p.fence = req.Read.Flag == wire.ReadFlagFenceLedger
+		kind := "read"
+		if p.fence {
+			kind = "fence-read"
+		}
+		p.desc = fmt.Sprintf("%s L%d e%d", kind, l.id, p.entryID)
+	case wire.OpReadLAC:
+		p.desc = fmt.Sprintf("read-lac L%d", l.id)
+	default:
+		p.desc = fmt.Sprintf("%s L%d", req.Header.Op, l.id)
+	}
+	return p
 }
 
 // send registers p, times it out, and puts req on the network.
@@ -250,81 +313,22 @@ func (a *actor) send(p *pendingReq, req *wire.Request) {
 			delete(a.pending, p.txn)
 			w.logf("%s: %s to %s timed out", a.name, p.desc, p.bookie)
 			w.rec.fail(a, p, p.desc+" to "+string(p.bookie)+" timed out")
-			a.stepMachine(p.failure(ledger.ErrTimeout))
+			p.cb(nil, ledger.ErrTimeout)
 		}
 	})
 	w.net.sendRequest(a, n, p, req)
 }
 
-func (a *actor) sendAdd(b metadata.BookieID, eff ledger.SendAdd) {
-	l := a.led
-	kind := "add"
-	if eff.Recovery {
-		kind = "recovery-add"
-	}
-	p := a.newPending(b, wire.OpAddEntry, eff.EntryID, fmt.Sprintf("%s L%d e%d", kind, l.id, eff.EntryID))
-	p.recovery, p.payload, p.lac = eff.Recovery, eff.Payload, eff.LAC
-	body := l.dig.AppendEntry(nil, l.id, eff.EntryID, eff.LAC, eff.Length, eff.Payload)
-	req := &wire.Request{Protocol: wire.ProtocolV3, Header: wire.Header{Version: wire.VersionThree, Op: wire.OpAddEntry, TxnID: p.txn}, Has: wire.BodyAdd}
-	req.Add = wire.AddRequest{LedgerID: l.id, EntryID: eff.EntryID, MasterKey: l.key, Body: body}
-	if eff.Recovery {
-		req.Add.Flag = wire.AddFlagRecoveryAdd
-		req.Header.Priority, req.Header.HasPriority = wire.HighPriority, true
-	}
-	a.send(p, req)
-}
-
-func (a *actor) sendRead(b metadata.BookieID, eff ledger.SendRead) {
-	l := a.led
-	kind := "read"
-	if eff.Fence {
-		kind = "fence-read"
-	}
-	p := a.newPending(b, wire.OpReadEntry, eff.EntryID, fmt.Sprintf("%s L%d e%d", kind, l.id, eff.EntryID))
-	p.fence = eff.Fence
-	req := &wire.Request{Protocol: wire.ProtocolV3, Header: wire.Header{Version: wire.VersionThree, Op: wire.OpReadEntry, TxnID: p.txn}, Has: wire.BodyRead}
-	req.Read = wire.ReadRequest{LedgerID: l.id, EntryID: eff.EntryID}
-	if eff.Fence {
-		req.Read.Flag = wire.ReadFlagFenceLedger
-		req.Read.MasterKey, req.Read.HasMasterKey = l.key, true
-		req.Header.Priority, req.Header.HasPriority = wire.HighPriority, true
-	}
-	a.send(p, req)
-}
-
-// sendLongPoll sends a long-poll read with entry piggyback (v3 only): the
-// client's timeout for it is its timeOut plus the usual request timeout.
-func (a *actor) sendLongPoll(b metadata.BookieID, eff ledger.SendLongPoll) {
-	l := a.led
-	p := a.newPending(b, wire.OpReadEntry, -1, fmt.Sprintf("long-poll L%d prev=%d", l.id, eff.PreviousLAC))
-	p.longPoll, p.wait = true, time.Duration(eff.TimeoutMs)*time.Millisecond
-	req := &wire.Request{Protocol: wire.ProtocolV3, Header: wire.Header{Version: wire.VersionThree, Op: wire.OpReadEntry, TxnID: p.txn}, Has: wire.BodyRead}
-	req.Read = wire.ReadRequest{
-		LedgerID: l.id, EntryID: -1, Flag: wire.ReadFlagEntryPiggyback,
-		PreviousLAC: eff.PreviousLAC, HasPreviousLAC: true,
-		TimeoutMs: eff.TimeoutMs, HasTimeout: true,
-	}
-	a.send(p, req)
-}
-
-func (a *actor) sendReadLAC(b metadata.BookieID) {
-	l := a.led
-	p := a.newPending(b, wire.OpReadLAC, -1, fmt.Sprintf("read-lac L%d", l.id))
-	req := &wire.Request{Protocol: wire.ProtocolV3, Header: wire.Header{Version: wire.VersionThree, Op: wire.OpReadLAC, TxnID: p.txn}, Has: wire.BodyReadLAC}
-	req.ReadLACLedgerID = l.id
-	a.send(p, req)
-}
-
 // receive is an answer's arrival; answers to requests already timed out
 // or failed are dropped, as a transport drops unmatched txn ids.
-func (a *actor) receive(txn uint64, ev ledger.Event) {
+func (a *actor) receive(txn uint64, resp *wire.Response) {
 	p := a.pending[txn]
 	if p == nil {
 		return
 	}
 	delete(a.pending, txn)
 	a.w.rec.answer(a, p)
-	a.stepMachine(ev)
+	p.cb(resp, nil)
 }
 
 // refused fails request p at once, as a refused connection does (the
@@ -335,7 +339,7 @@ func (a *actor) refused(p *pendingReq) {
 	}
 	delete(a.pending, p.txn)
 	a.w.rec.fail(a, p, p.desc+" to "+string(p.bookie)+": connection refused")
-	a.stepMachine(p.failure(errConnectionLost))
+	p.cb(nil, errConnectionLost)
 }
 
 // connectionLost fails every request pending on bookie b, in txn order,
@@ -355,67 +359,38 @@ func (a *actor) connectionLost(b metadata.BookieID) {
 		for _, p := range lost {
 			a.w.logf("%s: %s to %s: connection lost", a.name, p.desc, p.bookie)
 			a.w.rec.fail(a, p, p.desc+" to "+string(p.bookie)+": connection lost")
-			a.stepMachine(p.failure(errConnectionLost))
+			p.cb(nil, errConnectionLost)
 		}
 	})
 }
 
-// failure is the event for p failing with err (no answer).
-func (p *pendingReq) failure(err error) ledger.Event {
-	switch p.op {
-	case wire.OpAddEntry:
-		return ledger.AddResponse{Bookie: p.bookie, EntryID: p.entryID, Err: err}
-	case wire.OpReadLAC:
-		return ledger.ReadLACResponse{Bookie: p.bookie, Err: err}
-	}
-	if p.longPoll {
-		return ledger.LongPollResponse{Bookie: p.bookie, EntryID: -1, Err: err}
-	}
-	return ledger.ReadResponse{Bookie: p.bookie, EntryID: p.entryID, Err: err}
-}
-
-// toEvent turns a bookie's answer into the machine's event (copying the
-// bodies: the bookie reuses its response) and a trace word.
-func (p *pendingReq) toEvent(b metadata.BookieID, resp *wire.Response) (ledger.Event, string) {
+// respDesc is the trace word of a bookie's answer to p.
+func (p *pendingReq) respDesc(resp *wire.Response) string {
 	st := statusOfResponse(resp)
-	err := st.Err()
 	desc := st.String()
-	switch p.op {
-	case wire.OpAddEntry:
-		return ledger.AddResponse{Bookie: b, EntryID: p.entryID, Err: err}, desc
-	case wire.OpReadLAC:
-		ev := ledger.ReadLACResponse{Bookie: b, Err: err}
-		if err == nil {
-			if resp.ReadLAC.HasLACBody {
-				ev.LACBody = slices.Clone(resp.ReadLAC.LACBody)
-			}
-			if resp.ReadLAC.HasLastEntryBody {
-				ev.LastEntryBody = slices.Clone(resp.ReadLAC.LastEntryBody)
-			}
-		}
-		return ev, desc
-	}
-	if p.longPoll {
-		ev := ledger.LongPollResponse{Bookie: b, EntryID: -1, Err: err}
-		if err == nil {
-			ev.MaxLAC, ev.HasMaxLAC = resp.Read.MaxLAC, resp.Read.HasMaxLAC
-			if resp.Read.HasBody && resp.Read.EntryID >= 0 {
-				ev.EntryID, ev.Body = resp.Read.EntryID, slices.Clone(resp.Read.Body)
-				desc = fmt.Sprintf("%s (lac=%d, e%d)", desc, ev.MaxLAC, ev.EntryID)
-			} else {
-				desc = fmt.Sprintf("%s (lac=%d)", desc, ev.MaxLAC)
-			}
-		}
-		return ev, desc
-	}
-	ev := ledger.ReadResponse{Bookie: b, EntryID: p.entryID, Err: err}
-	if err == nil && resp.Read.HasBody {
-		ev.Body = slices.Clone(resp.Read.Body)
-		if _, id, _, _, perr := digest.ParseEntryHeader(ev.Body); perr == nil {
+	switch {
+	case st != wire.StatusOK || p.op != wire.OpReadEntry:
+	case p.longPoll && resp.Read.HasBody && resp.Read.EntryID >= 0:
+		desc = fmt.Sprintf("%s (lac=%d, e%d)", desc, resp.Read.MaxLAC, resp.Read.EntryID)
+	case p.longPoll:
+		desc = fmt.Sprintf("%s (lac=%d)", desc, resp.Read.MaxLAC)
+	case resp.Read.HasBody:
+		if _, id, _, _, err := digest.ParseEntryHeader(resp.Read.Body); err == nil {
 			desc = fmt.Sprintf("%s (e%d)", desc, id)
 		}
 	}
-	return ev, desc
+	return desc
+}
+
+// cloneResponse copies what the executor reads of a bookie's answer: the
+// bookie reuses its response once Respond returns, and the answer is
+// delivered later.
+func cloneResponse(resp *wire.Response) *wire.Response {
+	r := *resp
+	r.Read.Body = slices.Clone(resp.Read.Body)
+	r.ReadLAC.LACBody = slices.Clone(resp.ReadLAC.LACBody)
+	r.ReadLAC.LastEntryBody = slices.Clone(resp.ReadLAC.LastEntryBody)
+	return &r
 }
 
 // metadataResult delivers a metadata operation's result, keeping track of
@@ -442,4 +417,16 @@ func sortedKeys[K interface{ ~uint64 | ~int64 }, V any](m map[K]V) []K {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// actorStore is the actor's side of ledgerexec.Store: the simulated
+// metadata service, with the actor's delays and faults.
+type actorStore struct{ a *actor }
+
+func (s actorStore) WriteLedger(_ int64, md *metadata.LedgerMetadata, expected metadata.Version, done func(metadata.Version, error)) {
+	s.a.w.meta.write(s.a, md, expected, done)
+}
+
+func (s actorStore) ReadLedger(_ int64, done func(*metadata.LedgerMetadata, metadata.Version, error)) {
+	s.a.w.meta.readFor(s.a, done)
 }

@@ -1,6 +1,7 @@
 // Package sim is Folio's deterministic simulator (DESIGN.md §7.3, issue 8):
-// the real protocol machines of internal/ledger, the real bookie request
-// logic of internal/bookie over the real storage engine
+// the real protocol machines of internal/ledger with the client's own effect
+// executor (internal/ledgerexec: request building and answer parsing), the
+// real bookie request logic of internal/bookie over the real storage engine
 // (internal/storage/ledgerstore on Pebble's in-memory vfs) and the memory
 // metadata driver, wired together by a simulated network, all driven by one
 // seeded event loop in virtual time. A failure replays exactly from its

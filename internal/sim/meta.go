@@ -82,36 +82,40 @@ func (ms *metaService) drawFault(a *actor, write bool) {
 	}
 }
 
-// submit carries a machine's metadata effect to the store and its result
-// back to the actor.
-func (ms *metaService) submit(a *actor, eff ledger.Effect) {
+// write carries client a's compare-and-set to the store and its result
+// back to a.
+func (ms *metaService) write(a *actor, md *metadata.LedgerMetadata, expected metadata.Version, done func(metadata.Version, error)) {
 	w := ms.w
 	id := a.led.id
 	w.after(ms.delay(a), func() {
-		var ev ledger.Event
-		switch eff := eff.(type) {
-		case ledger.WriteMetadata:
-			prev, prevVer := ms.read(id)
-			ms.drawFault(a, true)
-			v, err := ms.drv.WriteLedger(context.Background(), id, eff.Metadata, eff.Expected)
-			if err == nil || errors.Is(err, errMetaAmbiguous) {
-				cur, curVer := ms.read(id)
-				if curVer != prevVer {
-					w.check.metadataWritten(a.led, prev, cur, a.name)
-				}
+		prev, prevVer := ms.read(id)
+		ms.drawFault(a, true)
+		v, err := ms.drv.WriteLedger(context.Background(), id, md, expected)
+		if err == nil || errors.Is(err, errMetaAmbiguous) {
+			cur, curVer := ms.read(id)
+			if curVer != prevVer {
+				w.check.metadataWritten(a.led, prev, cur, a.name)
 			}
-			w.logf("meta: %s write expected=v%d %s: v%d %s", a.name, eff.Expected, ledger.FormatMetadata(eff.Metadata), v, errText(err))
-			w.rec.metaApplied(a, err)
-			ev = ledger.MetadataWritten{Version: v, Err: err}
-		case ledger.ReadMetadata:
-			ms.drawFault(a, false)
-			md, v, err := ms.drv.ReadLedger(context.Background(), id)
-			w.logf("meta: %s read: v%d %s %s", a.name, v, ledger.FormatMetadata(md), errText(err))
-			w.rec.metaApplied(a, err)
-			ev = ledger.MetadataRead{Metadata: md, Version: v, Err: err}
 		}
+		w.logf("meta: %s write expected=v%d %s: v%d %s", a.name, expected, ledger.FormatMetadata(md), v, errText(err))
+		w.rec.metaApplied(a, err)
 		ms.fault.before, ms.fault.after = nil, nil
-		w.after(ms.delay(a), func() { a.metadataResult(ev) })
+		w.after(ms.delay(a), func() { done(v, err) })
+	})
+}
+
+// readFor carries client a's metadata read to the store and its result
+// back to a.
+func (ms *metaService) readFor(a *actor, done func(*metadata.LedgerMetadata, metadata.Version, error)) {
+	w := ms.w
+	id := a.led.id
+	w.after(ms.delay(a), func() {
+		ms.drawFault(a, false)
+		md, v, err := ms.drv.ReadLedger(context.Background(), id)
+		w.logf("meta: %s read: v%d %s %s", a.name, v, ledger.FormatMetadata(md), errText(err))
+		w.rec.metaApplied(a, err)
+		ms.fault.before, ms.fault.after = nil, nil
+		w.after(ms.delay(a), func() { done(md, v, err) })
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/foliodb/folio/internal/ledger"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/wire"
 )
@@ -133,7 +132,7 @@ func (nw *network) sendRequest(a *actor, b *bookieNode, p *pendingReq, req *wire
 
 // sendReply carries a bookie's answer back to a on the connection the
 // request came by (epoch), dropped if that connection was reset meanwhile.
-func (nw *network) sendReply(a *actor, b metadata.BookieID, epoch int, txn uint64, ev ledger.Event, desc string) {
+func (nw *network) sendReply(a *actor, b metadata.BookieID, epoch int, txn uint64, resp *wire.Response, desc string) {
 	w := nw.w
 	c := nw.conn(a.name, b)
 	if c.epoch != epoch {
@@ -150,7 +149,7 @@ func (nw *network) sendReply(a *actor, b metadata.BookieID, epoch int, txn uint6
 			w.logf("%s <- %s %s: reply dropped in flight", a.name, b, desc)
 			return
 		}
-		a.receive(txn, ev)
+		a.receive(txn, resp)
 	})
 }
 

@@ -1,0 +1,288 @@
+package ledgerexec
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/foliodb/folio/internal/digest"
+	"github.com/foliodb/folio/internal/ledger"
+	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/wire"
+)
+
+// Bookies is the bookie transport: internal/transport in production, the
+// simulated network in internal/sim.
+type Bookies interface {
+	// Send sends req to bookie about ledger ledgerID and calls cb exactly
+	// once, with the response or with the error that stood for it (a
+	// timeout, a lost or refused connection). Send must encode or copy req,
+	// and the bodies it points to, before it returns: the executor reuses
+	// them. resp is valid only during cb; cb must not block.
+	Send(bookie string, ledgerID int64, req *wire.Request, cb func(resp *wire.Response, err error))
+}
+
+// Store is the metadata store as a ledger's machines use it: one
+// compare-and-set and one read, both answered through a callback, once.
+type Store interface {
+	// WriteLedger stores md as ledger id's metadata if the stored version
+	// is still expected (metadata.ErrBadVersion otherwise) and calls done
+	// with the new version or the error. md must not be modified.
+	WriteLedger(id int64, md *metadata.LedgerMetadata, expected metadata.Version, done func(metadata.Version, error))
+	// ReadLedger reads ledger id's metadata and calls done with it; the
+	// executor hands it to the machine, which takes ownership.
+	ReadLedger(id int64, done func(*metadata.LedgerMetadata, metadata.Version, error))
+}
+
+// Config configures an Executor for one ledger.
+type Config struct {
+	LedgerID int64
+	// Digester digests the entry and LAC bodies the executor sends.
+	Digester *digest.Digester
+	// MasterKey is digest.MasterKey of the ledger's password, sent with
+	// adds, fencing reads and WRITE_LAC.
+	MasterKey []byte
+	Bookies   Bookies
+	Store     Store
+	// Emit receives every answer as the machine's Event, on the goroutine
+	// the Bookies or Store implementation calls back on; it must not block.
+	// Nil: the executor's own Queue (see Run).
+	Emit func(ledger.Event)
+	// Slow, when set, is told of a bookie that failed a read or that a
+	// machine reported slow (BookieSlow): the client orders reads away from
+	// it for a while.
+	Slow func(metadata.BookieID)
+	// Log gets the failures of WRITE_LAC, whose answers no machine steps.
+	// Nil: slog.Default().
+	Log *slog.Logger
+}
+
+// Executor carries out the I/O effects of one ledger's machines. Do is
+// called by one goroutine at a time (the machine's ordered loop).
+type Executor struct {
+	cfg   Config
+	queue *Queue
+
+	// req and body are scratch space: Send copies them before it returns.
+	req  wire.Request
+	body []byte
+}
+
+// New returns an Executor.
+func New(cfg Config) *Executor {
+	x := &Executor{cfg: cfg}
+	if x.cfg.Emit == nil {
+		x.queue = NewQueue()
+		q := x.queue
+		x.cfg.Emit = func(ev ledger.Event) { q.Push(ev) }
+	}
+	if x.cfg.Log == nil {
+		x.cfg.Log = slog.Default()
+	}
+	return x
+}
+
+// Do carries out eff and returns true if it is an I/O effect (a request to
+// bookies or the metadata store, or BookieSlow); a completion (AddComplete,
+// ReadComplete, …), which is the application's, is left alone and Do
+// returns false. Every Effect type of ledger.Effects is one or the other:
+// exec_test.go checks it, so no effect can reach the panic below.
+func (x *Executor) Do(eff ledger.Effect) bool {
+	switch e := eff.(type) {
+	case ledger.SendAdd:
+		x.sendAdd(e)
+	case ledger.SendRead:
+		for _, b := range e.Bookies {
+			x.sendRead(b, e.EntryID, e.Fence)
+		}
+	case ledger.SendReadLAC:
+		for _, b := range e.Bookies {
+			x.sendReadLAC(b)
+		}
+	case ledger.SendForce:
+		for _, b := range e.Bookies {
+			x.sendForce(b, e.ID)
+		}
+	case ledger.SendWriteLAC:
+		x.sendWriteLAC(e)
+	case ledger.SendLongPoll:
+		for _, b := range e.Bookies {
+			x.sendLongPoll(b, e.PreviousLAC, e.TimeoutMs)
+		}
+	case ledger.BookieSlow:
+		if x.cfg.Slow != nil {
+			x.cfg.Slow(e.Bookie)
+		}
+	case ledger.WriteMetadata:
+		emit := x.cfg.Emit
+		x.cfg.Store.WriteLedger(x.cfg.LedgerID, e.Metadata, e.Expected, func(v metadata.Version, err error) {
+			emit(ledger.MetadataWritten{Version: v, Err: err})
+		})
+	case ledger.ReadMetadata:
+		emit := x.cfg.Emit
+		x.cfg.Store.ReadLedger(x.cfg.LedgerID, func(md *metadata.LedgerMetadata, v metadata.Version, err error) {
+			emit(ledger.MetadataRead{Metadata: md, Version: v, Err: err})
+		})
+	case ledger.AddComplete, ledger.CloseComplete, ledger.ForceComplete, ledger.LACComplete,
+		ledger.LongPollComplete, ledger.EntryComplete, ledger.ReadComplete, ledger.RecoveryComplete:
+		return false
+	default:
+		panic(fmt.Sprintf("ledgerexec: effect %T is neither carried out nor a completion", eff))
+	}
+	return true
+}
+
+func (x *Executor) sendAdd(e ledger.SendAdd) {
+	id := x.cfg.LedgerID
+	// One body for all bookies of the write set: the transport copies it
+	// into each connection's output buffer, so the payload is copied once
+	// here and once per bookie, never more.
+	x.body = x.cfg.Digester.AppendEntry(x.body[:0], id, e.EntryID, e.LAC, e.Length, e.Payload)
+	for _, b := range e.Bookies {
+		x.req = wire.Request{
+			Header: wire.Header{Op: wire.OpAddEntry},
+			Has:    wire.BodyAdd,
+			Add:    wire.AddRequest{LedgerID: id, EntryID: e.EntryID, MasterKey: x.cfg.MasterKey, Body: x.body},
+		}
+		if e.DeferredSync {
+			x.req.Add.WriteFlags, x.req.Add.HasWriteFlags = wire.WriteFlagDeferredSync, true
+		}
+		if e.Recovery {
+			x.req.Add.Flag = wire.AddFlagRecoveryAdd
+			x.req.Header.Priority = wire.HighPriority
+		}
+		bookie, entryID, emit := b, e.EntryID, x.cfg.Emit
+		x.cfg.Bookies.Send(string(b), id, &x.req, func(resp *wire.Response, err error) {
+			if err == nil {
+				err = statusErr(resp.Status, resp.Add.Status)
+			}
+			emit(ledger.AddResponse{Bookie: bookie, EntryID: entryID, Err: err})
+		})
+	}
+	if cap(x.body) > 1<<20 {
+		x.body = nil // do not keep one huge entry's buffer
+	}
+}
+
+func (x *Executor) sendRead(b metadata.BookieID, entryID int64, fence bool) {
+	x.req = wire.Request{
+		Header: wire.Header{Op: wire.OpReadEntry},
+		Has:    wire.BodyRead,
+		Read:   wire.ReadRequest{LedgerID: x.cfg.LedgerID, EntryID: entryID},
+	}
+	if fence {
+		x.req.Read.Flag = wire.ReadFlagFenceLedger
+		x.req.Read.MasterKey = x.cfg.MasterKey
+		x.req.Read.HasMasterKey = true
+		x.req.Header.Priority = wire.HighPriority
+	}
+	emit, slow := x.cfg.Emit, x.cfg.Slow
+	x.cfg.Bookies.Send(string(b), x.cfg.LedgerID, &x.req, func(resp *wire.Response, err error) {
+		ev := ledger.ReadResponse{Bookie: b, EntryID: entryID, Err: err}
+		if err != nil && slow != nil {
+			slow(b) // no answer: timeout or lost connection
+		}
+		if err == nil {
+			ev.Err = statusErr(resp.Status, resp.Read.Status)
+			switch {
+			case ev.Err != nil:
+			case !resp.Read.HasBody:
+				ev.Err = fmt.Errorf("bookie %s: read of entry %d answered OK without a body", b, entryID)
+			default:
+				// The response aliases the connection's frame buffer.
+				ev.Body = append([]byte(nil), resp.Read.Body...)
+			}
+		}
+		emit(ev)
+	})
+}
+
+func (x *Executor) sendReadLAC(b metadata.BookieID) {
+	x.req = wire.Request{
+		Header:          wire.Header{Op: wire.OpReadLAC},
+		Has:             wire.BodyReadLAC,
+		ReadLACLedgerID: x.cfg.LedgerID,
+	}
+	emit := x.cfg.Emit
+	x.cfg.Bookies.Send(string(b), x.cfg.LedgerID, &x.req, func(resp *wire.Response, err error) {
+		ev := ledger.ReadLACResponse{Bookie: b, Err: err}
+		if err == nil {
+			ev.Err = statusErr(resp.Status, resp.ReadLAC.Status)
+			if ev.Err == nil {
+				if resp.ReadLAC.HasLACBody {
+					ev.LACBody = append([]byte(nil), resp.ReadLAC.LACBody...)
+				}
+				if resp.ReadLAC.HasLastEntryBody {
+					ev.LastEntryBody = append([]byte(nil), resp.ReadLAC.LastEntryBody...)
+				}
+			}
+		}
+		emit(ev)
+	})
+}
+
+func (x *Executor) sendLongPoll(b metadata.BookieID, prev, timeoutMs int64) {
+	x.req = wire.Request{
+		Header: wire.Header{Op: wire.OpReadEntry},
+		Has:    wire.BodyRead,
+		Read: wire.ReadRequest{LedgerID: x.cfg.LedgerID, EntryID: -1, Flag: wire.ReadFlagEntryPiggyback,
+			PreviousLAC: prev, HasPreviousLAC: true, TimeoutMs: timeoutMs, HasTimeout: true},
+	}
+	emit := x.cfg.Emit
+	x.cfg.Bookies.Send(string(b), x.cfg.LedgerID, &x.req, func(resp *wire.Response, err error) {
+		ev := ledger.LongPollResponse{Bookie: b, EntryID: -1, Err: err}
+		if err == nil {
+			ev.Err = statusErr(resp.Status, resp.Read.Status)
+			if ev.Err == nil {
+				ev.MaxLAC, ev.HasMaxLAC = resp.Read.MaxLAC, resp.Read.HasMaxLAC
+				if resp.Read.HasBody && resp.Read.EntryID >= 0 {
+					ev.EntryID = resp.Read.EntryID
+					ev.Body = append([]byte(nil), resp.Read.Body...)
+				}
+			}
+		}
+		emit(ev)
+	})
+}
+
+func (x *Executor) sendForce(b metadata.BookieID, forceID int64) {
+	x.req = wire.Request{Header: wire.Header{Op: wire.OpForceLedger}, Has: wire.BodyForceLedger, ForceLedgerID: x.cfg.LedgerID}
+	emit := x.cfg.Emit
+	x.cfg.Bookies.Send(string(b), x.cfg.LedgerID, &x.req, func(resp *wire.Response, err error) {
+		if err == nil {
+			err = statusErr(resp.Status, resp.ForceLedger.Status)
+		}
+		emit(ledger.ForceResponse{ID: forceID, Bookie: b, Err: err})
+	})
+}
+
+// sendWriteLAC sends WRITE_LAC; the answers only go to the log (explicit
+// LAC is a hint for readers, spec §1.6).
+func (x *Executor) sendWriteLAC(e ledger.SendWriteLAC) {
+	id := x.cfg.LedgerID
+	body := x.cfg.Digester.AppendLAC(nil, id, e.LAC)
+	for _, b := range e.Bookies {
+		x.req = wire.Request{
+			Header:   wire.Header{Op: wire.OpWriteLAC},
+			Has:      wire.BodyWriteLAC,
+			WriteLAC: wire.WriteLACRequest{LedgerID: id, LAC: e.LAC, MasterKey: x.cfg.MasterKey, Body: body},
+		}
+		log, lac := x.cfg.Log, e.LAC
+		x.cfg.Bookies.Send(string(b), id, &x.req, func(resp *wire.Response, err error) {
+			if err == nil {
+				err = statusErr(resp.Status, resp.WriteLAC.Status)
+			}
+			if err != nil {
+				log.Debug("write LAC failed", "ledger", id, "bookie", b, "lac", lac, "err", err)
+			}
+		})
+	}
+}
+
+// statusErr returns the error of the first non-OK status: a v3 response
+// has a top-level status and the operation's own.
+func statusErr(top, op wire.Status) error {
+	if top != wire.StatusOK {
+		return top.Err()
+	}
+	return op.Err()
+}

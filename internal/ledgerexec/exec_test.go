@@ -1,0 +1,163 @@
+package ledgerexec
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/foliodb/folio/internal/digest"
+	"github.com/foliodb/folio/internal/ledger"
+	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/wire"
+)
+
+// recorder is a Bookies and Store that records what it is asked and fails
+// every request at once with errNoBookie: the tests look at the requests
+// built and the events that come back, not at a bookie.
+type recorder struct {
+	reqs   []wire.Request
+	to     []string
+	writes int
+	reads  int
+}
+
+var errNoBookie = errors.New("no bookie")
+
+func (r *recorder) Send(bookie string, _ int64, req *wire.Request, cb func(*wire.Response, error)) {
+	cp := *req
+	cp.Add.Body = append([]byte(nil), req.Add.Body...)
+	r.reqs, r.to = append(r.reqs, cp), append(r.to, bookie)
+	cb(nil, errNoBookie)
+}
+
+func (r *recorder) WriteLedger(_ int64, _ *metadata.LedgerMetadata, _ metadata.Version, done func(metadata.Version, error)) {
+	r.writes++
+	done(7, nil)
+}
+
+func (r *recorder) ReadLedger(_ int64, done func(*metadata.LedgerMetadata, metadata.Version, error)) {
+	r.reads++
+	done(nil, 0, metadata.ErrNoSuchLedger)
+}
+
+func newTestExecutor(t *testing.T) (*Executor, *recorder, *[]ledger.Event) {
+	t.Helper()
+	dig, err := digest.New(digest.CRC32C, []byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := digest.MasterKey([]byte("pw"))
+	rec := &recorder{}
+	var evs []ledger.Event
+	x := New(Config{LedgerID: 9, Digester: dig, MasterKey: mk[:], Bookies: rec, Store: rec,
+		Emit: func(ev ledger.Event) { evs = append(evs, ev) }})
+	return x, rec, &evs
+}
+
+// TestEveryEffectHandled: Do either carries out or hands back every Effect
+// type the ledger package declares (ledger.Effects is complete: its own
+// test checks that), so no effect can reach Do's panic at run time.
+func TestEveryEffectHandled(t *testing.T) {
+	x, _, _ := newTestExecutor(t)
+	for _, eff := range ledger.Effects() {
+		name := reflect.TypeOf(eff).Name()
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("%s: %v", name, p)
+				}
+			}()
+			io := x.Do(eff)
+			if want := !isCompletion(name); io != want {
+				t.Errorf("%s: Do reported I/O=%v, want %v", name, io, want)
+			}
+		}()
+	}
+}
+
+func isCompletion(typeName string) bool {
+	n := len("Complete")
+	return len(typeName) > n && typeName[len(typeName)-n:] == "Complete"
+}
+
+// TestRequests checks the request each I/O effect builds and the event its
+// failure comes back as.
+func TestRequests(t *testing.T) {
+	bs := []metadata.BookieID{"b1", "b2"}
+	cases := []struct {
+		eff   ledger.Effect
+		check func(*wire.Request) error
+		event ledger.Event
+	}{
+		{ledger.SendAdd{Bookies: bs, EntryID: 3, LAC: 2, Length: 10, Payload: []byte("x"), Recovery: true},
+			func(r *wire.Request) error {
+				e, err := mustDigester().VerifyEntry(r.Add.Body, 9, 3)
+				if r.Header.Op != wire.OpAddEntry || r.Add.Flag != wire.AddFlagRecoveryAdd || r.Header.Priority != wire.HighPriority ||
+					err != nil || e.LAC != 2 || e.Length != 10 || string(e.Payload) != "x" || len(r.Add.MasterKey) != digest.MasterKeySize {
+					return fmt.Errorf("add %+v (%v)", r.Add, err)
+				}
+				return nil
+			}, ledger.AddResponse{Bookie: "b2", EntryID: 3, Err: errNoBookie}},
+		{ledger.SendRead{Bookies: bs, EntryID: -1, Fence: true},
+			func(r *wire.Request) error {
+				if r.Header.Op != wire.OpReadEntry || r.Read.Flag != wire.ReadFlagFenceLedger || !r.Read.HasMasterKey || r.Read.EntryID != -1 {
+					return fmt.Errorf("fence read %+v", r.Read)
+				}
+				return nil
+			}, ledger.ReadResponse{Bookie: "b2", EntryID: -1, Err: errNoBookie}},
+		{ledger.SendReadLAC{Bookies: bs},
+			func(r *wire.Request) error {
+				if r.Header.Op != wire.OpReadLAC || r.ReadLACLedgerID != 9 {
+					return fmt.Errorf("read lac %+v", r)
+				}
+				return nil
+			}, ledger.ReadLACResponse{Bookie: "b2", Err: errNoBookie}},
+		{ledger.SendLongPoll{Bookies: bs, PreviousLAC: 4, TimeoutMs: 100},
+			func(r *wire.Request) error {
+				if r.Header.Op != wire.OpReadEntry || r.Read.Flag != wire.ReadFlagEntryPiggyback || r.Read.PreviousLAC != 4 || r.Read.TimeoutMs != 100 {
+					return fmt.Errorf("long poll %+v", r.Read)
+				}
+				return nil
+			}, ledger.LongPollResponse{Bookie: "b2", EntryID: -1, Err: errNoBookie}},
+		{ledger.SendForce{ID: 5, Bookies: bs},
+			func(r *wire.Request) error {
+				if r.Header.Op != wire.OpForceLedger || r.ForceLedgerID != 9 {
+					return fmt.Errorf("force %+v", r)
+				}
+				return nil
+			}, ledger.ForceResponse{ID: 5, Bookie: "b2", Err: errNoBookie}},
+	}
+	for _, c := range cases {
+		x, rec, evs := newTestExecutor(t)
+		x.Do(c.eff)
+		if len(rec.reqs) != 2 || rec.to[0] != "b1" || rec.to[1] != "b2" {
+			t.Fatalf("%T: sent to %v", c.eff, rec.to)
+		}
+		if err := c.check(&rec.reqs[1]); err != nil {
+			t.Errorf("%T: %v", c.eff, err)
+		}
+		if len(*evs) != 2 || !reflect.DeepEqual((*evs)[1], c.event) {
+			t.Errorf("%T: events %v, want last %v", c.eff, *evs, c.event)
+		}
+	}
+
+	x, rec, evs := newTestExecutor(t)
+	x.Do(ledger.SendWriteLAC{Bookies: bs, LAC: 4})
+	if len(rec.reqs) != 2 || rec.reqs[0].Header.Op != wire.OpWriteLAC || rec.reqs[0].WriteLAC.LAC != 4 || len(*evs) != 0 {
+		t.Errorf("write LAC: %v, events %v", rec.reqs, *evs)
+	}
+	x.Do(ledger.WriteMetadata{})
+	x.Do(ledger.ReadMetadata{})
+	if want := []ledger.Event{ledger.MetadataWritten{Version: 7}, ledger.MetadataRead{Err: metadata.ErrNoSuchLedger}}; !reflect.DeepEqual(*evs, want) {
+		t.Errorf("metadata events %v, want %v", *evs, want)
+	}
+}
+
+func mustDigester() *digest.Digester {
+	d, err := digest.New(digest.CRC32C, []byte("pw"))
+	if err != nil {
+		panic(err)
+	}
+	return d
+}

@@ -1,0 +1,135 @@
+package ledgerexec
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/foliodb/folio/internal/clock"
+	"github.com/foliodb/folio/internal/ledger"
+)
+
+// Queue is the inbox of one ordered loop: transport callbacks, metadata
+// results and application commands are pushed from any goroutine without
+// blocking, and the loop drains them in order. Its length is bounded by the
+// requests and commands in flight, which the client bounds
+// (Config.MaxOutstandingAdds, the read chunk size).
+type Queue struct {
+	mu     sync.Mutex
+	items  []any
+	spare  []any
+	closed bool
+	// signal (capacity 1) is ready when items is non-empty.
+	signal chan struct{}
+}
+
+// NewQueue returns an empty, open Queue.
+func NewQueue() *Queue { return &Queue{signal: make(chan struct{}, 1)} }
+
+// Push appends an item and reports true; after Close it drops the item (a
+// late answer) and reports false.
+func (q *Queue) Push(it any) bool {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return false
+	}
+	q.items = append(q.items, it)
+	q.mu.Unlock()
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// Signal is ready (at least) once after items were pushed.
+func (q *Queue) Signal() <-chan struct{} { return q.signal }
+
+// Drain returns the queued items in push order; the slice is valid until
+// the next Drain.
+func (q *Queue) Drain() []any {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.items
+	clear(q.spare)
+	q.items, q.spare = q.spare[:0], out
+	return out
+}
+
+// Close drops what is queued and every later Push.
+func (q *Queue) Close() {
+	q.mu.Lock()
+	q.closed = true
+	q.items = nil
+	q.mu.Unlock()
+}
+
+// ErrStopped is Run's error when its stop channel closed first.
+var ErrStopped = errors.New("ledgerexec: stopped")
+
+// Ticker steps a machine's Ticks: one each m.TickInterval() on a clock.
+// The zero value (or a zero interval) never fires.
+type Ticker struct {
+	clk      clock.Clock
+	interval time.Duration
+	c        <-chan time.Time
+}
+
+// NewTicker returns the Ticker of interval on clk (nil clk: clock.Real).
+func NewTicker(clk clock.Clock, interval time.Duration) *Ticker {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	t := &Ticker{clk: clk, interval: interval}
+	if interval > 0 {
+		t.c = clk.After(interval)
+	}
+	return t
+}
+
+// C is ready when a Tick is due; call Fired after receiving from it.
+func (t *Ticker) C() <-chan time.Time { return t.c }
+
+// Fired arms the next tick.
+func (t *Ticker) Fired() { t.c = t.clk.After(t.interval) }
+
+// Run drives m to completion on the calling goroutine with the executor's
+// own Queue (Config.Emit nil): it calls start, carries out m's effects in
+// order (handing completions to deliver), steps the answers as they come
+// and a Tick each m.TickInterval() on clk (nil: clock.Real). It returns nil
+// once m is Done, ctx's error if ctx ends first, or ErrStopped if stop
+// closes first; the machine is then abandoned and answers still in flight
+// are dropped.
+func (x *Executor) Run(ctx context.Context, clk clock.Clock, stop <-chan struct{}, m ledger.Machine, start func(), deliver func(ledger.Effect)) error {
+	if x.queue == nil {
+		panic("ledgerexec: Run needs the executor's own queue (Config.Emit nil)")
+	}
+	defer x.queue.Close()
+	tick := NewTicker(clk, m.TickInterval())
+	start()
+	for {
+		for _, eff := range m.Ready() {
+			if !x.Do(eff) {
+				deliver(eff)
+			}
+		}
+		if m.Done() {
+			return nil
+		}
+		select {
+		case <-tick.C():
+			tick.Fired()
+			m.Step(ledger.Tick{})
+		case <-x.queue.Signal():
+			for _, it := range x.queue.Drain() {
+				m.Step(it.(ledger.Event))
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-stop:
+			return ErrStopped
+		}
+	}
+}
