@@ -55,7 +55,8 @@
 // capacity role: position >= N) and then hosts spill logs of any shard.
 // The order is crash-safe: every new directory's LAYOUT is written (file
 // fsync, rename, directory fsync), then every existing directory's LAYOUT
-// is rewritten with D', and no entry log is written to a new directory
+// is rewritten with D' (shard directories first, in position order), and
+// no entry log is written to a new directory
 // before every LAYOUT records D' (entry logs open only after). A crash
 // part-way leaves new directories with LAYOUTs nobody relies on: the next
 // Open with the same configuration completes the expansion; one with the
@@ -143,11 +144,15 @@
 // never "no such entry".
 //
 // Capacity directories hold no index, so their evidence is the LAYOUTs:
-// every LAYOUT records the directory count D, and a LAYOUT recording D is
-// written only after every directory below D has its LAYOUT. So a
-// configured directory below the largest recorded D without a LAYOUT was
-// wiped or replaced (*LostError naming the LAYOUT that records D), and a
-// configuration with fewer directories than that D removed one (the same
+// every LAYOUT records the directory count D, and an existing directory's
+// LAYOUT records D only after every directory below D has its LAYOUT. The
+// store's D is the largest one the shard directories' LAYOUTs record
+// (they are rewritten first; an added directory's LAYOUT from an
+// interrupted expansion proves nothing), or, if no shard directory has a
+// LAYOUT, the largest any LAYOUT records (refusing is the safe
+// direction). A configured directory below D without a LAYOUT was wiped
+// or replaced (*LostError naming the LAYOUT that records D), and a
+// configuration with fewer directories than D removed one (the same
 // evidence). Spilled entry logs are evidence for their shard's index as
 // the own ones are.
 //

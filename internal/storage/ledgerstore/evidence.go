@@ -164,9 +164,6 @@ func (s *Store) inspect() (*evidence, error) {
 			return nil, fmt.Errorf("%w: %s records %d shards, but %s records %d: the directories belong to different stores",
 				ErrLayout, shardsFrom, ev.shards, path, l.count)
 		}
-		if int(l.dirs) > ev.dirs {
-			ev.dirs, ev.dirsFrom = int(l.dirs), path
-		}
 		if err := ev.learn(l.storeID, path); err != nil {
 			return nil, err
 		}
@@ -216,6 +213,20 @@ func (s *Store) inspect() (*evidence, error) {
 	if shardsFrom == "" {
 		ev.shards = nc // a new store: every directory is a shard
 	}
+	// The directory count is what the shard directories' LAYOUTs record:
+	// an expansion rewrites them (after every added directory has its
+	// LAYOUT) before any capacity directory's, so their largest count is
+	// the committed one, while an added directory's LAYOUT from an
+	// interrupted expansion may record a count nobody relies on. Only when
+	// no shard directory has a LAYOUT do the capacity directories' count
+	// (the largest: refusing is the safe direction).
+	for pass := 0; pass < 2 && ev.dirsFrom == ""; pass++ {
+		for p, l := range layouts {
+			if l != nil && (p < ev.shards) == (pass == 0) && int(l.dirs) > ev.dirs {
+				ev.dirs, ev.dirsFrom = int(l.dirs), s.fs.PathJoin(s.cfg.LedgerDirs[p], layoutFile)
+			}
+		}
+	}
 	if ev.dirs == 0 {
 		ev.dirs = ev.shards
 	}
@@ -263,9 +274,6 @@ func (s *Store) inspect() (*evidence, error) {
 					"losing the entry logs spilled to it", p),
 				Evidence: fmt.Sprintf("%s records %d ledger directories", ev.dirsFrom, ev.dirs)}
 		case st.added:
-			if err := checkNewDir(s.fs, dir); err != nil {
-				return nil, err
-			}
 			added = append(added, dir)
 		}
 		ev.capacity = append(ev.capacity, st)
@@ -280,6 +288,11 @@ func (s *Store) inspect() (*evidence, error) {
 		return nil, fmt.Errorf("%w: ledger directories %s are configured after the store's %d (%s count): "+
 			"to add them to the store as capacity directories, set allowStorageExpansion=true",
 			ErrLayout, strings.Join(added, ", "), ev.dirs, recorded)
+	}
+	for _, dir := range added {
+		if err := checkNewDir(s.fs, dir); err != nil {
+			return nil, err
+		}
 	}
 	return ev, nil
 }

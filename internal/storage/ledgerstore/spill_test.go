@@ -400,3 +400,35 @@ func TestExpansionCrash(t *testing.T) {
 }
 
 func isLayoutStep(point string) bool { return point == "expand-added-layout" || point == "layout" }
+
+// TestExpansionInterruptedThenFewer: an expansion by two directories
+// crashes after the first one's LAYOUT (which records 4 directories);
+// adding only that one afterwards opens: an added directory's LAYOUT is
+// not evidence of the store's directory count.
+func TestExpansionInterruptedThenFewer(t *testing.T) {
+	mem, cfg := expandBase(t)
+	two := expanded(cfg)
+	two.LedgerDirs = append(two.LedgerDirs, "/l3")
+	var snap *vfs.MemFS
+	hcfg := two
+	hcfg.openHook = func(point string) {
+		if point == "expand-added-layout" && snap == nil {
+			snap = mem.CrashClone(vfs.CrashCloneCfg{})
+		}
+	}
+	img := mem.CrashClone(vfs.CrashCloneCfg{})
+	mem = img
+	s := mustOpen(t, img, hcfg)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l := readLayout(t, snap, "/l2"); l.dirs != 4 {
+		t.Fatalf("the snapshot's /l2 LAYOUT %+v, want one recording 4 directories", l)
+	}
+	s = mustOpen(t, snap, expanded(cfg))
+	defer s.Close()
+	spillReadAll(t, s, []int64{1, 2, 3}, 0, 10)
+	if l := readLayout(t, snap, "/l2"); l.dirs != 3 {
+		t.Fatalf("/l2 LAYOUT after adding it alone: %+v", l)
+	}
+}
