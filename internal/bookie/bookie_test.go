@@ -305,17 +305,26 @@ func TestReadOnly(t *testing.T) {
 	})
 }
 
+// A store failure is noticed by the next request, without a goroutine of
+// the bookie's own: the add after it is refused and the change is reported
+// once.
 func TestStoreFailureMakesReadOnly(t *testing.T) {
 	store := newMemStore()
-	h := newHarness(t, store, Config{})
+	var changes []bool
+	h := newHarness(t, store, Config{OnReadOnlyChange: func(ro bool) { changes = append(changes, ro) }})
 	store.fail()
-	waitFor(t, "read-only after a store failure", h.b.ReadOnly)
+	if st := h.add(wire.ProtocolV3, 1, 0, -1, testKey, false); st != wire.StatusReadOnly {
+		t.Fatalf("add on failed store: %v", st)
+	}
 	h.b.SetReadOnly(false)
 	if !h.b.ReadOnly() || !h.b.StoreFailed() {
 		t.Fatal("a failed store must keep the bookie read-only")
 	}
 	if st := h.add(wire.ProtocolV3, 1, 0, -1, testKey, false); st != wire.StatusReadOnly {
 		t.Fatalf("add on failed store: %v", st)
+	}
+	if fmt.Sprint(changes) != "[true]" {
+		t.Fatalf("read-only callbacks %v, want [true]", changes)
 	}
 }
 
