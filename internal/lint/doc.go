@@ -1,5 +1,9 @@
 // Package lint holds tests that keep the import rules of DESIGN.md §8:
 // dependencies point down the layer list, nothing imports the command tree,
 // and the pure packages (ledger, bookie, storage, and the codecs) do no
-// network or OS I/O and read no wall clock. It has no code of its own.
+// network or OS I/O and read no wall clock. It also keeps the concurrency
+// rules of docs/design/threads.md: internal/ledger and below start no
+// goroutine, import neither sync nor sync/atomic and use no global
+// math/rand; internal/bookie starts goroutines only through Config.Go.
+// It has no code of its own.
 package lint
