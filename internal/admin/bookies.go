@@ -84,7 +84,7 @@ func NewBookiesTLS(timeout time.Duration, log *slog.Logger, tlsConfig *tls.Confi
 	// AutoRecovery read and copy whatever entries a bookie holds (each
 	// bookie still refuses frames over its own nettyMaxFrameSizeBytes).
 	b := &Bookies{}
-	b.tr = transport.New(transport.Config{
+	tr, err := transport.New(transport.Config{
 		ConnectTimeout: timeout, AddTimeout: timeout, ReadTimeout: timeout,
 		TimeoutTick: timeout / 10, Logger: log, TLS: tlsConfig, MaxFrameSize: wire.MaxFrameSizeLimit,
 		Resolve: func(ctx context.Context, id string) (string, error) {
@@ -95,6 +95,12 @@ func NewBookiesTLS(timeout time.Duration, log *slog.Logger, tlsConfig *tls.Confi
 			return metadata.ResolveBookie(ctx, reg, metadata.BookieID(id))
 		},
 	})
+	if err != nil {
+		// Unreachable: every field above is fixed or defaulted (a positive
+		// timeout, wire's largest frame limit, the default protocol).
+		panic(fmt.Sprintf("admin: bookie transport: %v", err))
+	}
+	b.tr = tr
 	return b
 }
 

@@ -2,6 +2,7 @@ package bookie
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -175,9 +176,13 @@ type Bookie struct {
 // New returns a bookie serving store. It turns read-only when the store
 // fails (store.Failed() is checked by every request that asks whether the
 // bookie is read-only). Close it when done (it does not close the store).
-func New(store storage.Store, cfg Config) *Bookie {
-	if cfg.Clock == nil {
-		panic("bookie.New: Config.Clock is required")
+// A configuration Validate refuses is returned as its error.
+func New(store storage.Store, cfg Config) (*Bookie, error) {
+	if store == nil {
+		return nil, errors.New("bookie.New: no store")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -209,7 +214,16 @@ func New(store storage.Store, cfg Config) *Bookie {
 		spawn:   cfg.Go,
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
-	return b
+	return b, nil
+}
+
+// Validate reports a configuration New cannot work with: Clock is
+// required. Zero and negative limits take their defaults.
+func (c Config) Validate() error {
+	if c.Clock == nil {
+		return errors.New("bookie: Config.Clock is required")
+	}
+	return nil
 }
 
 // checkStore notes a store that has failed for good: the first caller to

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/storage"
 	"github.com/foliodb/folio/internal/wire"
 )
@@ -659,5 +660,16 @@ func TestAddAllocs(t *testing.T) {
 		if allocs > 0 {
 			t.Errorf("%v: %.1f allocations per add in the bookie, want 0", proto, allocs)
 		}
+	}
+}
+
+// A bookie without a clock or a store is a configuration error, not a
+// panic.
+func TestNewRefusesBadConfig(t *testing.T) {
+	if _, err := New(newMemStore(), Config{}); err == nil || !strings.Contains(err.Error(), "Config.Clock") {
+		t.Fatalf("New without a clock: %v, want an error naming Config.Clock", err)
+	}
+	if _, err := New(nil, Config{Clock: clock.NewManual(time.Unix(0, 0))}); err == nil {
+		t.Fatal("New without a store: no error")
 	}
 }

@@ -221,14 +221,16 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 		SessionTTL: cfg.SessionTTL, Retry: cfg.RegistrationRetry, RemoveStale: opts.RemoveStaleRegistration,
 		Clock: clock, Logger: p.log, ServiceInfo: &info,
 	})
-	p.bk = bookie.New(p.store, bookie.Config{
+	if p.bk, err = bookie.New(p.store, bookie.Config{
 		// A batch read's answer must fit the frames this bookie sends.
 		MaxBatchReadSize: int64(min(cfg.MaxFrameSize, wire.MaxFrameSize)),
 		Clock:            systemClock{},
 		Logger:           p.log,
 		Metrics:          p.metrics,
 		OnReadOnlyChange: p.reg.SetReadOnly,
-	})
+	}); err != nil {
+		return nil, err
+	}
 	cleanups = append(cleanups, p.bk.Close)
 	p.metrics.ReadOnlyChanged(false)
 	p.inflight = newInFlightCollector(p.bk, labels)
