@@ -96,6 +96,9 @@ type Writer struct {
 	proposed *metadata.LedgerMetadata
 
 	effects []Effect
+
+	// inv is what the invariants build's checks remember (invariants.go).
+	inv writerChecks
 }
 
 type closeProgress uint8
@@ -170,6 +173,9 @@ func (w *Writer) Err() error { return w.appendErr }
 func (w *Writer) Ready() []Effect {
 	out := w.effects
 	w.effects = nil
+	if invariants {
+		w.checkInvariants(out)
+	}
 	return out
 }
 
