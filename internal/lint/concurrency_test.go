@@ -253,3 +253,59 @@ func TestMakeTestEnablesInvariants(t *testing.T) {
 		t.Error("Makefile: test no longer starts with vet and unit")
 	}
 }
+
+// TestThreadsDocumented keeps docs/design/threads.md complete: every
+// non-test file of the module that starts a goroutine (a go statement, or a
+// WaitGroup.Go) is named there by its path from the module root, so a new
+// background goroutine comes with its entry (who starts it, what ends it,
+// what it owns).
+func TestThreadsDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/design/threads.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	n := 0
+	for _, p := range listPackages(t) {
+		for _, f := range p.GoFiles {
+			file := filepath.Join(p.Dir, f)
+			if !startsGoroutines(t, file) {
+				continue
+			}
+			n++
+			path := rel(p.ImportPath) + "/" + f
+			if !strings.Contains(doc, "`"+path+"`") {
+				t.Errorf("%s starts goroutines but docs/design/threads.md does not name `%s`", path, path)
+			}
+		}
+	}
+	if n < 10 {
+		t.Fatalf("found only %d files that start goroutines", n)
+	}
+}
+
+// startsGoroutines reports whether file has a go statement or calls a
+// method named Go on a sync.WaitGroup-like value (wg.Go).
+func startsGoroutines(t *testing.T, file string) bool {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, file, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.GoStmt:
+			found = true
+		case *ast.CallExpr:
+			if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Go" {
+				if id, ok := sel.X.(*ast.Ident); ok && (id.Name == "wg" || id.Name == "checks") {
+					found = true
+				}
+			}
+		}
+		return !found
+	})
+	return found
+}
