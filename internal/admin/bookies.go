@@ -57,6 +57,10 @@ func ListBookies(ctx context.Context, md metadata.Registration, writable, readOn
 // handle. It is safe for concurrent use; Close it when done.
 type Bookies struct {
 	tr *transport.Transport
+	// err, if set, is the transport's configuration error, which every
+	// request returns (the settings NewBookiesTLS passes are all valid, so
+	// it stays nil).
+	err error
 	// reg resolves bookie ids (ResolveWith); nil: ids are host:port.
 	reg atomic.Pointer[registry]
 }
@@ -95,12 +99,10 @@ func NewBookiesTLS(timeout time.Duration, log *slog.Logger, tlsConfig *tls.Confi
 			return metadata.ResolveBookie(ctx, reg, metadata.BookieID(id))
 		},
 	})
+	b.tr, b.err = tr, err
 	if err != nil {
-		// Unreachable: every field above is fixed or defaulted (a positive
-		// timeout, wire's largest frame limit, the default protocol).
-		panic(fmt.Sprintf("admin: bookie transport: %v", err))
+		b.err = fmt.Errorf("admin: bookie transport: %w", err)
 	}
-	b.tr = tr
 	return b
 }
 
@@ -111,13 +113,21 @@ func NewBookiesTLS(timeout time.Duration, log *slog.Logger, tlsConfig *tls.Confi
 func (b *Bookies) ResolveWith(reg metadata.Registration) { b.reg.Store(&registry{reg}) }
 
 // Close closes the connections.
-func (b *Bookies) Close() error { return b.tr.Close() }
+func (b *Bookies) Close() error {
+	if b.tr == nil {
+		return nil
+	}
+	return b.tr.Close()
+}
 
 // call sends req to bookie and waits for the answer; take runs on the
 // answer while its bytes are valid (copy what it keeps). An error is a
 // transport failure or a non-OK top-level status; take checks the
 // operation's own status.
 func (b *Bookies) call(ctx context.Context, bookie string, key int64, req *wire.Request, take func(*wire.Response) error) error {
+	if b.err != nil {
+		return b.err
+	}
 	done := make(chan error, 1)
 	b.tr.Send(bookie, key, req, func(resp *wire.Response, err error) {
 		if err == nil {
