@@ -27,7 +27,12 @@ import (
 //     last ensemble of its copy of the metadata; a
 //     successful close (without DEFERRED_SYNC) is at or above every entry
 //     acknowledged;
-//   - the Recovery: its LAC never moves backward, and it never proposes to
+//   - outstanding forces cover acknowledged entries only; failed bookies are
+//     ensemble indexes;
+//   - the Recovery: its entry reads are consistent (the next entry to
+//     decide follows the last rewrite, negatives are counted answers, no
+//     entry both found and absent, absent only past the negative
+//     threshold); its LAC never moves backward, and it never proposes to
 //     close below a LAC it has seen (the fenced LAC, or one carried by an
 //     entry it read): an entry some writer acknowledged must survive. The
 //     close check is off when an UnsafeKnobs switch is on (those exist to
@@ -114,6 +119,16 @@ func (w *Writer) checkInvariants(out []Effect) {
 			invariantViolated("writer of ledger %d: adds go to %s, the stored last ensemble is %s", w.ledgerID, bookieList(w.p.ensemble), bookieList(last))
 		}
 	}
+	for id, f := range w.forces {
+		if f.head > w.p.lac || f.oks > len(f.ensemble) {
+			invariantViolated("writer of ledger %d: force #%d makes e%d durable with LAC %d, %d of %d bookies", w.ledgerID, id, f.head, w.p.lac, f.oks, len(f.ensemble))
+		}
+	}
+	for idx := range w.failed {
+		if idx < 0 || idx >= w.q.EnsembleSize {
+			invariantViolated("writer of ledger %d: failed bookie at ensemble index %d, E=%d", w.ledgerID, idx, w.q.EnsembleSize)
+		}
+	}
 	for _, eff := range out {
 		switch e := eff.(type) {
 		case AddComplete:
@@ -178,6 +193,9 @@ func (r *Recovery) checkInvariants(out []Effect) {
 		invariantViolated("recovery of ledger %d: LAC moved backward: %d after %d", r.cfg.LedgerID, r.p.lac, c.lac)
 	}
 	c.lac = r.p.lac
+	if err := r.checkReads(); err != nil {
+		invariantViolated("recovery of ledger %d: %v", r.cfg.LedgerID, err)
+	}
 	if r.cfg.Unsafe != (UnsafeKnobs{}) {
 		return
 	}
@@ -186,4 +204,35 @@ func (r *Recovery) checkInvariants(out []Effect) {
 			invariantViolated("recovery of ledger %d: closing at e%d below LAC %d it saw", r.cfg.LedgerID, e.Metadata.LastEntryID, c.seen)
 		}
 	}
+}
+
+// checkReads reports the first inconsistency of the recovery's entry
+// reads: until the end is found, the next entry to decide is the one after
+// the last rewrite, and no read is below it; a read's negatives are answers
+// it counted, and it is decided one way at most.
+func (r *Recovery) checkReads() error {
+	if r.phase == phaseRead && !r.readDone && r.nextRead != r.p.lastAddPushed+1 {
+		return fmt.Errorf("next read e%d after rewriting up to e%d", r.nextRead, r.p.lastAddPushed)
+	}
+	for id, rr := range r.reads {
+		if id < r.nextRead {
+			return fmt.Errorf("read of e%d kept below the next entry to decide, e%d", id, r.nextRead)
+		}
+		answered := 0
+		for _, a := range rr.answered {
+			if a {
+				answered++
+			}
+		}
+		if rr.negatives > answered {
+			return fmt.Errorf("e%d counts %d negatives from %d answers", id, rr.negatives, answered)
+		}
+		if rr.entry != nil && rr.absent {
+			return fmt.Errorf("e%d both found and absent", id)
+		}
+		if rr.absent && rr.negatives < r.q.NegativeThreshold() {
+			return fmt.Errorf("e%d absent on %d negatives, the threshold is %d", id, rr.negatives, r.q.NegativeThreshold())
+		}
+	}
+	return nil
 }

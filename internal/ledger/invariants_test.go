@@ -129,3 +129,16 @@ func TestInvariantsCatchRecoveryLACBackward(t *testing.T) {
 	r.p.lac, r.p.lastAddPushed = 2, 2
 	mustViolate(t, "LAC moved backward: 2 after 3", func() { r.Ready() })
 }
+
+func TestInvariantsCatchRecoveryReads(t *testing.T) {
+	md := invariantsMetadata()
+	md.State = metadata.LedgerInRecovery
+	r := NewRecovery(RecoveryConfig{LedgerID: 7, Metadata: md, Version: 1})
+	r.p = newPipeline(r.q, md.LastEnsemble().Ensemble, 3, 30)
+	r.phase, r.nextRead = phaseRead, 4
+	r.inv.startReading(3, 3)
+	r.reads[4] = &recoveryRead{replicas: md.LastEnsemble().Ensemble, answered: []bool{true, false, false}, negatives: 1}
+	r.Ready() // consistent: one negative from one answer
+	r.reads[4].absent = true
+	mustViolate(t, "e4 absent on 1 negatives, the threshold is 2", func() { r.Ready() })
+}
