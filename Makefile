@@ -9,6 +9,12 @@ SHELL := /bin/bash
 FUZZTIME ?= 100000x
 PROTOS := internal/wire/v3/protocolpb/bookkeeper_protocol.proto internal/metadata/formatpb/data_formats.proto
 
+# TAGS are the build tags of the test targets: invariants compiles in the
+# expensive cross-checks of internal/ledger's write pipeline and recovery
+# (internal/ledger/invariants.go), which panic at the first inconsistency.
+# Production builds (build, release) never set it.
+TAGS ?= invariants
+
 .PHONY: all build test vet unit allocs sim fuzz-smoke compat bench-java fuzz proto proto-check bench sim-long release docs
 
 all: build
@@ -23,9 +29,10 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go') | grep -v '\.pb\.go$$')" || \
 		{ echo "gofmt would change:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
+	$(GO) vet -tags '$(TAGS)' ./...
 
 unit:
-	$(GO) test -race -timeout 20m ./...
+	$(GO) test -race -tags '$(TAGS)' -timeout 20m ./...
 
 # allocs runs the allocation-count tests without -race: the race detector
 # changes allocation behaviour (sync.Pool drops items), so under -race they skip.
@@ -33,9 +40,10 @@ allocs:
 	$(GO) test -count=1 -run 'Alloc' ./internal/...
 
 # sim runs the simulator's seeds and mutation tests without -race: under
-# -race they shrink to a few seeds and the mutation tests skip.
+# -race they shrink to a few seeds and the mutation tests skip. With TAGS,
+# every seed also runs the machines' invariant checks.
 sim:
-	$(GO) test -count=1 -v -run 'TestDeterminism|TestSeeds|TestRecoveryRace|TestMutation' ./internal/sim/ | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|seeds in|found with'
+	$(GO) test -tags '$(TAGS)' -count=1 -v -run 'TestDeterminism|TestSeeds|TestRecoveryRace|TestMutation' ./internal/sim/ | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|seeds in|found with'
 
 # fuzz-smoke runs every fuzz target for FUZZTIME so that a crash fails CI.
 fuzz-smoke:

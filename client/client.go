@@ -74,6 +74,24 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.UseV2WireProtocol {
 		proto = wire.ProtocolV2
 	}
+	tr, err := transport.New(transport.Config{
+		Protocol:             proto,
+		Dialer:               cfg.Dialer,
+		ConnectTimeout:       cfg.ConnectTimeout,
+		AddTimeout:           cfg.AddEntryTimeout,
+		ReadTimeout:          cfg.ReadEntryTimeout,
+		ConnectionsPerBookie: cfg.ConnectionsPerBookie,
+		TimeoutTick:          min(cfg.AddEntryTimeout, cfg.ReadEntryTimeout) / 10,
+		Logger:               cfg.Logger,
+		TLS:                  cfg.TLS,
+		StartTLSTimeout:      cfg.StartTLSTimeout,
+		MaxFrameSize:         cfg.MaxFrameSize,
+		Resolve:              metadata.NewResolver(md).Resolve,
+	})
+	if err != nil {
+		md.Close()
+		return nil, publicError(fmt.Errorf("client: %w: %w", err, ErrInvalidConfig))
+	}
 	c := &Client{
 		cfg:      cfg,
 		log:      cfg.Logger,
@@ -82,20 +100,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		health:   newBookieHealth(),
 		clock:    clock.Real{},
 		addSlots: make(chan struct{}, cfg.MaxOutstandingAdds),
-		tr: transport.New(transport.Config{
-			Protocol:             proto,
-			Dialer:               cfg.Dialer,
-			ConnectTimeout:       cfg.ConnectTimeout,
-			AddTimeout:           cfg.AddEntryTimeout,
-			ReadTimeout:          cfg.ReadEntryTimeout,
-			ConnectionsPerBookie: cfg.ConnectionsPerBookie,
-			TimeoutTick:          min(cfg.AddEntryTimeout, cfg.ReadEntryTimeout) / 10,
-			Logger:               cfg.Logger,
-			TLS:                  cfg.TLS,
-			StartTLSTimeout:      cfg.StartTLSTimeout,
-			MaxFrameSize:         cfg.MaxFrameSize,
-			Resolve:              metadata.NewResolver(md).Resolve,
-		}),
+		tr:       tr,
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.mu.writers = map[*WriteHandle]struct{}{}

@@ -134,6 +134,10 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// Validate reports the first setting New would refuse (wrapping
+// ErrInvalidConfig), without connecting to anything. New calls it.
+func (c Config) Validate() error { return c.setDefaults() }
+
 func (c *Config) setDefaults() error {
 	if c.MetadataServiceURI == "" {
 		return fmt.Errorf("client: Config.MetadataServiceURI is required: %w", ErrInvalidConfig)

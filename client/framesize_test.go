@@ -71,4 +71,10 @@ func TestLargeEntriesWithRaisedFrameLimit(t *testing.T) {
 	if _, err := client.New(ctx, client.Config{MetadataServiceURI: cl.URI, MaxFrameSize: 1000}); !errors.Is(err, client.ErrInvalidConfig) {
 		t.Errorf("MaxFrameSize 1000: %v, want ErrInvalidConfig", err)
 	}
+	if err := (client.Config{MetadataServiceURI: cl.URI, MaxFrameSize: 1000}).Validate(); !errors.Is(err, client.ErrInvalidConfig) {
+		t.Errorf("Validate with MaxFrameSize 1000: %v, want ErrInvalidConfig", err)
+	}
+	if err := (client.Config{MetadataServiceURI: cl.URI}).Validate(); err != nil {
+		t.Errorf("Validate of a good configuration: %v", err)
+	}
 }

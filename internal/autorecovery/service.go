@@ -77,12 +77,22 @@ type Service struct {
 	stopErr  error
 }
 
+// Validate reports a configuration StartService refuses: Driver and
+// MetadataServiceURI are required. The auditor's and the workers' own
+// settings are checked by NewAuditor and NewWorker.
+func (c ServiceConfig) Validate() error {
+	if c.Driver == nil || c.MetadataServiceURI == "" {
+		return errors.New("autorecovery: Driver and MetadataServiceURI are required")
+	}
+	return nil
+}
+
 // StartService starts the auditor candidate and the workers. ctx bounds
 // the start only: the Service runs until Stop, so that its owner decides
 // the order of a shutdown (AutoRecovery before the bookies it repairs onto).
 func StartService(ctx context.Context, cfg ServiceConfig) (*Service, error) {
-	if cfg.Driver == nil || cfg.MetadataServiceURI == "" {
-		return nil, errors.New("autorecovery: Driver and MetadataServiceURI are required")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	switch {
 	case cfg.Workers == 0:

@@ -2,6 +2,7 @@ package bookie
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -130,9 +131,12 @@ type Config struct {
 	// Go runs fn on a new goroutine. The simulator replaces it to schedule
 	// work itself. Default: the go statement.
 	Go func(fn func())
-	// OnReadOnlyChange, if set, is called (on its own goroutine when the
-	// change comes from a failed store) when the effective read-only state
-	// changes, so the process can move its registration.
+	// OnReadOnlyChange, if set, is called when the effective read-only
+	// state changes, so the process can move its registration. A store
+	// failure is noticed (and reported here) by the first request or
+	// ReadOnly/StoreFailed call after it, on that caller's goroutine: the
+	// bookie starts no goroutine of its own (the bookie process also
+	// watches the store and calls SetReadOnly). It must not block.
 	OnReadOnlyChange func(readOnly bool)
 }
 
@@ -167,16 +171,18 @@ type Bookie struct {
 	storeFailed    atomic.Bool
 	roMu           sync.Mutex // serialises read-only transitions and their callbacks
 	roReported     bool       // guarded by roMu: the last state reported
-
-	watchDone chan struct{}
 }
 
-// New returns a bookie serving store. It watches store.Failed() and turns
-// read-only when the store fails. Close it when done (it does not close the
-// store).
-func New(store storage.Store, cfg Config) *Bookie {
-	if cfg.Clock == nil {
-		panic("bookie.New: Config.Clock is required")
+// New returns a bookie serving store. It turns read-only when the store
+// fails (store.Failed() is checked by every request that asks whether the
+// bookie is read-only). Close it when done (it does not close the store).
+// A configuration Validate refuses is returned as its error.
+func New(store storage.Store, cfg Config) (*Bookie, error) {
+	if store == nil {
+		return nil, errors.New("bookie.New: no store")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -200,29 +206,42 @@ func New(store storage.Store, cfg Config) *Bookie {
 		cfg.Go = func(fn func()) { go fn() }
 	}
 	b := &Bookie{
-		store:     store,
-		clock:     cfg.Clock,
-		log:       cfg.Logger,
-		metrics:   cfg.Metrics,
-		cfg:       cfg,
-		spawn:     cfg.Go,
-		watchDone: make(chan struct{}),
+		store:   store,
+		clock:   cfg.Clock,
+		log:     cfg.Logger,
+		metrics: cfg.Metrics,
+		cfg:     cfg,
+		spawn:   cfg.Go,
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
-	go b.watchStore()
-	return b
+	return b, nil
 }
 
-// watchStore turns the bookie read-only when the store fails for good.
-func (b *Bookie) watchStore() {
-	defer close(b.watchDone)
+// Validate reports a configuration New cannot work with: Clock is
+// required. Zero and negative limits take their defaults.
+func (c Config) Validate() error {
+	if c.Clock == nil {
+		return errors.New("bookie: Config.Clock is required")
+	}
+	return nil
+}
+
+// checkStore notes a store that has failed for good: the first caller to
+// see store.Failed() closed turns the bookie read-only and reports it.
+func (b *Bookie) checkStore() bool {
+	if b.storeFailed.Load() {
+		return true
+	}
 	select {
 	case <-b.store.Failed():
-		b.log.Error("storage failed: the bookie is read-only from now on", "err", b.store.Err())
-		b.storeFailed.Store(true)
-		b.reportReadOnly()
-	case <-b.ctx.Done():
+	default:
+		return false
 	}
+	if b.storeFailed.CompareAndSwap(false, true) {
+		b.log.Error("storage failed: the bookie is read-only from now on", "err", b.store.Err())
+		b.reportReadOnly()
+	}
+	return true
 }
 
 // SetReadOnly switches the bookie to read-only mode (normal adds and
@@ -231,22 +250,25 @@ func (b *Bookie) watchStore() {
 // Part of the bookie process decides when (admin request, disk usage).
 func (b *Bookie) SetReadOnly(readOnly bool) {
 	b.manualReadOnly.Store(readOnly)
+	b.checkStore()
 	b.reportReadOnly()
 }
 
 // ReadOnly reports whether the bookie refuses normal writes.
 func (b *Bookie) ReadOnly() bool {
-	return b.manualReadOnly.Load() || b.storeFailed.Load()
+	return b.checkStore() || b.manualReadOnly.Load()
 }
 
 // StoreFailed reports whether the store has failed for good (the bookie is
 // read-only and cannot be switched back).
-func (b *Bookie) StoreFailed() bool { return b.storeFailed.Load() }
+func (b *Bookie) StoreFailed() bool { return b.checkStore() }
 
 func (b *Bookie) reportReadOnly() {
 	b.roMu.Lock()
 	defer b.roMu.Unlock()
-	ro := b.ReadOnly()
+	// The atomics, not ReadOnly: checkStore calls this function, and
+	// noticing the failure here would take roMu again.
+	ro := b.manualReadOnly.Load() || b.storeFailed.Load()
 	if ro == b.roReported {
 		return
 	}
@@ -273,7 +295,6 @@ func (b *Bookie) Close() {
 		return
 	}
 	b.cancel()
-	<-b.watchDone
 }
 
 // Handle serves one request and answers it through respond (see Responder

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/storage"
 	"github.com/foliodb/folio/internal/wire"
 )
@@ -305,17 +306,26 @@ func TestReadOnly(t *testing.T) {
 	})
 }
 
+// A store failure is noticed by the next request, without a goroutine of
+// the bookie's own: the add after it is refused and the change is reported
+// once.
 func TestStoreFailureMakesReadOnly(t *testing.T) {
 	store := newMemStore()
-	h := newHarness(t, store, Config{})
+	var changes []bool
+	h := newHarness(t, store, Config{OnReadOnlyChange: func(ro bool) { changes = append(changes, ro) }})
 	store.fail()
-	waitFor(t, "read-only after a store failure", h.b.ReadOnly)
+	if st := h.add(wire.ProtocolV3, 1, 0, -1, testKey, false); st != wire.StatusReadOnly {
+		t.Fatalf("add on failed store: %v", st)
+	}
 	h.b.SetReadOnly(false)
 	if !h.b.ReadOnly() || !h.b.StoreFailed() {
 		t.Fatal("a failed store must keep the bookie read-only")
 	}
 	if st := h.add(wire.ProtocolV3, 1, 0, -1, testKey, false); st != wire.StatusReadOnly {
 		t.Fatalf("add on failed store: %v", st)
+	}
+	if fmt.Sprint(changes) != "[true]" {
+		t.Fatalf("read-only callbacks %v, want [true]", changes)
 	}
 }
 
@@ -650,5 +660,16 @@ func TestAddAllocs(t *testing.T) {
 		if allocs > 0 {
 			t.Errorf("%v: %.1f allocations per add in the bookie, want 0", proto, allocs)
 		}
+	}
+}
+
+// A bookie without a clock or a store is a configuration error, not a
+// panic.
+func TestNewRefusesBadConfig(t *testing.T) {
+	if _, err := New(newMemStore(), Config{}); err == nil || !strings.Contains(err.Error(), "Config.Clock") {
+		t.Fatalf("New without a clock: %v, want an error naming Config.Clock", err)
+	}
+	if _, err := New(nil, Config{Clock: clock.NewManual(time.Unix(0, 0))}); err == nil {
+		t.Fatal("New without a store: no error")
 	}
 }

@@ -69,7 +69,10 @@ func newHarness(t *testing.T, store storage.Store, cfg Config) *harness {
 	if cfg.Logger == nil {
 		cfg.Logger = quietLogger()
 	}
-	b := New(store, cfg)
+	b, err := New(store, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(b.Close)
 	dig, err := digest.New(digest.CRC32C, testPassword)
 	if err != nil {

@@ -118,6 +118,9 @@ type Recovery struct {
 	probeID     int64
 
 	effects []Effect
+
+	// inv is what the invariants build's checks remember (invariants.go).
+	inv recoveryChecks
 }
 
 type recoveryPhase uint8
@@ -170,6 +173,9 @@ func NewRecovery(cfg RecoveryConfig) *Recovery {
 func (r *Recovery) Ready() []Effect {
 	out := r.effects
 	r.effects = nil
+	if invariants {
+		r.checkInvariants(out)
+	}
 	return out
 }
 
@@ -258,6 +264,9 @@ func (r *Recovery) startReading(res LACComplete) {
 		r.p.lacCap = start
 	}
 	r.nextRead = start + 1
+	if invariants {
+		r.inv.startReading(res.LAC, start)
+	}
 	if start >= 0 && res.EntryID != start {
 		r.lengthProbe, r.probeID = r.newRead(start), start
 		r.emit(SendRead{Bookies: slices.Clone(r.lengthProbe.replicas), EntryID: start, Fence: !r.cfg.Unsafe.NoFenceOnRecoveryReads})
@@ -365,6 +374,9 @@ func (r *Recovery) handleRead(ev ReadResponse) {
 		e, verr := r.cfg.Verifier.VerifyEntry(ev.Body, r.cfg.LedgerID, ev.EntryID)
 		if verr == nil {
 			rr.entry = &e
+			if invariants {
+				r.inv.saw(e.LAC)
+			}
 			break
 		}
 		rr.lastErr = fmt.Errorf("bookie %s: %w", ev.Bookie, verr)

@@ -104,6 +104,9 @@ type Writer struct {
 	proposed *metadata.LedgerMetadata
 
 	effects []Effect
+
+	// inv is what the invariants build's checks remember (invariants.go).
+	inv writerChecks
 }
 
 type closeProgress uint8
@@ -187,6 +190,9 @@ func (w *Writer) TickInterval() time.Duration { return w.lacInterval }
 func (w *Writer) Ready() []Effect {
 	out := w.effects
 	w.effects = nil
+	if invariants {
+		w.checkInvariants(out)
+	}
 	return out
 }
 

@@ -3,6 +3,7 @@ package lint
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -84,28 +86,43 @@ type pkg struct {
 	Imports    []string
 }
 
+// listed caches go list's answer: every rule walks the same packages.
+var listed struct {
+	once sync.Once
+	pkgs []pkg
+	err  error
+}
+
 func listPackages(t *testing.T) []pkg {
 	t.Helper()
+	listed.once.Do(func() { listed.pkgs, listed.err = goList() })
+	if listed.err != nil {
+		t.Fatal(listed.err)
+	}
+	return listed.pkgs
+}
+
+func goList() ([]pkg, error) {
 	cmd := exec.Command("go", "list", "-json", module+"/...")
 	cmd.Dir = "../.."
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("go list: %v\n%s", err, errb.String())
+		return nil, fmt.Errorf("go list: %v\n%s", err, errb.String())
 	}
 	var pkgs []pkg
 	dec := json.NewDecoder(&out)
 	for dec.More() {
 		var p pkg
 		if err := dec.Decode(&p); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		pkgs = append(pkgs, p)
 	}
 	if len(pkgs) < 3 {
-		t.Fatalf("go list found only %d packages", len(pkgs))
+		return nil, fmt.Errorf("go list found only %d packages", len(pkgs))
 	}
-	return pkgs
+	return pkgs, nil
 }
 
 func rel(importPath string) string {

@@ -23,6 +23,10 @@ import (
 // commands (Call). It is safe for concurrent use; Close it when done.
 type Bookies struct {
 	tr *transport.Transport
+	// err, if set, is the transport's configuration error, which every
+	// request returns (the settings NewBookiesTLS passes are all valid, so
+	// it stays nil).
+	err error
 	// reg resolves bookie ids (ResolveWith); nil: ids are host:port.
 	reg atomic.Pointer[registry]
 }
@@ -50,7 +54,7 @@ func NewBookiesTLS(timeout time.Duration, log *slog.Logger, tlsConfig *tls.Confi
 	// AutoRecovery read and copy whatever entries a bookie holds (each
 	// bookie still refuses frames over its own nettyMaxFrameSizeBytes).
 	b := &Bookies{}
-	b.tr = transport.New(transport.Config{
+	tr, err := transport.New(transport.Config{
 		ConnectTimeout: timeout, AddTimeout: timeout, ReadTimeout: timeout,
 		TimeoutTick: timeout / 10, Logger: log, TLS: tlsConfig, MaxFrameSize: wire.MaxFrameSizeLimit,
 		Resolve: func(ctx context.Context, id string) (string, error) {
@@ -61,6 +65,10 @@ func NewBookiesTLS(timeout time.Duration, log *slog.Logger, tlsConfig *tls.Confi
 			return metadata.ResolveBookie(ctx, reg, metadata.BookieID(id))
 		},
 	})
+	b.tr = tr
+	if err != nil {
+		b.err = fmt.Errorf("rereplication: bookie transport: %w", err)
+	}
 	return b
 }
 
@@ -71,7 +79,12 @@ func NewBookiesTLS(timeout time.Duration, log *slog.Logger, tlsConfig *tls.Confi
 func (b *Bookies) ResolveWith(reg metadata.Registration) { b.reg.Store(&registry{reg}) }
 
 // Close closes the connections.
-func (b *Bookies) Close() error { return b.tr.Close() }
+func (b *Bookies) Close() error {
+	if b.tr == nil {
+		return nil
+	}
+	return b.tr.Close()
+}
 
 // Call sends req to bookie (key picks the connection, as the ledger id
 // does for a client) and waits for the answer or ctx's end; take runs on
@@ -80,6 +93,9 @@ func (b *Bookies) Close() error { return b.tr.Close() }
 // operation's own status. A top-level "no such ledger" or "no such entry"
 // is left to take, whose operation status says it more precisely.
 func (b *Bookies) Call(ctx context.Context, bookie string, key int64, req *wire.Request, take func(*wire.Response) error) error {
+	if b.err != nil {
+		return b.err
+	}
 	done := make(chan error, 1)
 	b.tr.Send(bookie, key, req, func(resp *wire.Response, err error) {
 		if err == nil {

@@ -366,7 +366,7 @@ func checkRecoveryHistory(t *testing.T, cl *testcluster.Cluster, id int64, stabl
 // to a bookie and returns its status.
 func rawAdd(t *testing.T, bookie string, id, entryID int64) wire.Status {
 	t.Helper()
-	tr := transport.New(transport.Config{Protocol: wire.ProtocolV3})
+	tr := mustTransport(t, transport.Config{Protocol: wire.ProtocolV3})
 	defer tr.Close()
 	dig, err := digest.New(digest.Type(metadata.DigestCRC32C), writerPassword)
 	if err != nil {
@@ -418,4 +418,14 @@ func ensembleOf(t *testing.T, cl *testcluster.Cluster, id int64) []*testcluster.
 		}
 	}
 	return out
+}
+
+// mustTransport is transport.New for a configuration known to be valid.
+func mustTransport(tb testing.TB, cfg transport.Config) *transport.Transport {
+	tb.Helper()
+	tr, err := transport.New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tr
 }

@@ -67,7 +67,7 @@ func plant(b *testing.B, tr *transport.Transport, id int64, ensemble []metadata.
 // run in CI (it needs bookie processes); see docs/performance.md.
 func BenchmarkRecovery(b *testing.B) {
 	cl := testcluster.Start(b, 3)
-	tr := transport.New(transport.Config{Protocol: wire.ProtocolV3})
+	tr := mustTransport(b, transport.Config{Protocol: wire.ProtocolV3})
 	defer tr.Close()
 	ctx := context.Background()
 	creator, err := client.New(ctx, client.Config{MetadataServiceURI: cl.URI})

@@ -89,8 +89,13 @@ func (n *bookieNode) start() {
 		w.violate("BookieRestarts", -1, "bookie %s: the store does not open after a crash: %v", n.id, err)
 		return
 	}
-	n.store = st
-	n.b = bookie.New(&fenceStore{Store: st}, bookie.Config{Clock: w.clock, Logger: quietLog, Go: goFn})
+	b, err := bookie.New(&fenceStore{Store: st}, bookie.Config{Clock: w.clock, Logger: quietLog, Go: goFn})
+	if err != nil {
+		st.Close()
+		w.violate("BookieRestarts", -1, "bookie %s: %v", n.id, err)
+		return
+	}
+	n.store, n.b = st, b
 	n.up, n.paused, n.held, n.polls = true, false, nil, nil
 	w.logf("bookie %s started (incarnation %d)", n.id, inc)
 	n.schedule(inc, "journal", 500*time.Microsecond, 3*time.Millisecond, func() { n.stepJournals() })

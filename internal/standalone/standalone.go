@@ -234,6 +234,10 @@ func pick(flag, recorded int) int {
 	return recorded
 }
 
+// Validate reports the first setting Run would refuse (a negative bookie
+// count, a port out of range), without starting anything.
+func (c Config) Validate() error { return c.withDefaults() }
+
 func (c *Config) withDefaults() error {
 	if c.Bookies < 0 {
 		return fmt.Errorf("--bookies must be at least 0, not %d", c.Bookies)

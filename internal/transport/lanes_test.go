@@ -264,7 +264,7 @@ func TestV2FenceAndPlainReadNeverShareAnAnswer(t *testing.T) {
 				name := fmt.Sprintf("entry=%d/fenceFirst=%v/answerNewestFirst=%v", entry, fenceFirst, reverse)
 				t.Run(name, func(t *testing.T) {
 					b := newV2Bookie(t)
-					tr := New(Config{Protocol: wire.ProtocolV2})
+					tr := newTransport(t, Config{Protocol: wire.ProtocolV2})
 					defer tr.Close()
 					var fenceCh, plainCh <-chan answerOf
 					if fenceFirst {
@@ -301,7 +301,7 @@ func TestV2FenceAndPlainReadNeverShareAnAnswer(t *testing.T) {
 // (stored) of the same entry, answered newest first.
 func TestV2RecoveryAddAndPlainAddNeverShareAnAnswer(t *testing.T) {
 	b := newV2Bookie(t)
-	tr := New(Config{Protocol: wire.ProtocolV2})
+	tr := newTransport(t, Config{Protocol: wire.ProtocolV2})
 	defer tr.Close()
 	plainCh := await(t, tr, b.addr(), addRequest(1, 7))
 	rec := addRequest(1, 7)
@@ -329,7 +329,7 @@ func TestV2RecoveryAddAndPlainAddNeverShareAnAnswer(t *testing.T) {
 func TestV2LateAnswerAfterTimeout(t *testing.T) {
 	b := newV2Bookie(t)
 	clk := clock.NewManual(time.Unix(1000, 0))
-	tr := New(Config{Protocol: wire.ProtocolV2, ReadTimeout: time.Second, TimeoutTick: time.Hour, Clock: clk})
+	tr := newTransport(t, Config{Protocol: wire.ProtocolV2, ReadTimeout: time.Second, TimeoutTick: time.Hour, Clock: clk})
 	defer tr.Close()
 	plainCh := await(t, tr, b.addr(), readRequest(1, 5, false))
 	plain := b.next(t)
@@ -361,7 +361,7 @@ func TestV2LaneConnectionLoss(t *testing.T) {
 	for _, lost := range []string{"fencing", "plain"} {
 		t.Run("lose "+lost, func(t *testing.T) {
 			b := newV2Bookie(t)
-			tr := New(Config{Protocol: wire.ProtocolV2})
+			tr := newTransport(t, Config{Protocol: wire.ProtocolV2})
 			defer tr.Close()
 			fenceCh := await(t, tr, b.addr(), readRequest(1, 3, true))
 			plainCh := await(t, tr, b.addr(), readRequest(1, 3, false))
@@ -401,7 +401,7 @@ func TestV2LaneConnectionLoss(t *testing.T) {
 // their own answer.
 func TestV2BatchReadIDs(t *testing.T) {
 	b := newV2Bookie(t)
-	tr := New(Config{Protocol: wire.ProtocolV2})
+	tr := newTransport(t, Config{Protocol: wire.ProtocolV2})
 	defer tr.Close()
 	batch := func() *wire.Request {
 		return &wire.Request{

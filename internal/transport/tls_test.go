@@ -64,7 +64,10 @@ func startRealBookie(t *testing.T, opts server.Options) *realBookie {
 	}
 	rb := &realBookie{}
 	quiet := slog.New(slog.DiscardHandler)
-	b := bookie.New(st, bookie.Config{Clock: clock.Real{}, Metrics: countingBookieMetrics{b: rb}, Logger: quiet})
+	b, err := bookie.New(st, bookie.Config{Clock: clock.Real{}, Metrics: countingBookieMetrics{b: rb}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts.Metrics, opts.Logger = countingMetrics{b: rb}, quiet
 	srv := server.New(b, opts)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -156,7 +159,7 @@ func TestTLSBothProtocols(t *testing.T) {
 	p := newTLSPKI(t)
 	b := startRealBookie(t, server.Options{TLS: p.server(true), Authorizer: server.RoleAuthorizer{Roles: []string{"writer"}}})
 	for i, proto := range []wire.Protocol{wire.ProtocolV3, wire.ProtocolV2} {
-		tr := New(Config{Protocol: proto, TLS: p.client(&tlstest.Leaf{OU: "0:writer"})})
+		tr := newTransport(t, Config{Protocol: proto, TLS: p.client(&tlstest.Leaf{OU: "0:writer"})})
 		for e := int64(0); e < 5; e++ {
 			if st, err := call(t, tr, b.addr, tlsAdd(int64(10+i), e)); err != nil || st != wire.StatusOK {
 				t.Fatalf("%v add %d: %v %v", proto, e, st, err)
@@ -175,7 +178,7 @@ func TestTLSRefusesPlaintextBookie(t *testing.T) {
 	p := newTLSPKI(t)
 	b := startRealBookie(t, server.Options{})
 	for _, proto := range []wire.Protocol{wire.ProtocolV3, wire.ProtocolV2} {
-		tr := New(Config{Protocol: proto, TLS: p.client(nil)})
+		tr := newTransport(t, Config{Protocol: proto, TLS: p.client(nil)})
 		_, err := call(t, tr, b.addr, tlsAdd(20, 0))
 		tr.Close()
 		if !errors.Is(err, ErrTLS) || !errors.Is(err, ErrBookieUnavailable) || !strings.Contains(err.Error(), "refusing to continue in plaintext") {
@@ -214,7 +217,7 @@ func TestTLSRefusedByBookie(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, proto := range []wire.Protocol{wire.ProtocolV3, wire.ProtocolV2} {
-			tr := New(Config{Protocol: proto, TLS: c.cfg})
+			tr := newTransport(t, Config{Protocol: proto, TLS: c.cfg})
 			_, err := call(t, tr, b.addr, tlsAdd(30, 0))
 			tr.Close()
 			if !errors.Is(err, ErrTLS) || errors.Is(err, wire.ErrUnauthorized) != c.unauthorized {
@@ -225,7 +228,7 @@ func TestTLSRefusedByBookie(t *testing.T) {
 	}
 	// The client verifies the bookie too: one whose certificate another
 	// CA signed is refused.
-	tr := New(Config{TLS: func() *tls.Config {
+	tr := newTransport(t, Config{TLS: func() *tls.Config {
 		cfg, err := tlsconf.NewClient(tlsconf.Options{Files: tlsconf.Files{CA: of.CA}})
 		if err != nil {
 			t.Fatal(err)
@@ -246,7 +249,7 @@ func TestTLSRefusedByBookie(t *testing.T) {
 func TestStartTLSTimeout(t *testing.T) {
 	b := newFakeBookie(t, func(*fakeConn, *wire.Request) {})
 	p := newTLSPKI(t)
-	tr := New(Config{TLS: p.client(nil), StartTLSTimeout: 50 * time.Millisecond, AddTimeout: time.Minute})
+	tr := newTransport(t, Config{TLS: p.client(nil), StartTLSTimeout: 50 * time.Millisecond, AddTimeout: time.Minute})
 	defer tr.Close()
 	ch := make(chan result, 1)
 	tr.Send(b.addr(), 1, addRequest(1, 0), collect(ch))

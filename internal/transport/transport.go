@@ -301,13 +301,47 @@ func laneOf(proto wire.Protocol, req *wire.Request) lane {
 }
 
 // New returns a Transport; it starts its timeout sweeper.
-func New(cfg Config) *Transport {
+func New(cfg Config) (*Transport, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	cfg.setDefaults()
 	t := &Transport{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
 	t.mu.peers = map[peerKey]*peer{}
 	t.wg.Add(1)
 	go t.sweepLoop()
-	return t
+	return t, nil
+}
+
+// Validate reports the first setting New cannot work with: a protocol
+// other than v2 or v3 (0 is the default, v3), a negative duration or
+// pool size, or a MaxFrameSize outside wire's limits (0 is the default).
+// Zero values take their defaults.
+func (c Config) Validate() error {
+	if c.Protocol != 0 && c.Protocol != wire.ProtocolV2 && c.Protocol != wire.ProtocolV3 {
+		return fmt.Errorf("transport: Config.Protocol %v: want v2 or v3", c.Protocol)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"ConnectTimeout", c.ConnectTimeout}, {"AddTimeout", c.AddTimeout}, {"ReadTimeout", c.ReadTimeout},
+		{"ReconnectBackoff", c.ReconnectBackoff}, {"MaxReconnectBackoff", c.MaxReconnectBackoff},
+		{"TimeoutTick", c.TimeoutTick}, {"StartTLSTimeout", c.StartTLSTimeout},
+	} {
+		if d.v < 0 {
+			return fmt.Errorf("transport: Config.%s %v is negative", d.name, d.v)
+		}
+	}
+	if c.ConnectionsPerBookie < 0 {
+		return fmt.Errorf("transport: Config.ConnectionsPerBookie %d is negative", c.ConnectionsPerBookie)
+	}
+	if c.MaxFrameSize != 0 {
+		if err := wire.CheckFrameLimit(c.MaxFrameSize); err != nil {
+			return fmt.Errorf("transport: Config.MaxFrameSize: %w", err)
+		}
+	}
+	return nil
 }
 
 // Protocol returns the protocol the connections speak.
@@ -549,7 +583,7 @@ func responseKey(resp *wire.Response) reqKey {
 func (p *peer) newSessionLocked() *session {
 	enc, err := codec.NewClientCodec(p.t.cfg.Protocol, false)
 	if err != nil {
-		panic(fmt.Sprintf("transport: %v", err)) // Config.Protocol is checked by New's callers
+		panic(fmt.Sprintf("transport: %v", err)) // unreachable: New validated Config.Protocol
 	}
 	enc.SetMaxFrameSize(p.t.cfg.MaxFrameSize)
 	s := &session{
@@ -806,7 +840,7 @@ func (s *session) readLoop(conn net.Conn) {
 	// still come: the bookie's refusal of this client after the handshake.
 	dec, err := codec.NewClientCodec(p.t.cfg.Protocol, p.t.cfg.TLS != nil)
 	if err != nil {
-		panic(fmt.Sprintf("transport: %v", err))
+		panic(fmt.Sprintf("transport: %v", err)) // unreachable: New validated Config.Protocol
 	}
 	var resp wire.Response
 	for {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -177,7 +178,7 @@ func TestOutOfOrderResponses(t *testing.T) {
 					}
 				}
 			})
-			tr := New(Config{Protocol: proto})
+			tr := newTransport(t, Config{Protocol: proto})
 			defer tr.Close()
 			chans := make([]chan result, n)
 			for i := range n {
@@ -205,7 +206,7 @@ func TestOutOfOrderResponses(t *testing.T) {
 // entry, op) are each answered once.
 func TestV2DuplicateRequests(t *testing.T) {
 	b := newFakeBookie(t, func(c *fakeConn, req *wire.Request) { c.reply(req, wire.StatusOK, nil) })
-	tr := New(Config{Protocol: wire.ProtocolV2})
+	tr := newTransport(t, Config{Protocol: wire.ProtocolV2})
 	defer tr.Close()
 	ch := make(chan result, 3)
 	for range 3 {
@@ -234,7 +235,7 @@ func TestTimeout(t *testing.T) {
 		c.reply(req, wire.StatusOK, nil)
 	})
 	clk := clock.NewManual(time.Unix(1000, 0))
-	tr := New(Config{AddTimeout: 200 * time.Millisecond, TimeoutTick: time.Hour, Clock: clk})
+	tr := newTransport(t, Config{AddTimeout: 200 * time.Millisecond, TimeoutTick: time.Hour, Clock: clk})
 	defer tr.Close()
 	ch := make(chan result, 1)
 	tr.Send(b.addr(), 1, addRequest(1, 0), collect(ch))
@@ -281,7 +282,7 @@ func TestDisconnectFailsInFlight(t *testing.T) {
 			go b.dropConns()
 		}
 	})
-	tr := New(Config{})
+	tr := newTransport(t, Config{})
 	defer tr.Close()
 	ch := make(chan result, 10)
 	for i := range 10 {
@@ -320,7 +321,7 @@ func TestConnectBackoff(t *testing.T) {
 		return d.DialContext(ctx, network, addr)
 	}
 	clk := clock.NewManual(time.Unix(1000, 0))
-	tr := New(Config{Dialer: dialer, ReconnectBackoff: 300 * time.Millisecond, Clock: clk})
+	tr := newTransport(t, Config{Dialer: dialer, ReconnectBackoff: 300 * time.Millisecond, Clock: clk})
 	defer tr.Close()
 	ch := make(chan result, 1)
 	tr.Send(b.addr(), 1, addRequest(1, 0), collect(ch))
@@ -356,7 +357,7 @@ func TestConnectBackoff(t *testing.T) {
 func TestCloseFailsOutstanding(t *testing.T) {
 	received := make(chan struct{}, 1)
 	b := newFakeBookie(t, func(c *fakeConn, req *wire.Request) { received <- struct{}{} })
-	tr := New(Config{})
+	tr := newTransport(t, Config{})
 	ch := make(chan result, 1)
 	tr.Send(b.addr(), 1, addRequest(1, 0), collect(ch))
 	<-received // outstanding on a live connection, not still connecting
@@ -367,5 +368,43 @@ func TestCloseFailsOutstanding(t *testing.T) {
 	tr.Send(b.addr(), 1, addRequest(1, 1), collect(ch))
 	if r := recv(t, ch); !errors.Is(r.err, ErrClosed) {
 		t.Fatalf("after close: %+v", r)
+	}
+}
+
+// newTransport is New for a configuration the test knows is valid.
+func newTransport(t testing.TB, cfg Config) *Transport {
+	t.Helper()
+	tr, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// A configuration New cannot work with is an error naming the field, not
+// a panic on the first connection.
+func TestConfigValidate(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Protocol: 7}, "Config.Protocol"},
+		{Config{AddTimeout: -time.Second}, "Config.AddTimeout"},
+		{Config{TimeoutTick: -1}, "Config.TimeoutTick"},
+		{Config{ConnectionsPerBookie: -2}, "Config.ConnectionsPerBookie"},
+		{Config{MaxFrameSize: 100}, "Config.MaxFrameSize"},
+	} {
+		tr, err := New(c.cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			if tr != nil {
+				tr.Close()
+			}
+			t.Fatalf("New(%+v) = %v, want an error naming %s", c.cfg, err, c.want)
+		}
+	}
+	for _, cfg := range []Config{{}, {Protocol: wire.ProtocolV2}, {MaxFrameSize: wire.MaxFrameSizeLimit}} {
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("Validate(%+v): %v", cfg, err)
+		}
 	}
 }

@@ -132,7 +132,10 @@ func benchAdds(b *testing.B, dir string, proto wire.Protocol, outstanding int, w
 		b.Fatal(err)
 	}
 	defer store.Close()
-	bk := bookie.New(store, bookie.Config{Clock: clock.Real{}, Logger: srvQuietLogger()})
+	bk, err := bookie.New(store, bookie.Config{Clock: clock.Real{}, Logger: srvQuietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
 	defer bk.Close()
 	opts := Options{Logger: srvQuietLogger()}
 	var cliTLS *tls.Config

@@ -93,7 +93,10 @@ func FuzzServerConn(f *testing.F) {
 		f.Add(s)
 	}
 	store := newSrvStore(f)
-	b := bookie.New(store, bookie.Config{Clock: clock.Real{}, Logger: srvQuietLogger(), MaxLongPollTimeout: 10 * time.Millisecond})
+	b, err := bookie.New(store, bookie.Config{Clock: clock.Real{}, Logger: srvQuietLogger(), MaxLongPollTimeout: 10 * time.Millisecond})
+	if err != nil {
+		f.Fatal(err)
+	}
 	defer b.Close()
 	srv := New(b, Options{Logger: srvQuietLogger(), MaxInFlightPerConn: 16})
 	ln := newPipeListener()

@@ -286,14 +286,16 @@ func (s *processStart) newBookie(context.Context) error {
 		SessionTTL: cfg.SessionTTL, Retry: cfg.RegistrationRetry, RemoveStale: s.opts.RemoveStaleRegistration,
 		Clock: s.clock, Logger: p.log, ServiceInfo: &info,
 	})
-	p.bk = bookie.New(p.store, bookie.Config{
+	if p.bk, err = bookie.New(p.store, bookie.Config{
 		// A batch read's answer must fit the frames this bookie sends.
 		MaxBatchReadSize: int64(min(cfg.MaxFrameSize, wire.MaxFrameSize)),
 		Clock:            systemClock{},
 		Logger:           p.log,
 		Metrics:          p.metrics,
 		OnReadOnlyChange: p.reg.SetReadOnly,
-	})
+	}); err != nil {
+		return err
+	}
 	s.cleanups = append(s.cleanups, p.bk.Close)
 	p.metrics.ReadOnlyChanged(false)
 	p.inflight = newInFlightCollector(p.bk, s.labels)

@@ -124,7 +124,10 @@ func newSrvStore(t testing.TB) storage.Store {
 func newSrvHarness(t *testing.T, opts Options) *srvHarness {
 	t.Helper()
 	store := &gateStore{Store: newSrvStore(t)}
-	b := bookie.New(store, bookie.Config{Clock: clock.Real{}, Logger: srvQuietLogger()})
+	b, err := bookie.New(store, bookie.Config{Clock: clock.Real{}, Logger: srvQuietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(b.Close)
 	if opts.Logger == nil {
 		opts.Logger = srvQuietLogger()

@@ -19,10 +19,21 @@ type Params struct {
 	AckQuorum    int // Qa
 }
 
-// Check panics unless E ≥ Qw ≥ Qa ≥ 1.
-func (p Params) Check() {
+// Validate reports sizes outside E ≥ Qw ≥ Qa ≥ 1: the check for sizes that
+// come from a user or a store (metadata.Validate applies the same rule to a
+// ledger's metadata).
+func (p Params) Validate() error {
 	if p.AckQuorum < 1 || p.WriteQuorum < p.AckQuorum || p.EnsembleSize < p.WriteQuorum {
-		panic(fmt.Sprintf("quorum: invalid sizes E=%d Qw=%d Qa=%d", p.EnsembleSize, p.WriteQuorum, p.AckQuorum))
+		return fmt.Errorf("quorum: invalid sizes E=%d Qw=%d Qa=%d: want E ≥ Qw ≥ Qa ≥ 1", p.EnsembleSize, p.WriteQuorum, p.AckQuorum)
+	}
+	return nil
+}
+
+// Check panics unless Validate passes: an assertion for sizes a caller has
+// already validated, not a check of configuration.
+func (p Params) Check() {
+	if err := p.Validate(); err != nil {
+		panic(err.Error())
 	}
 }
 

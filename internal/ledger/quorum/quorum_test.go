@@ -211,3 +211,16 @@ func TestWriteSetLargeEntryID(t *testing.T) {
 		t.Fatalf("write set of 2^31+1: %v", got)
 	}
 }
+
+func TestParamsValidate(t *testing.T) {
+	for _, p := range []Params{{3, 2, 0}, {3, 1, 2}, {2, 3, 2}, {0, 0, 0}} {
+		if err := p.Validate(); err == nil {
+			t.Errorf("Validate(%+v) passed", p)
+		}
+	}
+	for _, p := range []Params{{1, 1, 1}, {3, 3, 2}, {5, 3, 3}} {
+		if err := p.Validate(); err != nil {
+			t.Errorf("Validate(%+v): %v", p, err)
+		}
+	}
+}
