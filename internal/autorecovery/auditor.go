@@ -153,10 +153,7 @@ func (a *Auditor) Run(ctx context.Context) error {
 			break
 		}
 		a.log.Warn("auditor session ended", "err", err)
-		select {
-		case <-a.cfg.Clock.After(a.cfg.RetryInterval):
-		case <-ctx.Done():
-		}
+		_ = clock.Sleep(ctx, a.cfg.Clock, a.cfg.RetryInterval)
 	}
 	return ctx.Err()
 }
@@ -332,9 +329,18 @@ func (a *Auditor) lead(ctx context.Context) error {
 	first := true
 	auditNow := false
 	var wake <-chan time.Time
+	var wakeTimer clock.Timer
+	defer func() {
+		if wakeTimer != nil {
+			wakeTimer.Stop()
+		}
+	}()
 	var periodic <-chan time.Time
+	var periodicTimer clock.Timer
 	if a.cfg.BookieCheckInterval > 0 {
-		periodic = clk.After(a.cfg.BookieCheckInterval)
+		periodicTimer = clk.NewTimer(a.cfg.BookieCheckInterval)
+		defer periodicTimer.Stop()
+		periodic = periodicTimer.C()
 	}
 	for {
 		if auditNow {
@@ -360,8 +366,17 @@ func (a *Auditor) lead(ctx context.Context) error {
 			auditNow = false
 		}
 		wake = nil
-		if !t.deadline.IsZero() {
-			wake = clk.After(t.deadline.Sub(clk.Now()))
+		switch {
+		case t.deadline.IsZero():
+			if wakeTimer != nil {
+				wakeTimer.Stop()
+			}
+		case wakeTimer == nil:
+			wakeTimer = clk.NewTimer(t.deadline.Sub(clk.Now()))
+			wake = wakeTimer.C()
+		default:
+			wakeTimer.Reset(t.deadline.Sub(clk.Now()))
+			wake = wakeTimer.C()
 		}
 		select {
 		case <-ctx.Done():
@@ -400,7 +415,7 @@ func (a *Auditor) lead(ctx context.Context) error {
 		case <-wake:
 			auditNow = t.due(clk.Now())
 		case <-periodic:
-			periodic = clk.After(a.cfg.BookieCheckInterval)
+			periodicTimer.Reset(a.cfg.BookieCheckInterval)
 			// Skipped while a delayed audit is pending, so the delay holds.
 			auditNow = t.deadline.IsZero()
 		}
@@ -436,9 +451,7 @@ func (a *Auditor) every(ctx context.Context, check metadata.PeriodicCheck, inter
 	wait := firstCheckWait(clk.Now(), last, interval)
 	a.log.Info("scheduled "+check.String(), "lastCompleted", last, "interval", interval, "firstIn", wait)
 	for {
-		select {
-		case <-clk.After(wait):
-		case <-ctx.Done():
+		if clock.Sleep(ctx, clk, wait) != nil {
 			return
 		}
 		wait = interval

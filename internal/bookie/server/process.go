@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/foliodb/folio/internal/bookie"
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/wire"
 	// The metadata drivers a metadataServiceUri can name.
@@ -47,8 +48,10 @@ type ProcessOptions struct {
 	NoHTTP bool
 	// RemoveStaleRegistration: see RegistrarOptions.RemoveStale.
 	RemoveStaleRegistration bool
-	// Clock drives the background loops; default the system clock.
-	Clock LoopClock
+	// Clock drives the background loops and the bookie's long-poll
+	// timeOuts; default clock.Real. (The storage engine keeps the system
+	// clock.)
+	Clock clock.Clock
 	// ClusterAdmin, if set, makes the admin HTTP server's cluster
 	// operations (ledger/read, ledger/delete, autorecovery/bookie, ...)
 	// from the process's metadata store; the process closes it (when it
@@ -127,12 +130,12 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 	if p.log == nil {
 		p.log = slog.Default()
 	}
-	clock := opts.Clock
-	if clock == nil {
-		clock = systemClock{}
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.Real{}
 	}
 	// TLS and authorisation first: nothing starts if they cannot.
-	serverTLS, authorizer, err := cfg.Security.ServerTLS(clock, p.log)
+	serverTLS, authorizer, err := cfg.Security.ServerTLS(clk, p.log)
 	if err != nil {
 		return nil, err
 	}
@@ -219,12 +222,12 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 	}
 	p.reg = NewRegistrar(p.md, p.id, cfg.ForceReadOnly || cfg.ForceReadOnlyBookie, RegistrarOptions{
 		SessionTTL: cfg.SessionTTL, Retry: cfg.RegistrationRetry, RemoveStale: opts.RemoveStaleRegistration,
-		Clock: clock, Logger: p.log, ServiceInfo: &info,
+		Clock: clk, Logger: p.log, ServiceInfo: &info,
 	})
 	p.bk = bookie.New(p.store, bookie.Config{
 		// A batch read's answer must fit the frames this bookie sends.
 		MaxBatchReadSize: int64(min(cfg.MaxFrameSize, wire.MaxFrameSize)),
-		Clock:            systemClock{},
+		Clock:            clk,
 		Logger:           p.log,
 		Metrics:          p.metrics,
 		OnReadOnlyChange: p.reg.SetReadOnly,
@@ -237,7 +240,7 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 	}
 	cleanups = append(cleanups, func() { p.registry.Unregister(p.inflight) })
 
-	p.state = NewStateManager(p.store, &cfg, cfg.ForceReadOnly, clock, p.log, func(ro bool) {
+	p.state = NewStateManager(p.store, &cfg, cfg.ForceReadOnly, clk, p.log, func(ro bool) {
 		p.bk.SetReadOnly(ro)
 		f, d, s := p.state.causesLocked()
 		p.metrics.setReadOnlyCauses(f, d, s)
@@ -279,7 +282,7 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 	cleanups = append(cleanups, func() { p.stopServing(context.Background()) })
 
 	// Background loops.
-	p.gc = NewGC(p.store, p.md, cfg.GCWaitTime, clock, p.log)
+	p.gc = NewGC(p.store, p.md, cfg.GCWaitTime, clk, p.log)
 	p.gc.onPass = p.metrics.gcPass
 	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p.cancelLoops = cancel

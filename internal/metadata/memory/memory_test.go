@@ -8,15 +8,16 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/metadata/metadatatest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func newHarness(t *testing.T) (*metadatatest.Harness, *Store, *ManualClock) {
-	clock := NewManualClock(time.Unix(1_700_000_000, 0))
-	st := NewStore(Options{Clock: clock})
+func newHarness(t *testing.T) (*metadatatest.Harness, *Store, *clock.Manual) {
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	st := NewStore(Options{Clock: clk})
 	open := func(t *testing.T) metadata.Driver {
 		d := st.Open()
 		t.Cleanup(func() { _ = d.Close() })
@@ -29,11 +30,11 @@ func newHarness(t *testing.T) (*metadatatest.Harness, *Store, *ManualClock) {
 		SessionTTL: 10 * time.Second,
 		ExpireSession: func(t *testing.T, s metadata.Session) {
 			st.SuspendKeepAlive(s)
-			clock.Advance(10 * time.Second)
+			clk.Advance(10 * time.Second)
 			st.ExpireLeases()
 		},
 	}
-	return h, st, clock
+	return h, st, clk
 }
 
 func TestContract(t *testing.T) {
