@@ -268,7 +268,7 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 	go func() {
 		// Connections wait in the listen backlog until no other bookie's
 		// registration names this address (waitAddressFree).
-		err := waitAddressFree(serveCtx, p.md, p.id, addr, cfg.RegistrationRetry, p.log)
+		err := waitAddressFree(serveCtx, p.md, p.id, addr, cfg.RegistrationRetry, clk, p.log)
 		if err != nil {
 			p.ln.Close() // stopping before serving: Serve would have closed it
 			close(p.serveWaited)
@@ -704,8 +704,9 @@ func procPortOf(p *Process) int {
 // reads would count as the dead bookie's proven absence and cut
 // acknowledged entries off the ledger. So this bookie serves nothing until
 // such a stale registration is gone (at most a session TTL). A store error
-// is retried too: serving on a guess is what this avoids.
-func waitAddressFree(ctx context.Context, md metadata.Driver, id metadata.BookieID, addr string, retry time.Duration, log *slog.Logger) error {
+// is retried too: serving on a guess is what this avoids. It checks every
+// retry on clk.
+func waitAddressFree(ctx context.Context, md metadata.Driver, id metadata.BookieID, addr string, retry time.Duration, clk clock.Clock, log *slog.Logger) error {
 	if retry <= 0 {
 		retry = DefaultRegistrationRetry
 	}
@@ -727,10 +728,8 @@ func waitAddressFree(ctx context.Context, md metadata.Driver, id metadata.Bookie
 				"address", addr, "registered", other)
 			warned = true
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(retry):
+		if err := clock.Sleep(ctx, clk, retry); err != nil {
+			return err
 		}
 	}
 }

@@ -11,8 +11,8 @@
 //     store's clock) and ExpireSession (at once).
 //
 // Time is the injected Clock's; nothing here reads the wall clock or sleeps.
-// Leases are checked at every operation and by ExpireLeases, which a test or
-// the simulator calls after moving a manual clock.
+// Leases are checked at every operation, and a suspended lease expires by a
+// timer of the clock (during a manual clock's Advance past its TTL).
 //
 // Versions are a store-wide revision counter, bumped by every mutation, as
 // etcd's mod_revision: a key's version strictly increases over its life,
