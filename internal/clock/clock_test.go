@@ -3,6 +3,8 @@ package clock
 import (
 	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -196,5 +198,44 @@ func TestRealTimers(t *testing.T) {
 	tm := c.NewTimer(time.Hour)
 	if !tm.Stop() {
 		t.Fatal("Stop of an armed real timer returned false")
+	}
+}
+
+// Arming, stopping and resetting from many goroutines while another
+// advances the clock (run with -race): every waiter wakes, nothing fires
+// after Stop reported it stopped.
+func TestManualConcurrent(t *testing.T) {
+	c := NewManual(epoch)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			tm := c.NewTimer(time.Duration(i+1) * time.Millisecond)
+			<-tm.C()
+		}()
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				var fired atomic.Bool
+				tm := c.AfterFunc(time.Millisecond, func() { fired.Store(true) })
+				if tm.Stop() && fired.Load() {
+					t.Error("a callback ran although Stop stopped it")
+				}
+				tm.Reset(time.Hour)
+				tm.Stop()
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for {
+		select {
+		case <-done:
+			return
+		default:
+			c.Advance(time.Millisecond)
+			runtime.Gosched()
+		}
 	}
 }
