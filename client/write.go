@@ -267,6 +267,7 @@ func (w *WriteHandle) loop() {
 	defer w.unregister()
 	// The writer's Ticks send the explicit LAC (WriterConfig.ExplicitLACInterval).
 	tick := ledgerexec.NewTicker(w.c.clock, w.w.TickInterval())
+	defer tick.Stop()
 	for {
 		select {
 		case <-tick.C():

@@ -153,10 +153,7 @@ func (a *Auditor) Run(ctx context.Context) error {
 			break
 		}
 		a.log.Warn("auditor session ended", "err", err)
-		select {
-		case <-a.cfg.Clock.After(a.cfg.RetryInterval):
-		case <-ctx.Done():
-		}
+		_ = clock.Sleep(ctx, a.cfg.Clock, a.cfg.RetryInterval)
 	}
 	return ctx.Err()
 }
@@ -367,9 +364,19 @@ func readStoredDelay(ctx context.Context, dch <-chan metadata.DelayEvent, t *boo
 func (a *Auditor) trackBookies(ctx context.Context, t *bookieTracker, bch <-chan metadata.BookiesEvent, dch <-chan metadata.DelayEvent) error {
 	clk := a.cfg.Clock
 	auditNow := false
+	var wake <-chan time.Time
+	var wakeTimer clock.Timer
+	defer func() {
+		if wakeTimer != nil {
+			wakeTimer.Stop()
+		}
+	}()
 	var periodic <-chan time.Time
+	var periodicTimer clock.Timer
 	if a.cfg.BookieCheckInterval > 0 {
-		periodic = clk.After(a.cfg.BookieCheckInterval)
+		periodicTimer = clk.NewTimer(a.cfg.BookieCheckInterval)
+		defer periodicTimer.Stop()
+		periodic = periodicTimer.C()
 	}
 	for {
 		if auditNow {
@@ -378,9 +385,18 @@ func (a *Auditor) trackBookies(ctx context.Context, t *bookieTracker, bch <-chan
 			}
 			auditNow = false
 		}
-		var wake <-chan time.Time
-		if !t.deadline.IsZero() {
-			wake = clk.After(t.deadline.Sub(clk.Now()))
+		wake = nil
+		switch {
+		case t.deadline.IsZero():
+			if wakeTimer != nil {
+				wakeTimer.Stop()
+			}
+		case wakeTimer == nil:
+			wakeTimer = clk.NewTimer(t.deadline.Sub(clk.Now()))
+			wake = wakeTimer.C()
+		default:
+			wakeTimer.Reset(t.deadline.Sub(clk.Now()))
+			wake = wakeTimer.C()
 		}
 		select {
 		case <-ctx.Done():
@@ -407,7 +423,7 @@ func (a *Auditor) trackBookies(ctx context.Context, t *bookieTracker, bch <-chan
 		case <-wake:
 			auditNow = t.due(clk.Now())
 		case <-periodic:
-			periodic = clk.After(a.cfg.BookieCheckInterval)
+			periodicTimer.Reset(a.cfg.BookieCheckInterval)
 			// Skipped while a delayed audit is pending, so the delay holds.
 			auditNow = t.deadline.IsZero()
 		}
@@ -470,9 +486,7 @@ func (a *Auditor) every(ctx context.Context, check metadata.PeriodicCheck, inter
 	wait := firstCheckWait(clk.Now(), last, interval)
 	a.log.Info("scheduled "+check.String(), "lastCompleted", last, "interval", interval, "firstIn", wait)
 	for {
-		select {
-		case <-clk.After(wait):
-		case <-ctx.Done():
+		if clock.Sleep(ctx, clk, wait) != nil {
 			return
 		}
 		wait = interval

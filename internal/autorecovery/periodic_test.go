@@ -113,8 +113,8 @@ func (e *checkEnv) setLastCheck(at time.Time) {
 }
 
 // waitTimers waits until n timers are set on the clock: the ledger
-// checks' (nothing else in these auditors sets one), also those of stopped
-// auditors, which stay until the clock passes them.
+// checks' (nothing else in these auditors sets one). A stopped auditor's
+// timer is stopped with it.
 func (e *checkEnv) waitTimers(n int) {
 	e.t.Helper()
 	e.eventually("the ledger check's timer", func() bool { return e.clk.Waiters() == n })
@@ -213,7 +213,7 @@ func TestLedgerCheckStoresCompletionTime(t *testing.T) {
 		})
 		m, _ = e.checkAuditor("10.0.0.101:1", time.Hour)
 		e.eventually("a ledger check", func() bool { return e.ledgerChecks(m) == 1 })
-		e.waitTimers(2) // the store was tried; the next check is set (and the stopped auditor's)
+		e.waitTimers(1) // the store was tried; the next check is set (the stopped auditor's is gone)
 		failing.Store(false)
 		if last := e.lastCheck(); !last.IsZero() {
 			t.Fatalf("stored %v through a failing store", last)
@@ -242,7 +242,7 @@ func TestLedgerCheckScheduleSurvivesFailover(t *testing.T) {
 
 		e.clk.Advance(30 * time.Minute)
 		mB, _ := e.checkAuditor("10.0.0.102:1", interval)
-		e.waitTimers(2) // A's stale one and B's
+		e.waitTimers(1) // B's (A's was stopped with A)
 		e.clk.Advance(interval - 30*time.Minute - time.Second)
 		e.never("B's ledger check before A's time + interval", func() bool { return e.ledgerChecks(mB) > 0 })
 		e.clk.Advance(time.Second)

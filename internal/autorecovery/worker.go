@@ -215,10 +215,7 @@ func (w *Worker) runSession(ctx context.Context, s metadata.Session) {
 }
 
 func (w *Worker) pause(ctx context.Context) {
-	select {
-	case <-w.cfg.Clock.After(w.cfg.PollInterval):
-	case <-ctx.Done():
-	}
+	_ = clock.Sleep(ctx, w.cfg.Clock, w.cfg.PollInterval)
 }
 
 // Step takes the lock on one under-replicated ledger (not in this worker's

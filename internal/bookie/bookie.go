@@ -104,8 +104,9 @@ func (k RequestKind) String() string {
 // default.
 type Config struct {
 	// Clock is the time source (required): clock.Real in production (the
-	// same value the store takes), a clock.Manual in tests and the
-	// simulator. Long-poll expiry and request latencies read it.
+	// same value the store takes), a clock.Manual in tests, the
+	// simulator's virtual clock in the simulator. Long-poll timeOuts
+	// (AfterFunc timers) and request latencies use it.
 	Clock clock.Clock
 	// Logger receives structured logs (ledger and entry ids as attributes).
 	// Default slog.Default().
@@ -118,8 +119,8 @@ type Config struct {
 	// holds for requests. Default 10000.
 	MaxInFlight int
 	// MaxLongPolls bounds the long-poll reads waiting at once (each holds a
-	// goroutine and a storage watch); over it, ETOOMANYREQUESTS. Default
-	// 10000.
+	// storage watch and a timer, no goroutine); over it, ETOOMANYREQUESTS.
+	// Default 10000.
 	MaxLongPolls int
 	// MaxLongPollTimeout caps the timeOut a long-poll read may ask for. The
 	// Java client gives up after its read timeout (5 s) whatever it asked,
@@ -162,7 +163,8 @@ type Bookie struct {
 	cancel context.CancelFunc
 
 	inFlight  atomic.Int64 // requests accepted and not yet answered (long polls excluded)
-	longPolls atomic.Int64 // long polls waiting
+	longPolls atomic.Int64 // long polls accepted and not yet answered
+	polls     pollSet      // long polls waiting on a watch or a timer
 	closed    atomic.Bool
 
 	// manualReadOnly is the switch of SetReadOnly; storeFailed is set once
@@ -295,6 +297,7 @@ func (b *Bookie) Close() {
 		return
 	}
 	b.cancel()
+	b.firePolls()
 }
 
 // Handle serves one request and answers it through respond (see Responder
@@ -455,13 +458,4 @@ func kindOf(req *wire.Request) RequestKind {
 		return KindAuth
 	}
 	return KindOther
-}
-
-// Timer is a stoppable one-shot timer. The bookie itself takes a
-// clock.Clock (Now and After) and needs no Timer; the type stays while a
-// caller still names it (internal/bookie/server/registration.go's clock
-// offers NewTimer) and can go when none does.
-type Timer interface {
-	C() <-chan time.Time
-	Stop() bool
 }

@@ -174,8 +174,9 @@ func longPollRequest(ledgerID, previous, timeoutMs int64, piggyback bool) wire.R
 }
 
 // TestLongPoll runs in a synctest bubble: synctest.Wait returns once the
-// long poll's goroutine is blocked, so "not answered yet" is checked at a
-// point where nothing but the test can answer it (the clock is manual).
+// long poll's spawned work has armed its watch and timer and every
+// goroutine is idle, so "not answered yet" is checked at a point where
+// nothing but the test can answer it (the clock is manual).
 func TestLongPoll(t *testing.T) {
 	forEachStoreInBubble(t, func(t *testing.T, h *harness) {
 		const ledger = 60
@@ -208,7 +209,9 @@ func TestLongPoll(t *testing.T) {
 		if !bytes.Equal(resp.Read.Body, h.entry(ledger, 1, 0, "payload")) {
 			t.Fatal("piggybacked body is not entry 1")
 		}
-		h.clock.Advance(time.Hour) // fire the woken poll's timer
+		if n := h.clock.Waiters(); n != 0 {
+			t.Fatalf("%d timers after the poll was woken, want none (stopped)", n)
+		}
 
 		// No new entry: it expires on the bookie's clock, EOK, entry -1.
 		p = h.start(wire.ProtocolV3, longPollRequest(ledger, 1, 1000, true))

@@ -6,7 +6,7 @@
 // The package is pure (DESIGN.md §8): no sockets, no files, no wall clock.
 // It takes decoded requests (package wire) and hands back responses through a
 // Responder; package bookie/server owns the listener, the connections and the
-// codecs. Time comes from an injected Clock (long-poll expiry and latency),
+// codecs. Time comes from an injected clock.Clock (long-poll expiry and latency),
 // storage from a storage.Store.
 //
 // # Concurrency
@@ -18,7 +18,9 @@
 // store in the order they were read. Every other operation that touches
 // storage runs on its own goroutine (Config.Go), so reads, fences and long
 // polls proceed concurrently and are answered in any order, as the Java
-// bookie does (spec/wire-protocol.md §7.2).
+// bookie does (spec/wire-protocol.md §7.2). A waiting long poll holds no
+// goroutine: the store's LAC watch or a Clock timer starts its answer
+// (longpoll.go).
 //
 // # Safety rules kept here
 //

@@ -37,8 +37,11 @@ type memLedger struct {
 	entries  map[int64][]byte
 	explicit []byte
 	lac      int64
-	watchers []chan struct{}
+	watches  []*memWatch
 }
+
+// memWatch is a WatchLAC registration; wake is nil once cancelled.
+type memWatch struct{ wake func() }
 
 type heldAdd struct {
 	done storage.AddCompletion
@@ -66,10 +69,13 @@ func (s *memStore) ledgerLocked(ledgerID int64, key []byte) (*memLedger, error) 
 func (l *memLedger) raiseLAC(lac int64) {
 	if lac > l.lac {
 		l.lac = lac
-		for _, w := range l.watchers {
-			close(w)
+		for _, w := range l.watches {
+			if w.wake != nil {
+				w.wake()
+				w.wake = nil
+			}
 		}
-		l.watchers = nil
+		l.watches = nil
 	}
 }
 
@@ -163,20 +169,23 @@ func (s *memStore) LastAddConfirmed(ledgerID int64) (int64, error) {
 	return l.lac, nil
 }
 
-func (s *memStore) WatchLAC(ledgerID, previous int64) (int64, <-chan struct{}, func(), error) {
+func (s *memStore) WatchLAC(ledgerID, previous int64, wake func()) (int64, func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.ledgers[ledgerID]
 	if l == nil {
-		return 0, nil, nil, storage.ErrNoLedger
+		return 0, nil, storage.ErrNoLedger
 	}
-	ch := make(chan struct{})
 	if l.lac > previous {
-		close(ch)
-		return l.lac, ch, func() {}, nil
+		return l.lac, func() {}, nil
 	}
-	l.watchers = append(l.watchers, ch)
-	return l.lac, ch, func() {}, nil
+	w := &memWatch{wake: wake}
+	l.watches = append(l.watches, w)
+	return l.lac, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		w.wake = nil
+	}, nil
 }
 
 func (s *memStore) SetExplicitLAC(ctx context.Context, ledgerID int64, masterKey, body []byte) error {

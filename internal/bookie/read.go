@@ -1,8 +1,6 @@
 package bookie
 
 import (
-	"time"
-
 	"github.com/foliodb/folio/internal/wire"
 )
 
@@ -68,97 +66,6 @@ func (b *Bookie) fenceRead(req *wire.Request, resp *wire.Response) {
 	}
 	b.fillStatus(req, resp, wire.StatusOK)
 	resp.Read.Body, resp.Read.HasBody = body, true
-}
-
-// startLongPoll serves a long-poll read (spec §2.5.4): wait, up to the
-// request's timeOut, for the known LAC to pass previousLAC, then answer. It
-// holds a long-poll slot rather than an in-flight one, and its own
-// goroutine while it waits.
-func (b *Bookie) startLongPoll(req *wire.Request, respond Responder, start time.Time) {
-	r := &req.Read
-	if r.Flag == wire.ReadFlagEntryPiggyback && r.EntryID != wire.LastAddConfirmed {
-		b.answerStatus(req, respond, KindLongPollRead, wire.StatusBadRequest, start)
-		return
-	}
-	if n := b.longPolls.Add(1); n > int64(b.cfg.MaxLongPolls) {
-		b.longPolls.Add(-1)
-		b.answerStatus(req, respond, KindLongPollRead, wire.StatusTooManyRequests, start)
-		return
-	}
-	b.spawn(func() {
-		resp := &wire.Response{}
-		b.longPoll(req, resp)
-		b.metrics.RequestCompleted(KindLongPollRead, resp.Status, b.clock.Now().Sub(start))
-		respond.Respond(resp)
-		b.longPolls.Add(-1)
-	})
-}
-
-func (b *Bookie) longPoll(req *wire.Request, resp *wire.Response) {
-	r := &req.Read
-	lac, err := b.waitLAC(r)
-	if err != nil {
-		b.fillStatus(req, resp, b.statusLogged(err, "long poll", r.LedgerID, r.EntryID))
-		return
-	}
-	if r.Flag != wire.ReadFlagEntryPiggyback {
-		// A plain read of entryId once the wait is over, with maxLAC.
-		body, err := b.readStored(r.LedgerID, r.EntryID)
-		if err != nil {
-			b.fillStatus(req, resp, b.statusLogged(err, "long poll read", r.LedgerID, r.EntryID))
-			return
-		}
-		b.fillStatus(req, resp, wire.StatusOK)
-		resp.Read.Body, resp.Read.HasBody = body, true
-		resp.Read.MaxLAC, resp.Read.HasMaxLAC = lac, true
-		return
-	}
-	// ENTRY_PIGGYBACK: maxLAC always; entry previousLAC+1 if the LAC moved
-	// past previousLAC and the entry is here; entryId -1 means "none".
-	b.fillStatus(req, resp, wire.StatusOK)
-	resp.Read.MaxLAC, resp.Read.HasMaxLAC = lac, true
-	resp.Read.EntryID = wire.LastAddConfirmed
-	if lac <= r.PreviousLAC {
-		return
-	}
-	next := r.PreviousLAC + 1
-	body, err := b.readStored(r.LedgerID, next)
-	switch {
-	case err == nil:
-		resp.Read.EntryID = next
-		resp.Read.Body, resp.Read.HasBody = body, true
-	case isNegative(err):
-		// The LAC moved on but this bookie lacks the entry (not in its
-		// write set): the client reads it elsewhere.
-	default:
-		b.fillStatus(req, resp, b.statusLogged(err, "long poll piggyback read", r.LedgerID, next))
-	}
-}
-
-// waitLAC returns the known LAC once it passes r.PreviousLAC, or when
-// r.TimeoutMs (capped) has passed on the bookie's clock, or at once without
-// a timeOut. ErrNoLedger for an unknown ledger. Close ends the wait early.
-func (b *Bookie) waitLAC(r *wire.ReadRequest) (int64, error) {
-	lac, notify, cancel, err := b.store.WatchLAC(r.LedgerID, r.PreviousLAC)
-	if err != nil {
-		return 0, err
-	}
-	defer cancel()
-	if lac > r.PreviousLAC || !r.HasTimeout || r.TimeoutMs <= 0 {
-		return lac, nil
-	}
-	wait := time.Duration(r.TimeoutMs) * time.Millisecond
-	if wait > b.cfg.MaxLongPollTimeout || wait <= 0 {
-		wait = b.cfg.MaxLongPollTimeout
-	}
-	// clock.Clock timers cannot be stopped; an early return leaves the
-	// timer to fire unobserved (its channel is buffered).
-	select {
-	case <-notify:
-	case <-b.clock.After(wait):
-	case <-b.ctx.Done():
-	}
-	return b.store.LastAddConfirmed(r.LedgerID)
 }
 
 // batchRead serves v2 BATCH_READ_ENTRY (spec §3.4): entries from

@@ -69,12 +69,13 @@ func (q *Queue) Close() {
 // ErrStopped is Run's error when its stop channel closed first.
 var ErrStopped = errors.New("ledgerexec: stopped")
 
-// Ticker steps a machine's Ticks: one each m.TickInterval() on a clock.
-// The zero value (or a zero interval) never fires.
+// Ticker steps a machine's Ticks: one each m.TickInterval() on a clock,
+// counted from the previous tick's handling (a slow loop delays ticks, it
+// never queues them). The zero value (or a zero interval) never fires.
+// Stop it when done.
 type Ticker struct {
-	clk      clock.Clock
 	interval time.Duration
-	c        <-chan time.Time
+	t        clock.Timer
 }
 
 // NewTicker returns the Ticker of interval on clk (nil clk: clock.Real).
@@ -82,18 +83,34 @@ func NewTicker(clk clock.Clock, interval time.Duration) *Ticker {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	t := &Ticker{clk: clk, interval: interval}
+	t := &Ticker{interval: interval}
 	if interval > 0 {
-		t.c = clk.After(interval)
+		t.t = clk.NewTimer(interval)
 	}
 	return t
 }
 
 // C is ready when a Tick is due; call Fired after receiving from it.
-func (t *Ticker) C() <-chan time.Time { return t.c }
+func (t *Ticker) C() <-chan time.Time {
+	if t.t == nil {
+		return nil
+	}
+	return t.t.C()
+}
 
 // Fired arms the next tick.
-func (t *Ticker) Fired() { t.c = t.clk.After(t.interval) }
+func (t *Ticker) Fired() {
+	if t.t != nil {
+		t.t.Reset(t.interval)
+	}
+}
+
+// Stop disarms the ticker; nothing fires after it.
+func (t *Ticker) Stop() {
+	if t.t != nil {
+		t.t.Stop()
+	}
+}
 
 // Run drives m to completion on the calling goroutine with the executor's
 // own Queue (Config.Emit nil): it calls start, carries out m's effects in
@@ -108,6 +125,7 @@ func (x *Executor) Run(ctx context.Context, clk clock.Clock, stop <-chan struct{
 	}
 	defer x.queue.Close()
 	tick := NewTicker(clk, m.TickInterval())
+	defer tick.Stop()
 	start()
 	for {
 		for _, eff := range m.Ready() {

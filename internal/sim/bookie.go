@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -37,8 +36,6 @@ type bookieNode struct {
 	paused      bool
 	// held is the work that arrived while paused, run in order on resume.
 	held []func()
-	// polls are the long-poll reads waiting, in arrival order.
-	polls []*parkedPoll
 	// collected are the deleted ledgers the garbage collector dropped.
 	collected map[int64]bool
 	// rng is the bookie's own random stream (its spawned work's delays,
@@ -96,7 +93,7 @@ func (n *bookieNode) start() {
 		return
 	}
 	n.store, n.b = st, b
-	n.up, n.paused, n.held, n.polls = true, false, nil, nil
+	n.up, n.paused, n.held = true, false, nil
 	w.logf("bookie %s started (incarnation %d)", n.id, inc)
 	n.schedule(inc, "journal", 500*time.Microsecond, 3*time.Millisecond, func() { n.stepJournals() })
 	n.schedule(inc, "flush", 5*time.Millisecond, 40*time.Millisecond, func() {
@@ -181,10 +178,6 @@ func (n *bookieNode) receive(a *actor, p *pendingReq, req *wire.Request) {
 		return
 	}
 	inc := n.incarnation
-	if p.longPoll {
-		n.park(inc, a, p, req)
-		return
-	}
 	n.run(inc, func() {
 		w.stats.Requests++
 		if p.op == wire.OpAddEntry {
@@ -192,70 +185,10 @@ func (n *bookieNode) receive(a *actor, p *pendingReq, req *wire.Request) {
 			// the journal commits.
 			w.rec.arrive(a, p)
 		}
+		// A long-poll read waits in the bookie's own code: on the store's
+		// LAC watch and a timer of the world's clock, both of which end
+		// in work the bookie spawns (an event of this loop).
 		n.b.Handle(req, &responder{n: n, inc: inc, a: a, p: p})
-		n.checkPolls(inc)
-	})
-}
-
-// parkedPoll is a long-poll read waiting on a bookie.
-type parkedPoll struct {
-	inc int
-	a   *actor
-	p   *pendingReq
-	req *wire.Request
-}
-
-// park holds a long-poll read until the ledger's LAC on this bookie passes
-// the request's previousLAC or its timeOut expires in virtual time. The
-// real bookie waits on a goroutine (a select on the store's LAC watch and a
-// timer), which the loop cannot run; so the node does the waiting and then
-// hands the request to the bookie with its timeOut removed, and the
-// bookie's own long-poll code builds the answer (maxLAC, piggybacked
-// entry) at once.
-func (n *bookieNode) park(inc int, a *actor, p *pendingReq, req *wire.Request) {
-	pp := &parkedPoll{inc: inc, a: a, p: p, req: req}
-	n.polls = append(n.polls, pp)
-	if !n.paused {
-		n.checkPolls(inc)
-	}
-	wait := time.Duration(req.Read.TimeoutMs) * time.Millisecond
-	n.w.after(wait, func() { n.release(pp) })
-}
-
-// checkPolls releases the parked polls, in arrival order, whose ledger's
-// LAC has passed their previousLAC (or which the store cannot watch: the
-// bookie answers those at once).
-func (n *bookieNode) checkPolls(inc int) {
-	if len(n.polls) == 0 || n.incarnation != inc || !n.up || n.paused {
-		return
-	}
-	var ready []*parkedPoll
-	for _, pp := range n.polls {
-		lac, err := n.store.LastAddConfirmed(pp.req.Read.LedgerID)
-		if err != nil || lac > pp.req.Read.PreviousLAC {
-			ready = append(ready, pp)
-		}
-	}
-	for _, pp := range ready {
-		n.release(pp)
-	}
-}
-
-// release hands a parked poll to the bookie (once).
-func (n *bookieNode) release(pp *parkedPoll) {
-	i := slices.Index(n.polls, pp)
-	if i < 0 {
-		return
-	}
-	n.polls = slices.Delete(n.polls, i, i+1)
-	if n.incarnation != pp.inc || !n.up {
-		return
-	}
-	w := n.w
-	pp.req.Read.HasTimeout, pp.req.Read.TimeoutMs = false, 0
-	n.run(pp.inc, func() {
-		w.stats.Requests++
-		n.b.Handle(pp.req, &responder{n: n, inc: pp.inc, a: pp.a, p: pp.p})
 	})
 }
 
@@ -369,9 +302,6 @@ func (n *bookieNode) resume() {
 		if n.up && !n.paused {
 			fn()
 		}
-	}
-	if n.up {
-		n.checkPolls(n.incarnation)
 	}
 }
 

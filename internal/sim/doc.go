@@ -20,8 +20,9 @@
 //     the same seed. Separate streams keep a part's draws the same when
 //     steps it takes no part in are removed, which is what makes Minimize
 //     work.
-//   - Time is a virtual duration since the start; the bookies' and stores'
-//     clock.Manual is moved with it. Nothing reads the wall clock.
+//   - Time is a virtual duration since the start. The components' clock
+//     (worldClock, a clock.Clock) reads it, and its timers are events of the
+//     loop. Nothing reads the wall clock.
 //   - The bookie's spawned work (bookie.Config.Go) and the store's
 //     off-goroutine completions (ledgerstore.Config.Go) are queued as events.
 //     The store runs with Manual and ManualJournal: group commits, write-cache
@@ -31,12 +32,10 @@
 //     compactions and table statistics are off, and a crash image takes the
 //     index directories at their synced state only, so nothing Pebble does in
 //     the background reaches the trace or the random stream.
-//   - The real bookie waits for a long-poll read on a goroutine (a select
-//     on the store's LAC watch and a timer). The bookie node parks long
-//     polls instead, releases them when the store's LAC passes previousLAC
-//     (checked after each request it handles) or their timeOut passes in
-//     virtual time, and hands them to the bookie with the timeOut removed,
-//     so the bookie answers at once.
+//   - A long-poll read waits in the bookie's own code, as in production: on
+//     the store's LAC watch (woken on the loop when an add or WRITE_LAC
+//     raises the LAC) and a timer of the world's clock (an event). Either
+//     ends in work the bookie spawns, which is an event too.
 //   - Crash images walk the file system in sorted order and draw losses of
 //     unsynced blocks from the seeded source (Pebble's own CrashClone ranges
 //     over a map, so it is used only for its exact 0% and 100% views).

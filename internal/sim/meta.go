@@ -34,7 +34,7 @@ var (
 
 func newMetaService(w *world) *metaService {
 	ms := &metaService{w: w}
-	ms.store = memory.NewStore(memory.Options{Clock: clockAdapter{w}, Rand: zeroReader{}})
+	ms.store = memory.NewStore(memory.Options{Clock: w.clock, Rand: zeroReader{}})
 	ms.store.SetHook(func(_ context.Context, op memory.Op, _ string, phase memory.Phase) error {
 		if phase == memory.Before {
 			return ms.fault.before
@@ -44,10 +44,6 @@ func newMetaService(w *world) *metaService {
 	ms.drv = ms.store.Open()
 	return ms
 }
-
-type clockAdapter struct{ w *world }
-
-func (c clockAdapter) Now() time.Time { return simEpoch.Add(c.w.now) }
 
 type zeroReader struct{}
 

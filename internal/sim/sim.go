@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/ledger"
 	"github.com/foliodb/folio/internal/ledger/placement"
 	"github.com/foliodb/folio/internal/metadata"
@@ -262,6 +261,7 @@ type event struct {
 	at  time.Duration
 	seq uint64
 	fn  func()
+	idx int // position in the queue (for a timer's Stop)
 }
 
 type eventQueue []*event
@@ -273,13 +273,21 @@ func (q eventQueue) Less(i, j int) bool {
 	}
 	return q[i].seq < q[j].seq
 }
-func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *eventQueue) Push(x any)   { *q = append(*q, x.(*event)) }
+func (q eventQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].idx, q[j].idx = i, j
+}
+func (q *eventQueue) Push(x any) {
+	e := x.(*event)
+	e.idx = len(*q)
+	*q = append(*q, e)
+}
 func (q *eventQueue) Pop() any {
 	old := *q
 	e := old[len(old)-1]
 	old[len(old)-1] = nil
 	*q = old[:len(old)-1]
+	e.idx = -1
 	return e
 }
 
@@ -314,7 +322,7 @@ type world struct {
 	rec    *recorder
 
 	now   time.Duration
-	clock *clock.Manual
+	clock worldClock
 	q     eventQueue
 	seq   uint64
 	step  int
@@ -346,11 +354,11 @@ func newWorld(cfg Config) *world {
 		rngName:   "env",
 		keys:      map[string]int{},
 		actorKeys: map[string]string{},
-		clock:     clock.NewManual(simEpoch),
 		phase:     "safety",
 		nextActor: map[string]int{},
 	}
 	w.rng = w.env
+	w.clock = worldClock{w}
 	w.intensity = map[Fault]int{}
 	for _, f := range AllFaults {
 		w.intensity[f] = []int{0, 1, 2, 4, 8}[w.rng.IntN(5)] // in quarters
@@ -395,10 +403,12 @@ func (w *world) shutdown() {
 	}
 }
 
-// after schedules fn at now+d.
-func (w *world) after(d time.Duration, fn func()) {
+// after schedules fn at now+d and returns its event.
+func (w *world) after(d time.Duration, fn func()) *event {
 	w.seq++
-	heap.Push(&w.q, &event{at: w.now + max(d, 0), seq: w.seq, fn: fn})
+	ev := &event{at: w.now + max(d, 0), seq: w.seq, fn: fn}
+	heap.Push(&w.q, ev)
+	return ev
 }
 
 // runUntil processes events until stop returns true, the queue empties or
@@ -406,10 +416,7 @@ func (w *world) after(d time.Duration, fn func()) {
 func (w *world) runUntil(stop func() bool) {
 	for len(w.q) > 0 && len(w.violations) == 0 && !stop() {
 		ev := heap.Pop(&w.q).(*event)
-		if ev.at > w.now {
-			w.clock.Advance(ev.at - w.now)
-			w.now = ev.at
-		}
+		w.now = max(w.now, ev.at)
 		w.stats.Events++
 		ev.fn()
 	}

@@ -55,10 +55,16 @@ type Store interface {
 	LastAddConfirmed(ledgerID int64) (int64, error)
 
 	// WatchLAC registers interest in the ledger's LAC moving past previous.
-	// It returns the current known LAC; if that is ≤ previous, notify is
-	// closed when it grows (or the ledger is deleted). cancel releases the
-	// watch (always call it). ErrNoLedger if the ledger is unknown.
-	WatchLAC(ledgerID, previous int64) (lac int64, notify <-chan struct{}, cancel func(), err error)
+	// It returns the current known LAC; if that is ≤ previous, wake is
+	// called once when the LAC grows or the ledger is deleted, unless
+	// cancel was called first (if it is > previous, wake is never called).
+	// Watches of one ledger are woken in the order they were registered.
+	// wake runs on the goroutine that raised the LAC, with the store's
+	// locks held: it must not block and must not call the store (it hands
+	// the work on). cancel releases the watch: always call it, not holding
+	// a lock wake takes; calling it again, or after wake, does nothing.
+	// ErrNoLedger if the ledger is unknown.
+	WatchLAC(ledgerID, previous int64, wake func()) (lac int64, cancel func(), err error)
 
 	// SetExplicitLAC stores the WRITE_LAC body (ledgerId, lac, digest)
 	// unchanged, raises the known LAC to its lac field, and returns once

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/storage"
 )
@@ -39,7 +40,7 @@ type GC struct {
 	store storage.Store
 	md    metadata.LedgerManager
 	wait  time.Duration
-	clock LoopClock
+	clock clock.Clock
 	log   *slog.Logger
 	// onPass observes each finished pass (metrics); may be nil.
 	onPass func(GCResult)
@@ -70,14 +71,14 @@ type GCResult struct {
 }
 
 // NewGC returns a collector; Run starts its loop, RunOnce steps it.
-func NewGC(store storage.Store, md metadata.LedgerManager, wait time.Duration, clock LoopClock, log *slog.Logger) *GC {
-	if clock == nil {
-		clock = systemClock{}
+func NewGC(store storage.Store, md metadata.LedgerManager, wait time.Duration, clk clock.Clock, log *slog.Logger) *GC {
+	if clk == nil {
+		clk = clock.Real{}
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &GC{store: store, md: md, wait: wait, clock: clock, log: log, trigger: make(chan struct{}, 1)}
+	return &GC{store: store, md: md, wait: wait, clock: clk, log: log, trigger: make(chan struct{}, 1)}
 }
 
 // Trigger asks the loop for a pass now (the admin `PUT /api/v1/bookie/gc`).
@@ -105,17 +106,20 @@ func (g *GC) Last() (GCResult, int64) {
 // Run runs a pass every wait (the first one wait after the call) or when
 // triggered, until ctx is cancelled.
 func (g *GC) Run(ctx context.Context) {
+	t := g.clock.NewTimer(g.wait)
+	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-g.clock.After(g.wait):
+		case <-t.C():
 		case <-g.trigger:
 		}
 		res := g.RunOnce(ctx)
 		if res.Err != nil && ctx.Err() == nil {
 			g.log.Warn("garbage collection pass failed", "deleted", len(res.Deleted), "err", res.Err)
 		}
+		t.Reset(g.wait)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/metadata/memory"
@@ -22,7 +23,7 @@ func gcStore(t *testing.T) *ledgerstore.Store {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := ledgerstore.Open(vfs.Default, ledgerstore.Config{
-		JournalDirs: []string{dir + "/journal"}, LedgerDirs: []string{dir + "/ledgers"}, Clock: systemClock{},
+		JournalDirs: []string{dir + "/journal"}, LedgerDirs: []string{dir + "/ledgers"}, Clock: clock.Real{},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -194,33 +195,25 @@ func TestGCKeepsLedgersCreatedDuringThePass(t *testing.T) {
 	}
 }
 
-// stepClock is a LoopClock whose After channels fire when the test says.
-type stepClock struct {
-	afters chan chan time.Time
-}
-
-func (c *stepClock) Now() time.Time { return time.Unix(0, 0) }
-func (c *stepClock) After(time.Duration) <-chan time.Time {
-	ch := make(chan time.Time, 1)
-	c.afters <- ch
-	return ch
-}
-
 func TestGCNeverRunsAtBoot(t *testing.T) {
 	st := gcStore(t)
 	_, md := gcMetadata(t)
 	gcAdd(t, st, 9, 1) // garbage
-	clock := &stepClock{afters: make(chan chan time.Time)}
-	gc := NewGC(st, md, time.Hour, clock, slog.Default())
+	clk := clock.NewManual(time.Unix(0, 0))
+	gc := NewGC(st, md, time.Hour, clk, slog.Default())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { gc.Run(ctx); close(done) }()
-	first := <-clock.afters // the loop waits for its first period
+	waitFor(t, "the loop to wait for its first period", func() bool { return clk.Waiters() == 1 })
 	if _, n := gc.Last(); n != 0 || !held(t, st)[9] {
 		t.Fatal("a pass ran at boot")
 	}
-	first <- time.Unix(3600, 0)
-	<-clock.afters // the second wait begins after the first pass
+	clk.Advance(time.Hour)
+	// The second wait begins after the first pass.
+	waitFor(t, "one pass and the next wait", func() bool {
+		_, n := gc.Last()
+		return n == 1 && clk.Waiters() == 1
+	})
 	if res, n := gc.Last(); n != 1 || len(res.Deleted) != 1 {
 		t.Fatalf("after one period: %d passes, %+v", n, res)
 	}

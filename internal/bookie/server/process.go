@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/foliodb/folio/internal/bookie"
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/wire"
 	// The metadata drivers a metadataServiceUri can name.
@@ -48,8 +49,10 @@ type ProcessOptions struct {
 	NoHTTP bool
 	// RemoveStaleRegistration: see RegistrarOptions.RemoveStale.
 	RemoveStaleRegistration bool
-	// Clock drives the background loops; default the system clock.
-	Clock LoopClock
+	// Clock drives the background loops and the bookie's long-poll
+	// timeOuts; default clock.Real. (The storage engine keeps the system
+	// clock.)
+	Clock clock.Clock
 	// ClusterAdmin, if set, makes the admin HTTP server's cluster
 	// operations (ledger/read, ledger/delete, autorecovery/bookie, ...)
 	// from the process's metadata store; the process closes it (when it
@@ -132,7 +135,7 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 	}
 	s := &processStart{p: p, cfg: &cfg, opts: opts, clock: opts.Clock}
 	if s.clock == nil {
-		s.clock = systemClock{}
+		s.clock = clock.Real{}
 	}
 	// TLS and authorisation first: nothing starts if they cannot.
 	if s.serverTLS, s.authorizer, err = cfg.Security.ServerTLS(s.clock, p.log); err != nil {
@@ -161,7 +164,7 @@ type processStart struct {
 	p     *Process
 	cfg   *Config
 	opts  ProcessOptions
-	clock LoopClock
+	clock clock.Clock
 
 	serverTLS  *tls.Config
 	authorizer Authorizer
@@ -289,7 +292,7 @@ func (s *processStart) newBookie(context.Context) error {
 	if p.bk, err = bookie.New(p.store, bookie.Config{
 		// A batch read's answer must fit the frames this bookie sends.
 		MaxBatchReadSize: int64(min(cfg.MaxFrameSize, wire.MaxFrameSize)),
-		Clock:            systemClock{},
+		Clock:            s.clock,
 		Logger:           p.log,
 		Metrics:          p.metrics,
 		OnReadOnlyChange: p.reg.SetReadOnly,
@@ -338,7 +341,7 @@ func (s *processStart) listen(ctx context.Context) error {
 	go func() {
 		// Connections wait in the listen backlog until no other bookie's
 		// registration names this address (waitAddressFree).
-		err := waitAddressFree(serveCtx, p.md, p.id, addr, retry, p.log)
+		err := waitAddressFree(serveCtx, p.md, p.id, addr, retry, s.clock, p.log)
 		if err != nil {
 			p.ln.Close() // stopping before serving: Serve would have closed it
 			close(p.serveWaited)
@@ -783,8 +786,9 @@ func procPortOf(p *Process) int {
 // reads would count as the dead bookie's proven absence and cut
 // acknowledged entries off the ledger. So this bookie serves nothing until
 // such a stale registration is gone (at most a session TTL). A store error
-// is retried too: serving on a guess is what this avoids.
-func waitAddressFree(ctx context.Context, md metadata.Driver, id metadata.BookieID, addr string, retry time.Duration, log *slog.Logger) error {
+// is retried too: serving on a guess is what this avoids. It checks every
+// retry on clk.
+func waitAddressFree(ctx context.Context, md metadata.Driver, id metadata.BookieID, addr string, retry time.Duration, clk clock.Clock, log *slog.Logger) error {
 	if retry <= 0 {
 		retry = DefaultRegistrationRetry
 	}
@@ -806,10 +810,8 @@ func waitAddressFree(ctx context.Context, md metadata.Driver, id metadata.Bookie
 				"address", addr, "registered", other)
 			warned = true
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(retry):
+		if err := clock.Sleep(ctx, clk, retry); err != nil {
+			return err
 		}
 	}
 }

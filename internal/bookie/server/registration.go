@@ -7,31 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/foliodb/folio/internal/bookie"
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/metadata"
 )
-
-// LoopClock is the time source of the process's background loops (GC,
-// disk checks, registration retries). Production uses the system clock;
-// tests step the loops' bodies directly or pass their own clock.
-type LoopClock interface {
-	Now() time.Time
-	// After returns a channel that receives once d has passed on this clock.
-	After(d time.Duration) <-chan time.Time
-}
-
-// systemClock is the real clock, with the method sets of LoopClock,
-// bookie.Clock and ledgerstore.Clock.
-type systemClock struct{}
-
-func (systemClock) Now() time.Time                         { return time.Now() }
-func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-func (systemClock) NewTimer(d time.Duration) bookie.Timer  { return sysTimer{time.NewTimer(d)} }
-
-type sysTimer struct{ t *time.Timer }
-
-func (t sysTimer) C() <-chan time.Time { return t.t.C }
-func (t sysTimer) Stop() bool          { return t.t.Stop() }
 
 // Registrar keeps a bookie registered in the metadata store under a lease
 // (spec/metadata.md §2.6): writable or read-only, whichever SetReadOnly last
@@ -43,7 +21,7 @@ type Registrar struct {
 	id          metadata.BookieID
 	ttl         time.Duration
 	retry       time.Duration
-	clock       LoopClock
+	clock       clock.Clock
 	log         *slog.Logger
 	removeStale bool
 	info        *metadata.BookieServiceInfo
@@ -77,7 +55,7 @@ type RegistrarOptions struct {
 	// bookie waits for a stale key's lease to expire instead (Java's
 	// behaviour, which protects against two processes with one id).
 	RemoveStale bool
-	Clock       LoopClock
+	Clock       clock.Clock
 	Logger      *slog.Logger
 	// ServiceInfo is what the registration publishes (ZooKeeper stores
 	// it; see metadata.SessionOptions). Nil: derived from the bookie id.
@@ -90,7 +68,7 @@ func NewRegistrar(md metadata.Driver, id metadata.BookieID, readOnly bool, o Reg
 		o.Retry = DefaultRegistrationRetry
 	}
 	if o.Clock == nil {
-		o.Clock = systemClock{}
+		o.Clock = clock.Real{}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -140,10 +118,8 @@ func (r *Registrar) Run(ctx context.Context) {
 				return
 			}
 			r.log.Warn("bookie registration failed; retrying", "retry", r.retry, "err", err)
-			select {
-			case <-ctx.Done():
+			if clock.Sleep(ctx, r.clock, r.retry) != nil {
 				return
-			case <-r.clock.After(r.retry):
 			}
 			continue
 		}

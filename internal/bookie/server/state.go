@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/storage"
 )
 
@@ -35,7 +36,7 @@ type StateManager struct {
 	high, low float64
 	interval  time.Duration
 	enabled   bool // readOnlyModeEnabled
-	clock     LoopClock
+	clock     clock.Clock
 	log       *slog.Logger
 	apply     func(readOnly bool)
 	// fatal is called instead of going read-only when read-only mode is
@@ -56,14 +57,14 @@ type StateManager struct {
 }
 
 // NewStateManager returns a manager; forced is the start-up mode.
-func NewStateManager(store storage.Store, cfg *Config, forced bool, clock LoopClock, log *slog.Logger, apply func(bool), fatal func(error)) *StateManager {
-	if clock == nil {
-		clock = systemClock{}
+func NewStateManager(store storage.Store, cfg *Config, forced bool, clk clock.Clock, log *slog.Logger, apply func(bool), fatal func(error)) *StateManager {
+	if clk == nil {
+		clk = clock.Real{}
 	}
 	m := &StateManager{
 		store: store, high: cfg.DiskUsageThreshold, low: cfg.DiskUsageLwmThreshold,
 		interval: cfg.DiskCheckInterval, enabled: cfg.ReadOnlyModeEnabled,
-		clock: clock, log: log, apply: apply, fatal: fatal, pinned: cfg.ForceReadOnlyBookie,
+		clock: clk, log: log, apply: apply, fatal: fatal, pinned: cfg.ForceReadOnlyBookie,
 	}
 	m.mu.forced = forced || m.pinned
 	return m
@@ -176,14 +177,17 @@ func (m *StateManager) update() bool {
 // until ctx is cancelled.
 func (m *StateManager) Run(ctx context.Context) {
 	failed := m.store.Failed()
+	t := m.clock.NewTimer(m.interval)
+	defer t.Stop()
 	for {
 		m.Check()
 		select {
 		case <-ctx.Done():
 			return
-		case <-m.clock.After(m.interval):
+		case <-t.C():
 		case <-failed:
 			failed = nil // once
 		}
+		t.Reset(m.interval)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/storage"
 	"github.com/foliodb/folio/internal/storage/ledgerstore"
 )
@@ -34,7 +35,7 @@ var storageKeys = []struct {
 // compaction keys come from cfg's fields; the other storage keys from
 // Props.
 func StorageConfig(cfg *Config) (ledgerstore.Config, error) {
-	sc := ledgerstore.Config{Clock: systemClock{}}
+	sc := ledgerstore.Config{Clock: clock.Real{}}
 	for _, d := range cfg.JournalDirs {
 		sc.JournalDirs = append(sc.JournalDirs, CurrentDir(d))
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/metadata"
 )
 
@@ -275,6 +276,7 @@ type session struct {
 	expired     bool
 	suspended   bool
 	suspendedAt time.Time
+	expiry      clock.Timer // while suspended: fires ExpireLeases a TTL on
 }
 
 // OpenSession implements metadata.Driver.
@@ -301,13 +303,15 @@ func (d *Driver) OpenSession(ctx context.Context, opts metadata.SessionOptions) 
 }
 
 // SuspendKeepAlive stops renewing sess's lease, as if its process had
-// frozen or been cut off: it expires TTL later on the store's clock (see
-// ExpireLeases). sess must come from this store.
+// frozen or been cut off: it expires TTL later on the store's clock (a
+// timer of the clock calls ExpireLeases; with a manual clock, during the
+// Advance that passes the TTL). sess must come from this store.
 func (s *Store) SuspendKeepAlive(sess metadata.Session) {
 	ss := sess.(*session)
 	s.mu.Lock()
-	if !ss.suspended {
+	if !ss.suspended && !ss.expired {
 		ss.suspended, ss.suspendedAt = true, s.clock.Now()
+		ss.expiry = s.clock.AfterFunc(ss.ttl, s.ExpireLeases)
 	}
 	s.mu.Unlock()
 }
@@ -317,7 +321,17 @@ func (s *Store) ResumeKeepAlive(sess metadata.Session) {
 	ss := sess.(*session)
 	s.mu.Lock()
 	ss.suspended = false
+	ss.stopExpiryLocked()
 	s.mu.Unlock()
+}
+
+// stopExpiryLocked stops the suspended lease's timer.
+// REQUIRES: Store.mu held.
+func (ss *session) stopExpiryLocked() {
+	if ss.expiry != nil {
+		ss.expiry.Stop()
+		ss.expiry = nil
+	}
 }
 
 // ExpireSession expires sess's lease now, removing what is under it.
@@ -328,7 +342,7 @@ func (s *Store) ExpireSession(sess metadata.Session) {
 }
 
 // ExpireLeases expires every suspended lease whose TTL has passed on the
-// clock. Every operation calls it; call it after advancing a manual clock.
+// clock. Every operation calls it, and so does a suspended lease's timer.
 func (s *Store) ExpireLeases() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -345,6 +359,7 @@ func (s *Store) expireLocked(ss *session) {
 		return
 	}
 	ss.expired = true
+	ss.stopExpiryLocked()
 	delete(s.mu.sessions, ss)
 	changed := false
 	for _, m := range []map[metadata.BookieID]*session{s.mu.writable, s.mu.readOnly} {

@@ -11,8 +11,8 @@
 //     store's clock) and ExpireSession (at once).
 //
 // Time is the injected Clock's; nothing here reads the wall clock or sleeps.
-// Leases are checked at every operation and by ExpireLeases, which a test or
-// the simulator calls after moving a manual clock.
+// Leases are checked at every operation, and a suspended lease expires by a
+// timer of the clock (during a manual clock's Advance past its TTL).
 //
 // Versions are a store-wide revision counter, bumped by every mutation, as
 // etcd's mod_revision: a key's version strictly increases over its life,
@@ -31,42 +31,13 @@ import (
 	"io"
 	"sort"
 	"sync"
-	"time"
 
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/metadata"
 )
 
-// Clock gives the store's time.
-type Clock interface {
-	Now() time.Time
-}
-
-// ManualClock is a Clock moved by hand; safe for concurrent use.
-type ManualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-// NewManualClock returns a clock at t.
-func NewManualClock(t time.Time) *ManualClock { return &ManualClock{now: t} }
-
-// Now returns the clock's time.
-func (c *ManualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward by d.
-func (c *ManualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
+// Clock gives the store's time (leases); only Now is used.
+type Clock = clock.Clock
 
 // Op names an operation, as passed to a Hook.
 type Op string
@@ -170,7 +141,7 @@ func NewStore(opts Options) *Store {
 		s.scope = "/ledgers"
 	}
 	if s.clock == nil {
-		s.clock = wallClock{}
+		s.clock = clock.Real{}
 	}
 	if s.rand == nil {
 		s.rand = rand.Reader

@@ -8,15 +8,16 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/metadata/metadatatest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func newHarness(t *testing.T) (*metadatatest.Harness, *Store, *ManualClock) {
-	clock := NewManualClock(time.Unix(1_700_000_000, 0))
-	st := NewStore(Options{Clock: clock})
+func newHarness(t *testing.T) (*metadatatest.Harness, *Store, *clock.Manual) {
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	st := NewStore(Options{Clock: clk})
 	open := func(t *testing.T) metadata.Driver {
 		d := st.Open()
 		t.Cleanup(func() { _ = d.Close() })
@@ -29,11 +30,10 @@ func newHarness(t *testing.T) (*metadatatest.Harness, *Store, *ManualClock) {
 		SessionTTL: 10 * time.Second,
 		ExpireSession: func(t *testing.T, s metadata.Session) {
 			st.SuspendKeepAlive(s)
-			clock.Advance(10 * time.Second)
-			st.ExpireLeases()
+			clk.Advance(10 * time.Second) // the lease's timer expires it
 		},
 	}
-	return h, st, clock
+	return h, st, clk
 }
 
 func TestContract(t *testing.T) {
@@ -59,7 +59,13 @@ func TestSuspendedLeaseExpiresOnlyAfterTTL(t *testing.T) {
 	if ids, _ := h.Driver.WritableBookies(ctx); len(ids) != 1 {
 		t.Fatalf("expired early: %v", ids)
 	}
+	if clock.Waiters() != 1 {
+		t.Fatalf("%d timers while suspended, want the lease's", clock.Waiters())
+	}
 	st.ResumeKeepAlive(s)
+	if clock.Waiters() != 0 {
+		t.Fatal("the lease's timer outlives ResumeKeepAlive")
+	}
 	clock.Advance(time.Hour) // kept alive: no expiry however long
 	if ids, _ := h.Driver.WritableBookies(ctx); len(ids) != 1 {
 		t.Fatalf("a kept-alive lease expired: %v", ids)
@@ -198,5 +204,39 @@ func TestOpenURI(t *testing.T) {
 	}
 	if _, _, err := d2.ReadLedger(ctx, 3); err != nil {
 		t.Fatalf("second handle does not share the store: %v", err)
+	}
+}
+
+// A suspended lease expires when the clock passes its TTL, with no
+// operation or ExpireLeases call: a bookie watch sees the registration go.
+func TestSuspendedLeaseExpiresOnTheClock(t *testing.T) {
+	h, st, clock := newHarness(t)
+	ctx := t.Context()
+	s, err := h.Driver.OpenSession(ctx, metadata.SessionOptions{TTL: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RegisterBookie(ctx, "127.0.0.1:3181", false); err != nil {
+		t.Fatal(err)
+	}
+	events, err := h.Driver.WatchBookies(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := <-events; len(ev.Writable) != 1 {
+		t.Fatalf("first event %+v", ev)
+	}
+	st.SuspendKeepAlive(s)
+	clock.Advance(5 * time.Second)
+	select {
+	case <-s.Done():
+	default:
+		t.Fatal("the session did not expire when the clock passed its TTL")
+	}
+	if ev := <-events; len(ev.Writable) != 0 || ev.Err != nil {
+		t.Fatalf("after expiry: %+v", ev)
+	}
+	if clock.Waiters() != 0 {
+		t.Fatal("a timer outlives the expired lease")
 	}
 }

@@ -59,7 +59,7 @@ func (r *RateLimiter) Wait(n int64) error {
 	if debt <= 0 {
 		return nil
 	}
-	<-r.clock.After(time.Duration(debt / r.bytesPerSecond * float64(time.Second)))
+	<-r.clock.NewTimer(time.Duration(debt / r.bytesPerSecond * float64(time.Second))).C()
 	return nil
 }
 

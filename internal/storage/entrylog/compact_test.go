@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/foliodb/folio/internal/clock"
 )
 
 // TestCompaction: GC keeps every live entry readable through the
@@ -14,7 +16,7 @@ import (
 // survives a crash right after it finished.
 func TestCompaction(t *testing.T) {
 	mem := vfs.NewCrashableMem()
-	clock := &autoClock{now: time.Unix(0, 0)}
+	clock := autoClock{clock.NewManual(time.Unix(0, 0))}
 	const rate = 1 << 20 // bytes per simulated second
 	opts := Options{MaxLogBytes: 16 << 10, CompactionLimiter: NewRateLimiter(clock, rate, 4<<10)}
 	s := openStore(t, mem, opts)

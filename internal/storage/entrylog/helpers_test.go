@@ -29,26 +29,15 @@ func waitTimers(t *testing.T, c *clock.Manual, n int) {
 	}
 }
 
-// autoClock advances itself by whatever is waited for: it never blocks and
-// records the simulated time spent waiting.
-type autoClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// autoClock is a manual clock that advances itself by whatever a timer is
+// armed for: a wait never blocks, and the clock records the simulated time
+// spent waiting.
+type autoClock struct{ *clock.Manual }
 
-func (c *autoClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *autoClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	ch := make(chan time.Time, 1)
-	ch <- c.now
-	return ch
+func (c autoClock) NewTimer(d time.Duration) clock.Timer {
+	t := c.Manual.NewTimer(d)
+	c.Advance(max(d, 0))
+	return t
 }
 
 // fakeIndex is the caller's side in tests: a map with the compare-and-set

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/foliodb/folio/internal/clock"
 )
 
 // Options configure a Store. Zero fields take the documented defaults.
@@ -557,7 +559,12 @@ func (s *Store) Add(ledgerID, entryID int64, body []byte) error {
 		return fmt.Errorf("%w: %d bytes (write cache %d bytes, record limit %d)",
 			ErrEntryTooLarge, len(body), s.opts.WriteCacheBytes, MaxEntryBytes)
 	}
-	var deadline <-chan time.Time
+	var deadline clock.Timer
+	defer func() {
+		if deadline != nil {
+			deadline.Stop()
+		}
+	}()
 	s.mu.Lock()
 	for {
 		if s.mu.closed {
@@ -574,11 +581,11 @@ func (s *Store) Add(ledgerID, entryID int64, body []byte) error {
 			return fmt.Errorf("%w: %d bytes cached, limit %d", ErrWriteCacheFull, s.used(), s.opts.WriteCacheBytes)
 		}
 		if deadline == nil {
-			deadline = s.opts.Clock.After(s.opts.MaxAddWait)
+			deadline = s.opts.Clock.NewTimer(s.opts.MaxAddWait)
 		}
 		select {
 		case <-wake:
-		case <-deadline:
+		case <-deadline.C():
 			return fmt.Errorf("%w: waited %v, %d bytes cached, limit %d",
 				ErrWriteCacheFull, s.opts.MaxAddWait, s.used(), s.opts.WriteCacheBytes)
 		}

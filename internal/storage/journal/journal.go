@@ -285,10 +285,12 @@ func (j *Journal) waitForSpaceLocked(size int) error {
 		ch := j.mu.space
 		j.mu.spaceWaiters++
 		j.mu.Unlock()
+		t := j.clock.NewTimer(deadline.Sub(now))
 		select {
 		case <-ch:
-		case <-j.clock.After(deadline.Sub(now)):
+		case <-t.C():
 		}
+		t.Stop()
 		j.mu.Lock()
 		j.mu.spaceWaiters--
 	}
@@ -574,10 +576,12 @@ func (j *Journal) run() {
 		case wait == 0:
 			<-j.wake
 		default:
+			t := j.clock.NewTimer(wait)
 			select {
 			case <-j.wake:
-			case <-j.clock.After(wait):
+			case <-t.C():
 			}
+			t.Stop()
 		}
 	}
 }

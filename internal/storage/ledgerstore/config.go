@@ -7,20 +7,16 @@ import (
 	"io"
 	"time"
 
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/storage/entrylog"
 	"github.com/foliodb/folio/internal/storage/journal"
 )
 
-// Clock is the store's time source (the method set of journal.Clock and
-// entrylog.Clock). internal/storage may not read the wall clock: the bookie
-// process passes clock.Real{} from internal/clock, tests and the simulator
-// a manual clock.
-type Clock interface {
-	// Now returns the current time.
-	Now() time.Time
-	// After returns a channel that receives once d has passed on this clock.
-	After(d time.Duration) <-chan time.Time
-}
+// Clock is the store's time source, passed on to its journals and entry
+// logs. internal/storage may not read the wall clock: the bookie process
+// passes clock.Real{} from internal/clock, tests a clock.Manual and the
+// simulator its own virtual clock.
+type Clock = clock.Clock
 
 // Config configures Open. Zero fields take the defaults named below. The
 // directory lists fix the sharding (ledger id mod count) and are recorded

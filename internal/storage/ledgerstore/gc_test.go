@@ -180,16 +180,37 @@ func TestExplicitLACAndWatch(t *testing.T) {
 	cfg := testConfig()
 	s := mustOpen(t, mem, cfg)
 	mustAdd(t, s, 3, 0, entryBody(3, 0, -1, 0, 10))
-	lac, ch, cancel, err := s.WatchLAC(3, -1)
-	if err != nil || lac != -1 {
-		t.Fatalf("WatchLAC: %d %v", lac, err)
+	// Three watches, the second cancelled: the others wake once each, in
+	// registration order.
+	woken := make(chan int, 3)
+	var cancels []func()
+	for i := range 3 {
+		lac, cancel, err := s.WatchLAC(3, -1, func() { woken <- i })
+		if err != nil || lac != -1 {
+			t.Fatalf("WatchLAC: %d %v", lac, err)
+		}
+		cancels = append(cancels, cancel)
 	}
-	defer cancel()
+	cancels[1]()
 	mustAdd(t, s, 3, 1, entryBody(3, 1, 0, 0, 10))
-	select {
-	case <-ch:
-	case <-time.After(10 * time.Second):
-		t.Fatal("watcher not woken by LAC 0")
+	for _, want := range []int{0, 2} {
+		select {
+		case got := <-woken:
+			if got != want {
+				t.Fatalf("woken watch %d, want %d", got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("watcher not woken by LAC 0")
+		}
+	}
+	for _, cancel := range cancels {
+		cancel() // after the wake: does nothing
+	}
+	// A watch below the known LAC is not registered: never woken.
+	if lac, cancel, err := s.WatchLAC(3, -1, func() { woken <- -1 }); err != nil || lac != 0 {
+		t.Fatalf("WatchLAC below the LAC: %d %v", lac, err)
+	} else {
+		cancel()
 	}
 	body := make([]byte, 16+4)
 	binary.BigEndian.PutUint64(body[0:], 3)

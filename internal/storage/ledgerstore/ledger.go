@@ -1,6 +1,7 @@
 package ledgerstore
 
 import (
+	"container/list"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -40,8 +41,9 @@ type ledger struct {
 		// entries' LAC has been merged in.
 		lac       int64
 		lacLoaded bool
-		// watch is closed when lac grows or the ledger is deleted.
-		watch chan struct{}
+		// watches are the WatchLAC callbacks to call (in registration
+		// order) when lac grows or the ledger is deleted.
+		watches list.List
 	}
 	// fenceDurable: a fence of this ledger is known durable (journal synced
 	// or loaded from the index after Open's checkpoint). Set from journal
@@ -126,9 +128,15 @@ func (l *ledger) raiseLACLocked(lac int64) {
 		return
 	}
 	l.mu.lac = lac
-	if l.mu.watch != nil {
-		close(l.mu.watch)
-		l.mu.watch = nil
+	l.wakeWatchesLocked()
+}
+
+// wakeWatchesLocked calls and drops every registered LAC watch.
+// REQUIRES: l.mu held.
+func (l *ledger) wakeWatchesLocked() {
+	for e := l.mu.watches.Front(); e != nil; e = l.mu.watches.Front() {
+		wake := l.mu.watches.Remove(e).(func())
+		wake()
 	}
 }
 
@@ -148,10 +156,7 @@ func (l *ledger) forgetLocked() {
 	if !fenced {
 		l.fenceDurable.Store(false)
 	}
-	if l.mu.watch != nil {
-		close(l.mu.watch)
-		l.mu.watch = nil
-	}
+	l.wakeWatchesLocked()
 }
 
 // entryLAC returns the LAC field of a BookKeeper entry body (ledgerId,

@@ -395,32 +395,30 @@ func (s *Store) loadLACLocked(l *ledger) error {
 	return nil
 }
 
-var (
-	closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-	noCancel   = func() {}
-)
-
-// WatchLAC implements storage.Store. Watchers of one ledger share one
-// channel, closed when the LAC grows or the ledger is deleted; cancel is a
-// no-op (nothing is registered per watcher).
-func (s *Store) WatchLAC(ledgerID, previous int64) (int64, <-chan struct{}, func(), error) {
+// WatchLAC implements storage.Store: a watch is an element of the
+// ledger's list of watches, removed by cancel or when it is woken.
+func (s *Store) WatchLAC(ledgerID, previous int64, wake func()) (int64, func(), error) {
 	l, err := s.lookup(ledgerID)
 	if err != nil {
-		return 0, nil, nil, err
+		return 0, nil, err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := s.loadLACLocked(l); err != nil {
-		return 0, nil, nil, err
+		return 0, nil, err
 	}
 	if l.mu.lac > previous || !l.mu.known {
-		return l.mu.lac, closedChan, noCancel, nil
+		return l.mu.lac, noCancel, nil
 	}
-	if l.mu.watch == nil {
-		l.mu.watch = make(chan struct{})
-	}
-	return l.mu.lac, l.mu.watch, noCancel, nil
+	e := l.mu.watches.PushBack(wake)
+	return l.mu.lac, func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.mu.watches.Remove(e) // no-op once woken: Remove checks membership
+	}, nil
 }
+
+func noCancel() {}
 
 // ExplicitLAC implements storage.Store.
 func (s *Store) ExplicitLAC(ledgerID int64) ([]byte, error) {

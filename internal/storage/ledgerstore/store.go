@@ -373,30 +373,40 @@ func (s *Store) flushLoop(sh *ledgerShard) {
 	}
 }
 
+// checkpointLoop checkpoints CheckpointInterval after the end of the
+// previous checkpoint.
 func (s *Store) checkpointLoop() {
 	defer s.wg.Done()
+	t := s.cfg.Clock.NewTimer(s.cfg.CheckpointInterval)
+	defer t.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
-		case <-s.cfg.Clock.After(s.cfg.CheckpointInterval):
+		case <-t.C():
 		}
 		// A failure is recorded in Err and Failed by Checkpoint.
 		_ = s.Checkpoint()
+		t.Reset(s.cfg.CheckpointInterval)
 	}
 }
 
+// gcLoop runs a GC round GCInterval after the end of the previous one,
+// or at once when triggered.
 func (s *Store) gcLoop() {
 	defer s.wg.Done()
+	t := s.cfg.Clock.NewTimer(s.cfg.GCInterval)
+	defer t.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
-		case <-s.cfg.Clock.After(s.cfg.GCInterval):
+		case <-t.C():
 			_, _, _ = s.GCTick(false)
 		case <-s.gcTrigger:
 			_, _, _ = s.GCTick(true)
 		}
+		t.Reset(s.cfg.GCInterval)
 	}
 }
 
