@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger"
@@ -160,4 +161,91 @@ func mustDigester() *digest.Digester {
 		panic(err)
 	}
 	return d
+}
+
+// scripted is a Machine for the executor's tests: on each event it looks
+// up the effects to emit next in react; it is Done once done says so.
+type scripted struct {
+	start []ledger.Effect
+	react func(ledger.Event) []ledger.Effect
+	ready []ledger.Effect
+	done  bool
+	steps []ledger.Event
+}
+
+func (m *scripted) Start() { m.ready = append(m.ready, m.start...) }
+func (m *scripted) Step(ev ledger.Event) {
+	m.steps = append(m.steps, ev)
+	m.ready = append(m.ready, m.react(ev)...)
+}
+func (m *scripted) Ready() []ledger.Effect {
+	out := m.ready
+	m.ready = nil
+	return out
+}
+func (m *scripted) Done() bool                  { return m.done }
+func (m *scripted) TickInterval() time.Duration { return 0 }
+
+// TestReentrantDo: a Send that fails at once (as internal/transport does
+// when closed or backing off a connect) into an Emit that steps the
+// machine on the same stack, as the simulator's does, runs a nested Do in
+// the middle of the outer add's loop over its bookies. Every bookie must
+// still be sent its own entry's request and body.
+func TestReentrantDo(t *testing.T) {
+	dig := mustDigester()
+	mk := digest.MasterKey([]byte("pw"))
+	rec := &recorder{}
+	bs := []metadata.BookieID{"b1", "b2", "b3"}
+	nested := false
+	m := &scripted{react: func(ev ledger.Event) []ledger.Effect {
+		if r, ok := ev.(ledger.AddResponse); ok && r.EntryID == 3 && !nested {
+			// The machine moves on while entry 3 is still being sent: it
+			// sends entry 7 (and a read) from inside the add of entry 3.
+			nested = true
+			return []ledger.Effect{
+				ledger.SendAdd{Bookies: bs, EntryID: 7, LAC: 6, Length: 70, Payload: []byte("seven")},
+				ledger.SendRead{Bookies: bs[:1], EntryID: 5},
+			}
+		}
+		return nil
+	}}
+	var x *Executor
+	x = New(Config{LedgerID: 9, Digester: dig, MasterKey: mk[:], Bookies: rec, Store: rec,
+		Emit: func(ev ledger.Event) {
+			m.Step(ev)
+			for _, eff := range m.Ready() {
+				x.Do(eff)
+			}
+		}})
+	x.Do(ledger.SendAdd{Bookies: bs, EntryID: 3, LAC: 2, Length: 30, Payload: []byte("three")})
+	if !nested {
+		t.Fatal("the machine never stepped re-entrantly")
+	}
+	want := map[int64]string{3: "three", 7: "seven"}
+	sent := map[int64][]string{}
+	for i, r := range rec.reqs {
+		if r.Header.Op != wire.OpAddEntry {
+			continue
+		}
+		e, err := dig.VerifyEntry(r.Add.Body, 9, r.Add.EntryID)
+		if err != nil {
+			t.Errorf("add of entry %d to %s: %v", r.Add.EntryID, rec.to[i], err)
+			continue
+		}
+		if string(e.Payload) != want[r.Add.EntryID] {
+			t.Errorf("add of entry %d to %s carries payload %q", r.Add.EntryID, rec.to[i], e.Payload)
+		}
+		sent[r.Add.EntryID] = append(sent[r.Add.EntryID], rec.to[i])
+	}
+	for id := range want {
+		if len(sent[id]) != len(bs) {
+			t.Errorf("entry %d sent to %v, want every bookie of %v", id, sent[id], bs)
+		}
+	}
+	// Once the nesting unwound, the scratch space works for the next add.
+	rec.reqs, rec.to = nil, nil
+	x.Do(ledger.SendAdd{Bookies: bs[:1], EntryID: 8, LAC: 7, Length: 80, Payload: []byte("eight")})
+	if e, err := dig.VerifyEntry(rec.reqs[0].Add.Body, 9, 8); err != nil || string(e.Payload) != "eight" {
+		t.Errorf("add after the nested one: %v %q", err, e.Payload)
+	}
 }
