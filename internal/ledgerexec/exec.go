@@ -72,8 +72,11 @@ type Config struct {
 // be re-entered on that goroutine through a synchronous callback (see
 // Bookies.Send and Config.Emit).
 type Executor struct {
-	cfg   Config
-	queue *Queue
+	cfg Config
+	// ownQueue: Config.Emit was nil, so each Run makes a queue of its own
+	// and points cfg.Emit at it for the Run's duration (nil outside Run).
+	ownQueue bool
+	running  bool
 
 	// req and body are scratch space that Send copies before it returns. A
 	// send takes them out (leaving nil) and puts them back when its loop
@@ -108,12 +111,7 @@ func (x *Executor) putReq(r *wire.Request) {
 
 // New returns an Executor.
 func New(cfg Config) *Executor {
-	x := &Executor{cfg: cfg}
-	if x.cfg.Emit == nil {
-		x.queue = NewQueue()
-		q := x.queue
-		x.cfg.Emit = func(ev ledger.Event) { q.Push(ev) }
-	}
+	x := &Executor{cfg: cfg, ownQueue: cfg.Emit == nil}
 	if x.cfg.Log == nil {
 		x.cfg.Log = slog.Default()
 	}
@@ -125,7 +123,14 @@ func New(cfg Config) *Executor {
 // ReadComplete, …), which is the application's, is left alone and Do
 // returns false. Every Effect type of ledger.Effects is one or the other:
 // exec_test.go checks it, so no effect can reach the panic below.
+//
+// An executor with its own queue (Config.Emit nil) carries out effects
+// only inside Run: Do outside it panics, as its answers would reach no
+// loop.
 func (x *Executor) Do(eff ledger.Effect) bool {
+	if x.cfg.Emit == nil {
+		panic("ledgerexec: Do outside Run on an executor with its own queue (Config.Emit nil)")
+	}
 	switch e := eff.(type) {
 	case ledger.SendAdd:
 		x.sendAdd(e)

@@ -1,6 +1,7 @@
 package ledgerexec
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -248,4 +249,90 @@ func TestReentrantDo(t *testing.T) {
 	if e, err := dig.VerifyEntry(rec.reqs[0].Add.Body, 9, 8); err != nil || string(e.Payload) != "eight" {
 		t.Errorf("add after the nested one: %v %q", err, e.Payload)
 	}
+}
+
+// holder is a Bookies that keeps each callback for the test to call (an
+// answer still on the wire), or calls it at once when answerNow is set.
+type holder struct {
+	answerNow bool
+	held      []func(*wire.Response, error)
+}
+
+func (h *holder) Send(_ string, _ int64, _ *wire.Request, cb func(*wire.Response, error)) {
+	if h.answerNow {
+		cb(nil, errNoBookie)
+		return
+	}
+	h.held = append(h.held, cb)
+}
+
+// readLACMachine sends one READ_LAC to b1 and is Done at its answer.
+func readLACMachine() *scripted {
+	m := &scripted{start: []ledger.Effect{ledger.SendReadLAC{Bookies: []metadata.BookieID{"b1"}}}}
+	m.react = func(ev ledger.Event) []ledger.Effect {
+		if _, ok := ev.(ledger.ReadLACResponse); ok {
+			m.done = true
+		}
+		return nil
+	}
+	return m
+}
+
+// TestRunAgain: an executor with its own queue runs one machine after
+// another; each Run gets the answers of its own requests, and a late
+// answer to an abandoned Run reaches no later one.
+func TestRunAgain(t *testing.T) {
+	h := &holder{}
+	rec := &recorder{}
+	x := New(Config{LedgerID: 9, Digester: mustDigester(), Bookies: h, Store: rec})
+	noDeliver := func(eff ledger.Effect) { t.Errorf("delivered %T", eff) }
+	// The bound only turns a hang (the bug) into a failure; a correct Run
+	// returns as soon as its answer is queued.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	// Run 1 is stopped with its request unanswered.
+	stop := make(chan struct{})
+	close(stop)
+	m1 := readLACMachine()
+	if err := x.Run(ctx, nil, stop, m1, m1.Start, noDeliver); !errors.Is(err, ErrStopped) {
+		t.Fatalf("run 1: %v, want ErrStopped", err)
+	}
+	if len(h.held) != 1 {
+		t.Fatalf("run 1 sent %d requests, want 1", len(h.held))
+	}
+	late := h.held[0]
+
+	// Run 2 and 3 are answered at once and finish.
+	h.answerNow = true
+	for i := 2; i <= 3; i++ {
+		m := readLACMachine()
+		if err := x.Run(ctx, nil, nil, m, m.Start, noDeliver); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if len(m.steps) != 1 {
+			t.Errorf("run %d stepped %v, want its one answer", i, m.steps)
+		}
+	}
+
+	// Run 1's late answer arrives between runs: it is dropped, and run 4
+	// steps its own answer alone.
+	late(nil, errors.New("late answer to run 1"))
+	m4 := readLACMachine()
+	if err := x.Run(ctx, nil, nil, m4, m4.Start, noDeliver); err != nil {
+		t.Fatalf("run 4: %v", err)
+	}
+	if want := []ledger.Event{ledger.ReadLACResponse{Bookie: "b1", Err: errNoBookie}}; !reflect.DeepEqual(m4.steps, want) {
+		t.Errorf("run 4 stepped %v, want %v", m4.steps, want)
+	}
+
+	// Outside Run, the executor has no loop to answer to: Do says so.
+	func() {
+		defer func() {
+			if p := recover(); p == nil {
+				t.Error("Do outside Run on an executor with its own queue did not panic")
+			}
+		}()
+		x.Do(ledger.SendReadLAC{Bookies: []metadata.BookieID{"b1"}})
+	}()
 }
