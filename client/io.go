@@ -28,28 +28,48 @@ func (b bookies) Send(bookie string, ledgerID int64, req *wire.Request, cb func(
 // operation runs on its own goroutine (it is I/O) under
 // Config.MetadataTimeout and the client's life, and reports back through
 // the executor. The machines ask for one metadata operation at a time.
+//
+// An operation asked for once the client is closing fails with
+// errClientClosed and never reaches the driver: a ledger loop (a recovery
+// in OpenLedger) may still drain and step after Close, and Close releases
+// the driver once the goroutines it waits for are done.
 type store struct{ c *Client }
 
 func (s store) WriteLedger(id int64, md *metadata.LedgerMetadata, expected metadata.Version, done func(metadata.Version, error)) {
 	c := s.c
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.MetadataTimeout)
-		defer cancel()
-		done(c.md.WriteLedger(ctx, id, md, expected))
-	}()
+	if !c.goMetadata(func(ctx context.Context) { done(c.md.WriteLedger(ctx, id, md, expected)) }) {
+		done(0, errClientClosed)
+	}
 }
 
 func (s store) ReadLedger(id int64, done func(*metadata.LedgerMetadata, metadata.Version, error)) {
 	c := s.c
+	if !c.goMetadata(func(ctx context.Context) { done(c.md.ReadLedger(ctx, id)) }) {
+		done(nil, 0, errClientClosed)
+	}
+}
+
+// goMetadata runs op on a goroutine of its own, under
+// Config.MetadataTimeout and the client's life, and reports true; once the
+// client is closed it runs nothing and reports false. The check and
+// wg.Add are made under c.mu, so Close (which sets closed under c.mu
+// before it waits on wg and closes the driver) either waits for op or
+// op never starts.
+func (c *Client) goMetadata(op func(ctx context.Context)) bool {
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return false
+	}
 	c.wg.Add(1)
+	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
 		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.MetadataTimeout)
 		defer cancel()
-		done(c.md.ReadLedger(ctx, id))
+		op(ctx)
 	}()
+	return true
 }
 
 // newExecutor returns the executor of ledger id; emit nil gives it its own

@@ -18,6 +18,12 @@ type Bookies interface {
 	// timeout, a lost or refused connection). Send must encode or copy req,
 	// and the bodies it points to, before it returns: the executor reuses
 	// them. resp is valid only during cb; cb must not block.
+	//
+	// cb may run on Send's own stack, before Send returns (internal/transport
+	// does for ErrClosed and a peer in connect backoff). cb hands its event
+	// to Config.Emit, which may step the machine there and then and carry
+	// out its new effects with Do: Do is re-entrant for this (it builds each
+	// request in scratch space it holds alone for the send).
 	Send(bookie string, ledgerID int64, req *wire.Request, cb func(resp *wire.Response, err error))
 }
 
@@ -45,6 +51,11 @@ type Config struct {
 	Store     Store
 	// Emit receives every answer as the machine's Event, on the goroutine
 	// the Bookies or Store implementation calls back on; it must not block.
+	// It may step the machine and call Do for the effects that follow, on
+	// the same stack, also from inside a Do whose Send or Store called
+	// back synchronously (the simulator does): Do is re-entrant on its
+	// caller's goroutine. It must not call Do from another goroutine while
+	// the loop's goroutine may be in Do.
 	// Nil: the executor's own Queue (see Run).
 	Emit func(ledger.Event)
 	// Slow, when set, is told of a bookie that failed a read or that a
@@ -57,24 +68,50 @@ type Config struct {
 }
 
 // Executor carries out the I/O effects of one ledger's machines. Do is
-// called by one goroutine at a time (the machine's ordered loop).
+// called by one goroutine at a time (the machine's ordered loop), and may
+// be re-entered on that goroutine through a synchronous callback (see
+// Bookies.Send and Config.Emit).
 type Executor struct {
-	cfg   Config
-	queue *Queue
+	cfg Config
+	// ownQueue: Config.Emit was nil, so each Run makes a queue of its own
+	// and points cfg.Emit at it for the Run's duration (nil outside Run).
+	ownQueue bool
+	running  bool
 
-	// req and body are scratch space: Send copies them before it returns.
-	req  wire.Request
+	// req and body are scratch space that Send copies before it returns. A
+	// send takes them out (leaving nil) and puts them back when its loop
+	// over the bookies is over, so that a nested Do, run from a callback
+	// in the middle of that loop, builds in space of its own instead of
+	// overwriting the outer request or body.
+	req  *wire.Request
 	body []byte
+}
+
+// maxKeptBody is the largest add body buffer kept for the next add: one
+// huge entry's buffer is not kept.
+const maxKeptBody = 1 << 20
+
+// takeReq returns the scratch request, zeroed, and leaves the executor
+// without one until putReq; a nested send allocates its own.
+func (x *Executor) takeReq() *wire.Request {
+	r := x.req
+	if r == nil {
+		return new(wire.Request)
+	}
+	x.req = nil
+	*r = wire.Request{}
+	return r
+}
+
+// putReq gives r back as the scratch request once no Send can read it.
+func (x *Executor) putReq(r *wire.Request) {
+	*r = wire.Request{} // drop the references to the bodies and key
+	x.req = r
 }
 
 // New returns an Executor.
 func New(cfg Config) *Executor {
-	x := &Executor{cfg: cfg}
-	if x.cfg.Emit == nil {
-		x.queue = NewQueue()
-		q := x.queue
-		x.cfg.Emit = func(ev ledger.Event) { q.Push(ev) }
-	}
+	x := &Executor{cfg: cfg, ownQueue: cfg.Emit == nil}
 	if x.cfg.Log == nil {
 		x.cfg.Log = slog.Default()
 	}
@@ -86,7 +123,14 @@ func New(cfg Config) *Executor {
 // ReadComplete, …), which is the application's, is left alone and Do
 // returns false. Every Effect type of ledger.Effects is one or the other:
 // exec_test.go checks it, so no effect can reach the panic below.
+//
+// An executor with its own queue (Config.Emit nil) carries out effects
+// only inside Run: Do outside it panics, as its answers would reach no
+// loop.
 func (x *Executor) Do(eff ledger.Effect) bool {
+	if x.cfg.Emit == nil {
+		panic("ledgerexec: Do outside Run on an executor with its own queue (Config.Emit nil)")
+	}
 	switch e := eff.(type) {
 	case ledger.SendAdd:
 		x.sendAdd(e)
@@ -136,47 +180,52 @@ func (x *Executor) sendAdd(e ledger.SendAdd) {
 	// One body for all bookies of the write set: the transport copies it
 	// into each connection's output buffer, so the payload is copied once
 	// here and once per bookie, never more.
-	x.body = x.cfg.Digester.AppendEntry(x.body[:0], id, e.EntryID, e.LAC, e.Length, e.Payload)
+	body := x.cfg.Digester.AppendEntry(x.body[:0], id, e.EntryID, e.LAC, e.Length, e.Payload)
+	x.body = nil
+	req := x.takeReq()
 	for _, b := range e.Bookies {
-		x.req = wire.Request{
+		*req = wire.Request{
 			Header: wire.Header{Op: wire.OpAddEntry},
 			Has:    wire.BodyAdd,
-			Add:    wire.AddRequest{LedgerID: id, EntryID: e.EntryID, MasterKey: x.cfg.MasterKey, Body: x.body},
+			Add:    wire.AddRequest{LedgerID: id, EntryID: e.EntryID, MasterKey: x.cfg.MasterKey, Body: body},
 		}
 		if e.DeferredSync {
-			x.req.Add.WriteFlags, x.req.Add.HasWriteFlags = wire.WriteFlagDeferredSync, true
+			req.Add.WriteFlags, req.Add.HasWriteFlags = wire.WriteFlagDeferredSync, true
 		}
 		if e.Recovery {
-			x.req.Add.Flag = wire.AddFlagRecoveryAdd
-			x.req.Header.Priority = wire.HighPriority
+			req.Add.Flag = wire.AddFlagRecoveryAdd
+			req.Header.Priority = wire.HighPriority
 		}
 		bookie, entryID, emit := b, e.EntryID, x.cfg.Emit
-		x.cfg.Bookies.Send(string(b), id, &x.req, func(resp *wire.Response, err error) {
+		x.cfg.Bookies.Send(string(b), id, req, func(resp *wire.Response, err error) {
 			if err == nil {
 				err = statusErr(resp.Status, resp.Add.Status)
 			}
 			emit(ledger.AddResponse{Bookie: bookie, EntryID: entryID, Err: err})
 		})
 	}
-	if cap(x.body) > 1<<20 {
-		x.body = nil // do not keep one huge entry's buffer
+	x.putReq(req)
+	if cap(body) <= maxKeptBody {
+		x.body = body
 	}
 }
 
 func (x *Executor) sendRead(b metadata.BookieID, entryID int64, fence bool) {
-	x.req = wire.Request{
+	req := x.takeReq()
+	defer x.putReq(req)
+	*req = wire.Request{
 		Header: wire.Header{Op: wire.OpReadEntry},
 		Has:    wire.BodyRead,
 		Read:   wire.ReadRequest{LedgerID: x.cfg.LedgerID, EntryID: entryID},
 	}
 	if fence {
-		x.req.Read.Flag = wire.ReadFlagFenceLedger
-		x.req.Read.MasterKey = x.cfg.MasterKey
-		x.req.Read.HasMasterKey = true
-		x.req.Header.Priority = wire.HighPriority
+		req.Read.Flag = wire.ReadFlagFenceLedger
+		req.Read.MasterKey = x.cfg.MasterKey
+		req.Read.HasMasterKey = true
+		req.Header.Priority = wire.HighPriority
 	}
 	emit, slow := x.cfg.Emit, x.cfg.Slow
-	x.cfg.Bookies.Send(string(b), x.cfg.LedgerID, &x.req, func(resp *wire.Response, err error) {
+	x.cfg.Bookies.Send(string(b), x.cfg.LedgerID, req, func(resp *wire.Response, err error) {
 		ev := ledger.ReadResponse{Bookie: b, EntryID: entryID, Err: err}
 		if err != nil && slow != nil {
 			slow(b) // no answer: timeout or lost connection
@@ -197,13 +246,15 @@ func (x *Executor) sendRead(b metadata.BookieID, entryID int64, fence bool) {
 }
 
 func (x *Executor) sendReadLAC(b metadata.BookieID) {
-	x.req = wire.Request{
+	req := x.takeReq()
+	defer x.putReq(req)
+	*req = wire.Request{
 		Header:          wire.Header{Op: wire.OpReadLAC},
 		Has:             wire.BodyReadLAC,
 		ReadLACLedgerID: x.cfg.LedgerID,
 	}
 	emit := x.cfg.Emit
-	x.cfg.Bookies.Send(string(b), x.cfg.LedgerID, &x.req, func(resp *wire.Response, err error) {
+	x.cfg.Bookies.Send(string(b), x.cfg.LedgerID, req, func(resp *wire.Response, err error) {
 		ev := ledger.ReadLACResponse{Bookie: b, Err: err}
 		if err == nil {
 			ev.Err = statusErr(resp.Status, resp.ReadLAC.Status)
@@ -221,14 +272,16 @@ func (x *Executor) sendReadLAC(b metadata.BookieID) {
 }
 
 func (x *Executor) sendLongPoll(b metadata.BookieID, prev, timeoutMs int64) {
-	x.req = wire.Request{
+	req := x.takeReq()
+	defer x.putReq(req)
+	*req = wire.Request{
 		Header: wire.Header{Op: wire.OpReadEntry},
 		Has:    wire.BodyRead,
 		Read: wire.ReadRequest{LedgerID: x.cfg.LedgerID, EntryID: -1, Flag: wire.ReadFlagEntryPiggyback,
 			PreviousLAC: prev, HasPreviousLAC: true, TimeoutMs: timeoutMs, HasTimeout: true},
 	}
 	emit := x.cfg.Emit
-	x.cfg.Bookies.Send(string(b), x.cfg.LedgerID, &x.req, func(resp *wire.Response, err error) {
+	x.cfg.Bookies.Send(string(b), x.cfg.LedgerID, req, func(resp *wire.Response, err error) {
 		ev := ledger.LongPollResponse{Bookie: b, EntryID: -1, Err: err}
 		if err == nil {
 			ev.Err = statusErr(resp.Status, resp.Read.Status)
@@ -245,9 +298,11 @@ func (x *Executor) sendLongPoll(b metadata.BookieID, prev, timeoutMs int64) {
 }
 
 func (x *Executor) sendForce(b metadata.BookieID, forceID int64) {
-	x.req = wire.Request{Header: wire.Header{Op: wire.OpForceLedger}, Has: wire.BodyForceLedger, ForceLedgerID: x.cfg.LedgerID}
+	req := x.takeReq()
+	defer x.putReq(req)
+	*req = wire.Request{Header: wire.Header{Op: wire.OpForceLedger}, Has: wire.BodyForceLedger, ForceLedgerID: x.cfg.LedgerID}
 	emit := x.cfg.Emit
-	x.cfg.Bookies.Send(string(b), x.cfg.LedgerID, &x.req, func(resp *wire.Response, err error) {
+	x.cfg.Bookies.Send(string(b), x.cfg.LedgerID, req, func(resp *wire.Response, err error) {
 		if err == nil {
 			err = statusErr(resp.Status, resp.ForceLedger.Status)
 		}
@@ -260,14 +315,16 @@ func (x *Executor) sendForce(b metadata.BookieID, forceID int64) {
 func (x *Executor) sendWriteLAC(e ledger.SendWriteLAC) {
 	id := x.cfg.LedgerID
 	body := x.cfg.Digester.AppendLAC(nil, id, e.LAC)
+	req := x.takeReq()
+	defer x.putReq(req)
 	for _, b := range e.Bookies {
-		x.req = wire.Request{
+		*req = wire.Request{
 			Header:   wire.Header{Op: wire.OpWriteLAC},
 			Has:      wire.BodyWriteLAC,
 			WriteLAC: wire.WriteLACRequest{LedgerID: id, LAC: e.LAC, MasterKey: x.cfg.MasterKey, Body: body},
 		}
 		log, lac := x.cfg.Log, e.LAC
-		x.cfg.Bookies.Send(string(b), id, &x.req, func(resp *wire.Response, err error) {
+		x.cfg.Bookies.Send(string(b), id, req, func(resp *wire.Response, err error) {
 			if err == nil {
 				err = statusErr(resp.Status, resp.WriteLAC.Status)
 			}

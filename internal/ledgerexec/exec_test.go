@@ -1,10 +1,12 @@
 package ledgerexec
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger"
@@ -160,4 +162,177 @@ func mustDigester() *digest.Digester {
 		panic(err)
 	}
 	return d
+}
+
+// scripted is a Machine for the executor's tests: on each event it looks
+// up the effects to emit next in react; it is Done once done says so.
+type scripted struct {
+	start []ledger.Effect
+	react func(ledger.Event) []ledger.Effect
+	ready []ledger.Effect
+	done  bool
+	steps []ledger.Event
+}
+
+func (m *scripted) Start() { m.ready = append(m.ready, m.start...) }
+func (m *scripted) Step(ev ledger.Event) {
+	m.steps = append(m.steps, ev)
+	m.ready = append(m.ready, m.react(ev)...)
+}
+func (m *scripted) Ready() []ledger.Effect {
+	out := m.ready
+	m.ready = nil
+	return out
+}
+func (m *scripted) Done() bool                  { return m.done }
+func (m *scripted) TickInterval() time.Duration { return 0 }
+
+// TestReentrantDo: a Send that fails at once (as internal/transport does
+// when closed or backing off a connect) into an Emit that steps the
+// machine on the same stack, as the simulator's does, runs a nested Do in
+// the middle of the outer add's loop over its bookies. Every bookie must
+// still be sent its own entry's request and body.
+func TestReentrantDo(t *testing.T) {
+	dig := mustDigester()
+	mk := digest.MasterKey([]byte("pw"))
+	rec := &recorder{}
+	bs := []metadata.BookieID{"b1", "b2", "b3"}
+	nested := false
+	m := &scripted{react: func(ev ledger.Event) []ledger.Effect {
+		if r, ok := ev.(ledger.AddResponse); ok && r.EntryID == 3 && !nested {
+			// The machine moves on while entry 3 is still being sent: it
+			// sends entry 7 (and a read) from inside the add of entry 3.
+			nested = true
+			return []ledger.Effect{
+				ledger.SendAdd{Bookies: bs, EntryID: 7, LAC: 6, Length: 70, Payload: []byte("seven")},
+				ledger.SendRead{Bookies: bs[:1], EntryID: 5},
+			}
+		}
+		return nil
+	}}
+	var x *Executor
+	x = New(Config{LedgerID: 9, Digester: dig, MasterKey: mk[:], Bookies: rec, Store: rec,
+		Emit: func(ev ledger.Event) {
+			m.Step(ev)
+			for _, eff := range m.Ready() {
+				x.Do(eff)
+			}
+		}})
+	x.Do(ledger.SendAdd{Bookies: bs, EntryID: 3, LAC: 2, Length: 30, Payload: []byte("three")})
+	if !nested {
+		t.Fatal("the machine never stepped re-entrantly")
+	}
+	want := map[int64]string{3: "three", 7: "seven"}
+	sent := map[int64][]string{}
+	for i, r := range rec.reqs {
+		if r.Header.Op != wire.OpAddEntry {
+			continue
+		}
+		e, err := dig.VerifyEntry(r.Add.Body, 9, r.Add.EntryID)
+		if err != nil {
+			t.Errorf("add of entry %d to %s: %v", r.Add.EntryID, rec.to[i], err)
+			continue
+		}
+		if string(e.Payload) != want[r.Add.EntryID] {
+			t.Errorf("add of entry %d to %s carries payload %q", r.Add.EntryID, rec.to[i], e.Payload)
+		}
+		sent[r.Add.EntryID] = append(sent[r.Add.EntryID], rec.to[i])
+	}
+	for id := range want {
+		if len(sent[id]) != len(bs) {
+			t.Errorf("entry %d sent to %v, want every bookie of %v", id, sent[id], bs)
+		}
+	}
+	// Once the nesting unwound, the scratch space works for the next add.
+	rec.reqs, rec.to = nil, nil
+	x.Do(ledger.SendAdd{Bookies: bs[:1], EntryID: 8, LAC: 7, Length: 80, Payload: []byte("eight")})
+	if e, err := dig.VerifyEntry(rec.reqs[0].Add.Body, 9, 8); err != nil || string(e.Payload) != "eight" {
+		t.Errorf("add after the nested one: %v %q", err, e.Payload)
+	}
+}
+
+// holder is a Bookies that keeps each callback for the test to call (an
+// answer still on the wire), or calls it at once when answerNow is set.
+type holder struct {
+	answerNow bool
+	held      []func(*wire.Response, error)
+}
+
+func (h *holder) Send(_ string, _ int64, _ *wire.Request, cb func(*wire.Response, error)) {
+	if h.answerNow {
+		cb(nil, errNoBookie)
+		return
+	}
+	h.held = append(h.held, cb)
+}
+
+// readLACMachine sends one READ_LAC to b1 and is Done at its answer.
+func readLACMachine() *scripted {
+	m := &scripted{start: []ledger.Effect{ledger.SendReadLAC{Bookies: []metadata.BookieID{"b1"}}}}
+	m.react = func(ev ledger.Event) []ledger.Effect {
+		if _, ok := ev.(ledger.ReadLACResponse); ok {
+			m.done = true
+		}
+		return nil
+	}
+	return m
+}
+
+// TestRunAgain: an executor with its own queue runs one machine after
+// another; each Run gets the answers of its own requests, and a late
+// answer to an abandoned Run reaches no later one.
+func TestRunAgain(t *testing.T) {
+	h := &holder{}
+	rec := &recorder{}
+	x := New(Config{LedgerID: 9, Digester: mustDigester(), Bookies: h, Store: rec})
+	noDeliver := func(eff ledger.Effect) { t.Errorf("delivered %T", eff) }
+	// The bound only turns a hang (the bug) into a failure; a correct Run
+	// returns as soon as its answer is queued.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	// Run 1 is stopped with its request unanswered.
+	stop := make(chan struct{})
+	close(stop)
+	m1 := readLACMachine()
+	if err := x.Run(ctx, nil, stop, m1, m1.Start, noDeliver); !errors.Is(err, ErrStopped) {
+		t.Fatalf("run 1: %v, want ErrStopped", err)
+	}
+	if len(h.held) != 1 {
+		t.Fatalf("run 1 sent %d requests, want 1", len(h.held))
+	}
+	late := h.held[0]
+
+	// Run 2 and 3 are answered at once and finish.
+	h.answerNow = true
+	for i := 2; i <= 3; i++ {
+		m := readLACMachine()
+		if err := x.Run(ctx, nil, nil, m, m.Start, noDeliver); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if len(m.steps) != 1 {
+			t.Errorf("run %d stepped %v, want its one answer", i, m.steps)
+		}
+	}
+
+	// Run 1's late answer arrives between runs: it is dropped, and run 4
+	// steps its own answer alone.
+	late(nil, errors.New("late answer to run 1"))
+	m4 := readLACMachine()
+	if err := x.Run(ctx, nil, nil, m4, m4.Start, noDeliver); err != nil {
+		t.Fatalf("run 4: %v", err)
+	}
+	if want := []ledger.Event{ledger.ReadLACResponse{Bookie: "b1", Err: errNoBookie}}; !reflect.DeepEqual(m4.steps, want) {
+		t.Errorf("run 4 stepped %v, want %v", m4.steps, want)
+	}
+
+	// Outside Run, the executor has no loop to answer to: Do says so.
+	func() {
+		defer func() {
+			if p := recover(); p == nil {
+				t.Error("Do outside Run on an executor with its own queue did not panic")
+			}
+		}()
+		x.Do(ledger.SendReadLAC{Bookies: []metadata.BookieID{"b1"}})
+	}()
 }

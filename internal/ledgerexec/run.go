@@ -119,11 +119,26 @@ func (t *Ticker) Stop() {
 // once m is Done, ctx's error if ctx ends first, or ErrStopped if stop
 // closes first; the machine is then abandoned and answers still in flight
 // are dropped.
+//
+// Each Run has a queue of its own, closed when it returns: an executor may
+// run one machine after another, and the late answers of an earlier Run
+// are dropped, never stepped into a later Run's machine. Runs of one
+// executor do not overlap (Run panics if called while one is running).
 func (x *Executor) Run(ctx context.Context, clk clock.Clock, stop <-chan struct{}, m ledger.Machine, start func(), deliver func(ledger.Effect)) error {
-	if x.queue == nil {
+	if !x.ownQueue {
 		panic("ledgerexec: Run needs the executor's own queue (Config.Emit nil)")
 	}
-	defer x.queue.Close()
+	if x.running {
+		panic("ledgerexec: Run called while the executor is already running a machine")
+	}
+	q := NewQueue()
+	// Each send captures cfg.Emit when it is made, so an answer goes to the
+	// queue of the Run that sent its request.
+	x.running, x.cfg.Emit = true, func(ev ledger.Event) { q.Push(ev) }
+	defer func() {
+		q.Close()
+		x.running, x.cfg.Emit = false, nil
+	}()
 	tick := NewTicker(clk, m.TickInterval())
 	defer tick.Stop()
 	start()
@@ -140,8 +155,8 @@ func (x *Executor) Run(ctx context.Context, clk clock.Clock, stop <-chan struct{
 		case <-tick.C():
 			tick.Fired()
 			m.Step(ledger.Tick{})
-		case <-x.queue.Signal():
-			for _, it := range x.queue.Drain() {
+		case <-q.Signal():
+			for _, it := range q.Drain() {
 				m.Step(it.(ledger.Event))
 			}
 		case <-ctx.Done():

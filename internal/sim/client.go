@@ -83,6 +83,11 @@ type actor struct {
 
 	pending map[uint64]*pendingReq
 	nextTxn uint64
+	// gen counts the machines the actor has run (setMachine): a request
+	// carries the gen of the machine that sent it, and a failure delivered
+	// after the actor moved to another machine (a reader's next round) is
+	// dropped, never stepped into a machine that did not send it.
+	gen uint64
 	// crashed: the client process died; nothing reaches its machine any
 	// more, but what it sent is still on the wire.
 	crashed bool
@@ -126,6 +131,7 @@ type pendingReq struct {
 	fence    bool
 	longPoll bool          // a long-poll read (entry -1, previousLAC, piggyback)
 	wait     time.Duration // long polls: the timeOut the bookie may wait
+	gen      uint64        // the actor's machine when it was sent
 	payload  []byte        // adds: the entry's payload
 	lac      int64         // adds: the piggybacked LAC
 	desc     string
@@ -135,6 +141,15 @@ type pendingReq struct {
 }
 
 func (a *actor) live() bool { return !a.crashed && !a.finished }
+
+// setMachine makes m the actor's machine. Requests the previous machine
+// sent are forgotten: answers to them are dropped, as are failures
+// already scheduled for delivery (connectionLost).
+func (a *actor) setMachine(m ledger.Machine) {
+	clear(a.pending)
+	a.gen++
+	a.m = m
+}
 
 func (w *world) newActor(kind actorKind, prefix string, l *ledgerRec) *actor {
 	name := w.newName(prefix)
@@ -256,7 +271,7 @@ func (a *actor) Send(bookie string, _ int64, req *wire.Request, cb func(*wire.Re
 	r.Add.Body = slices.Clone(req.Add.Body)
 	a.nextTxn++
 	p := describe(a.led, metadata.BookieID(bookie), &r)
-	p.txn, p.cb = a.nextTxn, cb
+	p.txn, p.cb, p.gen = a.nextTxn, cb, a.gen
 	r.Protocol = wire.ProtocolV3
 	r.Header.Version, r.Header.TxnID = wire.VersionThree, p.txn
 	r.Header.HasPriority = r.Header.Priority != 0
@@ -343,7 +358,8 @@ func (a *actor) refused(p *pendingReq) {
 }
 
 // connectionLost fails every request pending on bookie b, in txn order,
-// as soon as the loop gets to it.
+// as soon as the loop gets to it; failures of requests whose machine the
+// actor has replaced by then are dropped (setMachine).
 func (a *actor) connectionLost(b metadata.BookieID) {
 	var lost []*pendingReq
 	for _, txn := range sortedKeys(a.pending) {
@@ -359,6 +375,9 @@ func (a *actor) connectionLost(b metadata.BookieID) {
 		for _, p := range lost {
 			a.w.logf("%s: %s to %s: connection lost", a.name, p.desc, p.bookie)
 			a.w.rec.fail(a, p, p.desc+" to "+string(p.bookie)+": connection lost")
+			if p.gen != a.gen {
+				continue // its machine is gone: nothing waits for it
+			}
 			p.cb(nil, errConnectionLost)
 		}
 	})

@@ -299,7 +299,8 @@ func (w *world) createLedger(e, qw, qa, window int) *actor {
 		panic(err)
 	}
 	a := w.newActor(kindWriter, "w", l)
-	a.writer, a.m = wr, wr
+	a.writer = wr
+	a.setMachine(wr)
 	a.window = window
 	l.writer = a
 	w.logf("%s: ledger %d E=%d Qw=%d Qa=%d %s window=%d", a.name, id, e, qw, qa, ledger.FormatMetadata(md), a.window)
@@ -370,7 +371,8 @@ func (w *world) startRecoveryReadAhead(l *ledgerRec, readAhead int) *actor {
 		Placement: l.policy, Writable: w.writable(), ReadAhead: readAhead,
 		Unsafe: w.unsafe,
 	})
-	a.rec, a.m = rec, rec
+	a.rec = rec
+	a.setMachine(rec)
 	l.recovering++
 	w.stats.Recoveries++
 	w.logf("%s: recover ledger %d from v%d %s", a.name, l.id, v, ledger.FormatMetadata(md))
@@ -409,20 +411,19 @@ func (w *world) readerRound(a *actor) {
 		a.finished = true
 		return
 	}
-	clear(a.pending) // answers to the previous round are dropped
 	a.mdSeen = md
 	if a.longPoll {
 		lp := ledger.NewLongPollLAC(ledger.LongPollConfig{
 			LedgerID: a.led.id, Metadata: md, Verifier: a.led.dig,
 			PreviousLAC: a.next - 1, TimeoutMs: int64(20 + a.rng.IntN(280)),
 		})
-		a.m = lp
+		a.setMachine(lp) // answers to the previous round are dropped
 		lp.Start()
 		a.drain()
 		return
 	}
 	r := ledger.NewReadLAC(ledger.ReadLACConfig{LedgerID: a.led.id, Metadata: md, Verifier: a.led.dig, UseReadLAC: a.rng.IntN(1000) < 500})
-	a.m = r
+	a.setMachine(r) // answers to the previous round are dropped
 	a.mdSeen = md
 	r.Start()
 	a.drain()
@@ -440,12 +441,11 @@ func (a *actor) readerLAC(eff ledger.LACComplete) {
 		w.after(between(a.rng, 5*time.Millisecond, 30*time.Millisecond), func() { w.readerRound(a) })
 		return
 	}
-	clear(a.pending)
 	r, err := ledger.NewRead(ledger.ReadConfig{LedgerID: a.led.id, Metadata: a.mdSeen, Verifier: a.led.dig, First: a.next, Last: min(eff.LAC, a.next+7)})
 	if err != nil {
 		panic(err)
 	}
-	a.m = r
+	a.setMachine(r)
 	r.Start()
 	a.drain()
 }
@@ -468,12 +468,11 @@ func (a *actor) readerLongPoll(eff ledger.LongPollComplete) {
 		w.after(between(a.rng, 0, 3*time.Millisecond), func() { w.readerRound(a) })
 		return
 	}
-	clear(a.pending)
 	r, err := ledger.NewRead(ledger.ReadConfig{LedgerID: a.led.id, Metadata: a.mdSeen, Verifier: a.led.dig, First: a.next, Last: min(eff.LAC, a.next+7)})
 	if err != nil {
 		panic(err)
 	}
-	a.m = r
+	a.setMachine(r)
 	r.Start()
 	a.drain()
 }
