@@ -20,7 +20,11 @@
 // (see "Expansion"): no index, no shard, only spilled entry logs. Each
 // ledger directory holds a LAYOUT file; Open refuses a moved or removed
 // directory (ErrLayout, ErrDataLost), since that would reshuffle ledgers
-// or lose entry logs.
+// or lose entry logs. Open creates missing directories and fsyncs every
+// ancestor of every ledger and journal directory up to the root (once per
+// Open): the levels above a directory may have been created unsynced (by
+// the bookie, an operator or MkdirAll), and a power loss would then take
+// the directory with everything in it.
 //
 // # Spill
 //

@@ -352,14 +352,31 @@ func checkNewDir(fs vfs.FS, dir string) error {
 }
 
 // mkdirs creates the configured directories that do not exist yet (once
-// the evidence checks passed), syncing each parent.
+// the evidence checks passed) and fsyncs every ancestor of each, up to the
+// root: a directory entry is durable only once the directory holding it
+// is synced, and MkdirAll (here, or the bookie's or an operator's before
+// Open) may have created several levels unsynced. Syncing only the
+// immediate parent would let a power loss take a new ledger directory
+// (/disk3/ledgers/current under a new /disk3/ledgers), its LAYOUT and
+// every entry log spilled to it, although the other LAYOUTs record it.
+// Once per Open, also for directories that existed: a crash may have come
+// between their creation and the sync.
 func (s *Store) mkdirs() error {
+	synced := make(map[string]bool)
 	for _, dir := range append(slices.Clone(s.cfg.LedgerDirs), s.cfg.JournalDirs...) {
 		if err := s.fs.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("ledgerstore: create %s: %w", dir, err)
 		}
-		if err := syncDir(s.fs, s.fs.PathDir(dir)); err != nil {
-			return err
+		for d := dir; ; {
+			parent := s.fs.PathDir(d)
+			if parent == d || synced[parent] {
+				break
+			}
+			if err := syncDir(s.fs, parent); err != nil {
+				return err
+			}
+			synced[parent] = true
+			d = parent
 		}
 	}
 	return nil

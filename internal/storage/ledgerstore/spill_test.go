@@ -3,6 +3,7 @@ package ledgerstore
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -482,5 +483,45 @@ func TestSpillSurvivesCrash(t *testing.T) {
 	spillReadAll(t, s, []int64{2, 4}, 0, 10)
 	if d := logDirOf(t, s, 4, 9); d != "/l1/entrylogs-shard-0" {
 		t.Fatalf("after the crash ledger 4's entries are in %s (replayed?), want the spilled log", d)
+	}
+}
+
+// TestExpansionNestedDirSurvivesCrash: a capacity directory several levels
+// below a new mount point (/disk3/ledgers/current, its parents created by
+// Open's MkdirAll or, unsynced, by the bookie before Open) survives a power
+// loss with the entries spilled to it: Open syncs every ancestor, not only
+// the immediate parent.
+func TestExpansionNestedDirSurvivesCrash(t *testing.T) {
+	for _, premade := range []bool{false, true} {
+		t.Run(fmt.Sprintf("premade=%v", premade), func(t *testing.T) {
+			mem, cfg := expandBase(t)
+			const dir = "/disk3/ledgers/current"
+			if premade {
+				if err := mem.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ecfg := cfg
+			ecfg.LedgerDirs = append(slices.Clone(cfg.LedgerDirs), dir)
+			ecfg.AllowExpansion = true
+			s := mustOpen(t, mem, ecfg)
+			s.SetLedgerDirFull(0, true)
+			s.SetLedgerDirFull(1, true)
+			spillEntries(t, s, []int64{4, 5}, 0, 10)
+			if err := s.Checkpoint(); err != nil { // entries durable, journal trimmed
+				t.Fatal(err)
+			}
+			if d := logDirOf(t, s, 4, 0); d != dir+"/entrylogs-shard-0" {
+				t.Fatalf("ledger 4's entries are in %s, want the capacity directory", d)
+			}
+			crashed := mem.CrashClone(vfs.CrashCloneCfg{})
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s = mustOpen(t, crashed, ecfg)
+			defer s.Close()
+			spillReadAll(t, s, []int64{1, 2, 3}, 0, 10)
+			spillReadAll(t, s, []int64{4, 5}, 0, 10)
+		})
 	}
 }
