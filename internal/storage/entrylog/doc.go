@@ -27,7 +27,8 @@
 // is a *CorruptionError naming both files. A new log, or a compaction
 // output, goes to the own directory unless it is marked full (SetDirFull),
 // else to the writable directory with the most free space (ties: the
-// lowest index; the file system's GetDiskUsage says), else, when every
+// lowest index; the file system's GetDiskUsage of the directory, or of its
+// nearest existing ancestor before it is created, says), else, when every
 // directory is full, where the store is writing already. The current log
 // of a directory that became full is sealed at the next Flush and the
 // next one starts elsewhere. Directories other than the own one are

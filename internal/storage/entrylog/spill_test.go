@@ -3,6 +3,7 @@ package entrylog
 import (
 	"errors"
 	"io"
+	iofs "io/fs"
 	"strings"
 	"sync"
 	"testing"
@@ -10,8 +11,9 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// freeFS reports chosen free space per directory: a real disk cannot be
-// filled on demand, and MemFS reports no usage at all.
+// freeFS reports chosen free space per mount point ("own", "a", "b"): a
+// real disk cannot be filled on demand, and MemFS reports no usage at all.
+// Like statfs(2), it fails for a path that does not exist.
 type freeFS struct {
 	vfs.FS
 	mu   sync.Mutex
@@ -19,6 +21,9 @@ type freeFS struct {
 }
 
 func (f *freeFS) GetDiskUsage(path string) (vfs.DiskUsage, error) {
+	if _, err := f.FS.Stat(path); err != nil {
+		return vfs.DiskUsage{}, &iofs.PathError{Op: "statfs", Path: path, Err: err}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for dir, free := range f.free {
@@ -29,10 +34,19 @@ func (f *freeFS) GetDiskUsage(path string) (vfs.DiskUsage, error) {
 	return vfs.DiskUsage{}, errors.New("freeFS: no usage configured for " + path)
 }
 
-var spillDirs = []string{"own", "a", "b"}
+// spillDirs are the store's own directory and its spill directories "a/spill"
+// and "b/spill", below mount points that exist (as a ledger directory holds
+// a spill directory that is created only when its first log goes there).
+var spillDirs = []string{"own", "a/spill", "b/spill"}
 
 func newFreeFS() *freeFS {
-	return &freeFS{FS: vfs.NewCrashableMem(), free: map[string]uint64{"own": 500, "a": 300, "b": 600}}
+	fs := &freeFS{FS: vfs.NewCrashableMem(), free: map[string]uint64{"own": 500, "a": 300, "b": 600}}
+	for _, m := range []string{"a", "b"} {
+		if err := fs.MkdirAll(m, 0o755); err != nil {
+			panic(err)
+		}
+	}
+	return fs
 }
 
 func openSpill(t *testing.T, fs vfs.FS) *Store {
@@ -57,7 +71,8 @@ func flushEntries(t *testing.T, s *Store, x *fakeIndex, l, from, to int64) {
 	}
 }
 
-// dirOf returns the directory holding the log of entry (l, e).
+// dirOf returns the mount point ("own", "a" or "b") holding the log of
+// entry (l, e).
 func dirOf(t *testing.T, s *Store, x *fakeIndex, l, e int64) string {
 	t.Helper()
 	loc, ok := x.get(l, e)
@@ -68,7 +83,7 @@ func dirOf(t *testing.T, s *Store, x *fakeIndex, l, e int64) string {
 	if !ok {
 		t.Fatalf("log %d of entry %d/%d unknown", loc.LogID, l, e)
 	}
-	return d
+	return strings.SplitN(d, "/", 2)[0]
 }
 
 // TestSpillPlacement: new logs go to the own directory unless it is full,
@@ -140,7 +155,7 @@ func TestSpillPlacement(t *testing.T) {
 	for e := int64(0); e < 40; e++ {
 		mustReadBack(t, s, x, 1, e, 100)
 	}
-	if names, err := fs.List("b"); err != nil || len(names) == 0 {
+	if names, err := fs.List(spillDirs[2]); err != nil || len(names) == 0 {
 		t.Fatalf("b holds %v, %v", names, err)
 	}
 }
@@ -197,8 +212,8 @@ func TestSpillDuplicateLogID(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := "own/" + LogFileName(loc.LogID)
-	dst := "b/" + LogFileName(loc.LogID)
-	if err := fs.MkdirAll("b", 0o755); err != nil {
+	dst := spillDirs[2] + "/" + LogFileName(loc.LogID)
+	if err := fs.MkdirAll(spillDirs[2], 0o755); err != nil {
 		t.Fatal(err)
 	}
 	copyFile(t, fs, src, dst)
@@ -274,7 +289,7 @@ func TestSpillCompaction(t *testing.T) {
 	if d := dirOf(t, s, x, 1, 0); d != "own" {
 		t.Fatalf("compaction output of a spilled log in %s, want own", d)
 	}
-	if _, err := fs.Stat("b/" + LogFileName(spilled.LogID)); err == nil {
+	if _, err := fs.Stat(spillDirs[2] + "/" + LogFileName(spilled.LogID)); err == nil {
 		t.Fatal("the compacted spilled log is still on disk")
 	}
 	// Roll to a new log elsewhere so that own's log is sealed, then
@@ -324,7 +339,7 @@ func TestSpillGCRemovesSpilledLog(t *testing.T) {
 	if err != nil || st.LogsRemoved != 1 {
 		t.Fatalf("GC: %+v, %v", st, err)
 	}
-	path := "b/" + LogFileName(spilled.LogID)
+	path := spillDirs[2] + "/" + LogFileName(spilled.LogID)
 	if _, err := fs.Stat(path); err == nil {
 		t.Fatalf("%s survived GC", path)
 	}

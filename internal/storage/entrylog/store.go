@@ -295,8 +295,9 @@ func (s *Store) SetDirFull(i int, full bool) {
 }
 
 // pickDir is where a new log goes: the own directory unless it is full,
-// else the writable directory with the most free space (ties: the lowest
-// index; a directory whose usage cannot be read is skipped). When every
+// else the writable directory with the most free space, read from the
+// directory or, before it exists, its nearest existing ancestor (ties: the
+// lowest index; a directory whose usage cannot be read is skipped). When every
 // directory is full the store keeps writing where it is: in cur's
 // directory if cur is not nil, else where the last log was created.
 func (s *Store) pickDir(cur *logDir) *logDir {
@@ -309,7 +310,7 @@ func (s *Store) pickDir(cur *logDir) *logDir {
 		if d.full.Load() {
 			continue
 		}
-		u, err := s.fs.GetDiskUsage(d.path)
+		u, err := s.fs.GetDiskUsage(s.usagePath(d))
 		if err != nil {
 			continue
 		}
@@ -331,6 +332,25 @@ func (s *Store) pickDir(cur *logDir) *logDir {
 	s.dirMu.Lock()
 	defer s.dirMu.Unlock()
 	return s.lastDir
+}
+
+// usagePath is the path whose file system's usage stands for d's: d
+// itself once it exists, else its nearest existing ancestor (a spill
+// directory is created only when its first log goes there, and statfs(2)
+// fails for a path that does not exist, which would leave the most-free
+// rule comparing only the directories already used).
+func (s *Store) usagePath(d *logDir) string {
+	p := d.path
+	for {
+		if _, err := s.fs.Stat(p); err == nil {
+			return p
+		}
+		parent := s.fs.PathDir(p)
+		if parent == p {
+			return d.path
+		}
+		p = parent
+	}
 }
 
 // writableElsewhere reports whether a directory other than d takes new
