@@ -31,7 +31,11 @@
 // nearest existing ancestor before it is created, says), else, when every
 // directory is full, where the store is writing already. The current log
 // of a directory that became full is sealed at the next Flush and the
-// next one starts elsewhere. Directories other than the own one are
+// next one starts elsewhere. ENOSPC creating, writing or syncing a log
+// marks its directory full and the Flush writes the frozen generation
+// again, from its start, into another writable directory (the records of
+// the failed attempt are indexed nowhere and GC removes them); with no
+// writable directory left Flush returns the error. Directories other than the own one are
 // created when the first log goes there. A log is read, compacted and
 // removed (its directory fsynced) where it lives.
 //

@@ -6,9 +6,12 @@ import (
 	iofs "io/fs"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 )
 
 // freeFS reports chosen free space per mount point ("own", "a", "b"): a
@@ -407,4 +410,107 @@ func TestSpillConcurrentToggle(t *testing.T) {
 	s = openSpill(t, fs)
 	defer s.Close()
 	check()
+}
+
+// noSpace fails operations of the given kinds on paths under prefix with
+// ENOSPC while armed: a real disk cannot be filled on demand.
+type noSpace struct {
+	armed  atomic.Bool
+	kinds  map[errorfs.OpKind]bool
+	prefix string
+	hits   atomic.Int64
+}
+
+func (n *noSpace) MaybeError(op errorfs.Op) error {
+	if n.armed.Load() && n.kinds[op.Kind] && strings.HasPrefix(op.Path, n.prefix) {
+		n.hits.Add(1)
+		return &iofs.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
+	}
+	return nil
+}
+
+func (n *noSpace) String() string { return "noSpace(" + n.prefix + ")" }
+
+// TestSpillNoSpaceMovesOn: ENOSPC creating, writing or syncing a log in a
+// directory nobody marked full yet (the disk checker had not run, or a
+// restart forgot its verdict) marks it full and the flush writes the
+// generation again into the writable directory with the most free space:
+// Flush succeeds, every entry reads back, the failed log is never written
+// again, and the directory takes no new logs (until marked writable again).
+func TestSpillNoSpaceMovesOn(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		kind errorfs.OpKind
+	}{
+		{"create", errorfs.OpCreate},
+		{"write", errorfs.OpFileWrite},
+		{"sync", errorfs.OpFileSync},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := newFreeFS()
+			ns := &noSpace{kinds: map[errorfs.OpKind]bool{tc.kind: true}, prefix: "own/"}
+			s := openSpill(t, errorfs.Wrap(fs, ns))
+			defer s.Close()
+			x := newFakeIndex()
+			if tc.kind != errorfs.OpCreate {
+				flushEntries(t, s, x, 1, 0, 5) // a current log in own
+				if d := dirOf(t, s, x, 1, 0); d != "own" {
+					t.Fatalf("first log in %s", d)
+				}
+			}
+			ns.armed.Store(true)
+			flushEntries(t, s, x, 2, 0, 5)
+			if ns.hits.Load() == 0 {
+				t.Fatal("no ENOSPC injected")
+			}
+			if d := dirOf(t, s, x, 2, 0); d != "b" {
+				t.Fatalf("after ENOSPC in own: log in %s, want b (most free space)", d)
+			}
+			hits := ns.hits.Load()
+			flushEntries(t, s, x, 3, 0, 5)
+			if d := dirOf(t, s, x, 3, 0); d != "b" || ns.hits.Load() != hits {
+				t.Fatalf("own out of space: next log in %s, %d more ENOSPC (own must take no new logs)", d, ns.hits.Load()-hits)
+			}
+			for l := int64(1); l <= 3; l++ {
+				if l == 1 && tc.kind == errorfs.OpCreate {
+					continue
+				}
+				for e := int64(0); e < 5; e++ {
+					mustReadBack(t, s, x, l, e, 100)
+				}
+			}
+		})
+	}
+}
+
+// TestSpillNoSpaceEverywhere: ENOSPC with no other writable directory is
+// Flush's error (the generation stays cached and readable), not a loop.
+func TestSpillNoSpaceEverywhere(t *testing.T) {
+	fs := newFreeFS()
+	ns := &noSpace{kinds: map[errorfs.OpKind]bool{errorfs.OpCreate: true}, prefix: ""}
+	s := openSpill(t, errorfs.Wrap(fs, ns))
+	defer s.Close()
+	x := newFakeIndex()
+	ns.armed.Store(true)
+	for e := int64(0); e < 5; e++ {
+		if err := s.Add(1, e, body(1, e, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Flush(x.put); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("flush with every directory out of space: %v, want ENOSPC", err)
+	}
+	if got, ok := s.ReadCached(1, 3); !ok || len(got) == 0 {
+		t.Fatal("entry not readable from the cache after the failed flush")
+	}
+	ns.armed.Store(false)
+	for i := range spillDirs {
+		s.SetDirFull(i, false)
+	}
+	if err := s.Flush(x.put); err != nil {
+		t.Fatal(err)
+	}
+	for e := int64(0); e < 5; e++ {
+		mustReadBack(t, s, x, 1, e, 100)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -789,7 +790,9 @@ func (s *Store) wakeAddersLocked() {
 // the frozen generation released, so an entry is always readable from the
 // cache or through the index. On any error the generation stays frozen and
 // readable, and the next Flush writes it again into a new log (a log whose
-// write or sync failed is never written again).
+// write or sync failed is never written again). ENOSPC in a directory is
+// handled within the Flush: the directory is marked full (SetDirFull) and
+// the generation is written again into another writable one.
 //
 // Flush returns nil at once if there is nothing to flush.
 func (s *Store) Flush(apply func([]Placement) error) error {
@@ -823,31 +826,26 @@ func (s *Store) Flush(apply func([]Placement) error) error {
 		}
 		return cmp.Compare(a.key.entryID, b.key.entryID)
 	})
-	placements := make([]Placement, 0, len(order))
-	usage := make(map[*logFile]map[int64]int64)
-	for _, e := range order {
-		w, err := s.currentWriter(int64(RecordHeaderSize + len(e.body)))
-		if err != nil {
+	// A directory out of space (ENOSPC creating or writing a log) is
+	// marked full and the generation is written again from its start into
+	// another writable directory: it is still frozen in memory, and the
+	// records of the failed attempt (in the abandoned log, or in a log it
+	// sealed) are indexed nowhere, so GC removes them. Each retry marks one
+	// more directory full, so the loop ends; with no writable directory
+	// left the error is returned as any other.
+	var placements []Placement
+	var usage map[*logFile]map[int64]int64
+	for {
+		var err error
+		placements, usage, err = s.writeFrozen(order)
+		if err == nil {
+			break
+		}
+		var de *dirError
+		if !errors.As(err, &de) || !errors.Is(err, syscall.ENOSPC) || de.dir.full.Load() || !s.writableElsewhere(de.dir) {
 			return err
 		}
-		loc := Location{LogID: w.lf.id, Offset: w.offset, Size: uint32(len(e.body))}
-		if err := s.appendTo(w, e.key.ledgerID, e.key.entryID, e.body); err != nil {
-			s.abandonCurrent()
-			return err
-		}
-		placements = append(placements, Placement{LedgerID: e.key.ledgerID, EntryID: e.key.entryID, Loc: loc})
-		u := usage[w.lf]
-		if u == nil {
-			u = make(map[int64]int64)
-			usage[w.lf] = u
-		}
-		u[e.key.ledgerID] += int64(RecordHeaderSize + len(e.body))
-	}
-	if w := s.current; w != nil {
-		if err := s.syncWriter(w); err != nil {
-			s.abandonCurrent()
-			return err
-		}
+		de.dir.full.Store(true)
 	}
 	s.mu.Lock()
 	for lf, u := range usage {
@@ -886,6 +884,51 @@ func (s *Store) Flush(apply func([]Placement) error) error {
 	return nil
 }
 
+// writeFrozen appends the sorted entries of the frozen generation to the
+// current log (rotating as needed) and syncs it, returning the placements
+// and the bytes each ledger took in each log. An error from creating,
+// writing or syncing a log is a *dirError naming its directory; the
+// failed log is abandoned (never written or synced again).
+// REQUIRES: flushMu held.
+func (s *Store) writeFrozen(order []cachedEntry) ([]Placement, map[*logFile]map[int64]int64, error) {
+	placements := make([]Placement, 0, len(order))
+	usage := make(map[*logFile]map[int64]int64)
+	for _, e := range order {
+		w, err := s.currentWriter(int64(RecordHeaderSize + len(e.body)))
+		if err != nil {
+			return nil, nil, err
+		}
+		loc := Location{LogID: w.lf.id, Offset: w.offset, Size: uint32(len(e.body))}
+		if err := s.appendTo(w, e.key.ledgerID, e.key.entryID, e.body); err != nil {
+			s.abandonCurrent()
+			return nil, nil, &dirError{dir: w.lf.dir, err: err}
+		}
+		placements = append(placements, Placement{LedgerID: e.key.ledgerID, EntryID: e.key.entryID, Loc: loc})
+		u := usage[w.lf]
+		if u == nil {
+			u = make(map[int64]int64)
+			usage[w.lf] = u
+		}
+		u[e.key.ledgerID] += int64(RecordHeaderSize + len(e.body))
+	}
+	if w := s.current; w != nil {
+		if err := s.syncWriter(w); err != nil {
+			s.abandonCurrent()
+			return nil, nil, &dirError{dir: w.lf.dir, err: err}
+		}
+	}
+	return placements, usage, nil
+}
+
+// dirError is a failure to create, write or sync a log in dir.
+type dirError struct {
+	dir *logDir
+	err error
+}
+
+func (e *dirError) Error() string { return e.err.Error() }
+func (e *dirError) Unwrap() error { return e.err }
+
 // releaseSealed lets GC compact the logs sealed during this flush.
 // REQUIRES: flushMu held.
 func (s *Store) releaseSealed() {
@@ -915,7 +958,7 @@ func (s *Store) currentWriter(n int64) (*logWriter, error) {
 		}
 		if err := s.syncWriter(w); err != nil {
 			s.abandonCurrent()
-			return nil, err
+			return nil, &dirError{dir: w.lf.dir, err: err}
 		}
 		// The sealed log stays in mu.writing (so GC leaves it alone) until
 		// the flush that wrote it has applied its placements: compacting
@@ -960,6 +1003,15 @@ func (s *Store) abandonCurrent() {
 // is registered only by publishCompacted.
 func (s *Store) createLog(compacting bool, cur *logDir) (*logWriter, error) {
 	d := s.pickDir(cur)
+	w, err := s.createLogIn(d, compacting)
+	if err != nil && !errors.Is(err, ErrClosed) {
+		return nil, &dirError{dir: d, err: err}
+	}
+	return w, err
+}
+
+// createLogIn is createLog in directory d.
+func (s *Store) createLogIn(d *logDir, compacting bool) (*logWriter, error) {
 	if err := s.makeDir(d); err != nil {
 		return nil, err
 	}

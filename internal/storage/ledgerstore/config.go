@@ -43,6 +43,16 @@ type Config struct {
 	// "Expansion"). The bookie sets it from allowStorageExpansion. Without
 	// it, more ledger directories than the store records is ErrLayout.
 	AllowExpansion bool
+	// FullLedgerDirs lists the positions (indexes in LedgerDirs) of the
+	// ledger directories that are full when Open starts: the bookie's
+	// disk checker's verdict, which Open applies (as SetLedgerDirFull(p,
+	// true)) before journal replay writes any entry log, so a restart
+	// does not flush replayed entries into a full directory. Later changes
+	// go through SetLedgerDirFull. Independently of it, an entry log that
+	// cannot be created or written for lack of space (ENOSPC) marks its
+	// directory full for that shard and the flush moves to another
+	// writable directory. A position out of range is an error.
+	FullLedgerDirs []int
 
 	// Clock is required.
 	Clock Clock
@@ -144,6 +154,11 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("ledgerstore: at least one journal directory and one ledger directory are required")
 	}
 	seen := map[string]bool{}
+	for _, p := range c.FullLedgerDirs {
+		if p < 0 || p >= len(c.LedgerDirs) {
+			return c, fmt.Errorf("ledgerstore: Config.FullLedgerDirs names position %d, but there are %d ledger directories", p, len(c.LedgerDirs))
+		}
+	}
 	for _, d := range append(append([]string(nil), c.JournalDirs...), c.LedgerDirs...) {
 		if d == "" {
 			return c, errors.New("ledgerstore: empty directory name")

@@ -42,7 +42,14 @@
 // disk checker), else the writable directory with the most free space
 // (ties: the lowest position). A shard whose current log is in a
 // directory that became full rolls to a new log elsewhere at its next
-// flush: a full directory takes no new entry logs. When every ledger
+// flush: a full directory takes no new entry logs. The marks live in
+// memory: Config.FullLedgerDirs carries the disk checker's verdict into
+// Open, which applies it before journal replay writes any entry log. A
+// directory that runs out of space before anyone marked it (ENOSPC
+// creating, writing or syncing an entry log) is marked full for that
+// shard and the flush writes its (still cached) entries again in another
+// writable directory; the failed log is never written again, and the mark
+// stays until SetLedgerDirFull(position, false). When every ledger
 // directory is full, the shards keep writing where they are: the bookie is
 // read-only by then, but journal replay, recovery adds and compaction may
 // still need room. The index of a shard keeps growing in its own

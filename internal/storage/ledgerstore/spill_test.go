@@ -3,11 +3,14 @@ package ledgerstore
 import (
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 )
 
 // spillEntries adds entries [from, to) of each ledger, 200 bytes each.
@@ -523,5 +526,67 @@ func TestExpansionNestedDirSurvivesCrash(t *testing.T) {
 			spillReadAll(t, s, []int64{1, 2, 3}, 0, 10)
 			spillReadAll(t, s, []int64{4, 5}, 0, 10)
 		})
+	}
+}
+
+// TestSpillReplayIntoFullDir: entries of a shard whose own directory is
+// full were journaled (not yet flushed) before a crash. The restart
+// replays them and must not fail Open by flushing into the full
+// directory: with Config.FullLedgerDirs (the disk checker's verdict) the
+// replay flush goes elsewhere at once; without it, ENOSPC creating the
+// log marks the directory full and the flush moves on.
+func TestSpillReplayIntoFullDir(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		configure bool
+	}{{"FullLedgerDirs", true}, {"ENOSPC", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewCrashableMem()
+			cfg := testConfig()
+			s := mustOpen(t, mem, cfg)
+			s.SetLedgerDirFull(0, true)
+			spillEntries(t, s, []int64{2, 4}, 0, 10) // journaled, in the write cache
+			crashed := mem.CrashClone(vfs.CrashCloneCfg{})
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// /l0 is out of space: creating a log in its entrylogs fails.
+			full := errorfs.Wrap(crashed, errorfs.InjectorFunc(func(op errorfs.Op) error {
+				if op.Kind == errorfs.OpCreate && strings.HasPrefix(op.Path, "/l0/entrylogs/") {
+					return &iofs.PathError{Op: "open", Path: op.Path, Err: syscall.ENOSPC}
+				}
+				return nil
+			}))
+			rcfg := cfg
+			if tc.configure {
+				rcfg.FullLedgerDirs = []int{0}
+			}
+			s, err := Open(full, rcfg)
+			if err != nil {
+				t.Fatalf("reopen with /l0 out of space while /l1 has room: %v", err)
+			}
+			defer s.Close()
+			spillReadAll(t, s, []int64{2, 4}, 0, 10)
+			if d := logDirOf(t, s, 2, 0); d != "/l1/entrylogs-shard-0" {
+				t.Fatalf("replayed entries of ledger 2 in %s, want /l1/entrylogs-shard-0", d)
+			}
+			spillEntries(t, s, []int64{6}, 0, 5)
+			if err := s.FlushWriteCache(); err != nil {
+				t.Fatal(err)
+			}
+			if d := logDirOf(t, s, 6, 0); d != "/l1/entrylogs-shard-0" {
+				t.Fatalf("new entries of ledger 6 in %s, want /l1/entrylogs-shard-0", d)
+			}
+		})
+	}
+}
+
+// TestFullLedgerDirsOutOfRange: a position beyond the configured ledger
+// directories is a configuration error naming it.
+func TestFullLedgerDirsOutOfRange(t *testing.T) {
+	cfg := testConfig()
+	cfg.FullLedgerDirs = []int{len(cfg.LedgerDirs)}
+	if _, err := Open(vfs.NewCrashableMem(), cfg); err == nil || !strings.Contains(err.Error(), "FullLedgerDirs") {
+		t.Fatalf("Open: %v, want an error naming FullLedgerDirs", err)
 	}
 }

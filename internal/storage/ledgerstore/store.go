@@ -214,6 +214,11 @@ func (s *Store) open() error {
 			return err
 		}
 	}
+	// The disk checker's verdict from before Open, so that replay does not
+	// flush into a full directory.
+	for _, p := range s.cfg.FullLedgerDirs {
+		s.SetLedgerDirFull(p, true)
+	}
 	for i, st := range ev.journal {
 		jr := &journalShard{index: i, dir: st.dir}
 		jr.mu.durable, jr.mu.checkpointed = st.ckpt.pos, st.ckpt.pos
