@@ -362,11 +362,16 @@ func checkNewDir(fs vfs.FS, dir string) error {
 // Once per Open, also for directories that existed: a crash may have come
 // between their creation and the sync.
 func (s *Store) mkdirs() error {
-	synced := make(map[string]bool)
-	for _, dir := range append(slices.Clone(s.cfg.LedgerDirs), s.cfg.JournalDirs...) {
+	dirs := append(slices.Clone(s.cfg.LedgerDirs), s.cfg.JournalDirs...)
+	for _, dir := range dirs {
 		if err := s.fs.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("ledgerstore: create %s: %w", dir, err)
 		}
+	}
+	// Sync only after every directory exists: an ancestor synced before a
+	// later MkdirAll added an entry to it would be skipped as done.
+	synced := make(map[string]bool)
+	for _, dir := range dirs {
 		for d := dir; ; {
 			parent := s.fs.PathDir(d)
 			if parent == d || synced[parent] {
