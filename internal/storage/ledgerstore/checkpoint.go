@@ -61,7 +61,7 @@ func (s *Store) Checkpoint() error {
 		if marks[i].Compare(done) <= 0 {
 			continue
 		}
-		c := checkpoint{journalIndex: uint32(jr.index), journalCount: nj, ledgerDirCount: nl, pos: marks[i], storeID: s.storeID}
+		c := checkpoint{journalIndex: uint32(jr.index), journalCount: nj, ledgerDirCount: nl, dirs: uint32(len(s.cfg.LedgerDirs)), pos: marks[i], storeID: s.storeID}
 		if err := writeFileAtomic(s.fs, jr.dir, checkpointFile, encodeCheckpoint(c)); err != nil {
 			err = fmt.Errorf("ledgerstore: recording checkpoint of %s: %w", jr.dir, err)
 			s.fail(err)

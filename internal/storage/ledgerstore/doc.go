@@ -65,15 +65,16 @@
 // LAYOUT (store id, its position, shard count N, directory count D',
 // capacity role: position >= N) and then hosts spill logs of any shard.
 // The order is crash-safe: every new directory's LAYOUT is written (file
-// fsync, rename, directory fsync), then every existing directory's LAYOUT
-// is rewritten with D' (shard directories first, in position order), and
-// no entry log is written to a new directory before every LAYOUT records
-// D' (entry logs open only after). A crash
-// part-way leaves new directories with LAYOUTs nobody relies on: the next
-// Open with the same configuration completes the expansion; one with the
-// old configuration opens as long as no old LAYOUT records D' yet, and is
-// refused (ErrDataLost, below) once one does, until the new directories
-// are configured again. Open refuses:
+// fsync, rename, directory fsync), then every journal directory's
+// CHECKPOINT is rewritten with D', then every existing directory's LAYOUT
+// (shard directories first, in position order), and no entry log is
+// written to a new directory before every LAYOUT records D' (entry logs
+// open only after). A crash part-way leaves new directories with LAYOUTs
+// nobody relies on: the next Open with the same configuration completes
+// the expansion; one with the old configuration opens as long as no
+// CHECKPOINT and no old LAYOUT records D' yet, and is refused
+// (ErrDataLost, below) once one does, until the new directories are
+// configured again. Open refuses:
 //
 //   - more directories than the store records, without AllowExpansion
 //     (ErrLayout; the message names allowStorageExpansion);
@@ -84,23 +85,24 @@
 //     store at its position (an interrupted expansion), the bookie's
 //     cookie (VERSION and its temporary files) and lost+found (ErrLayout);
 //   - a moved directory (ErrLayout, as any LAYOUT at another position);
-//   - a capacity directory whose LAYOUT is missing while another LAYOUT
-//     records it: the directory was wiped or replaced, and the entry logs
+//   - a capacity directory whose LAYOUT is missing while a CHECKPOINT or
+//     another LAYOUT records it: the directory was wiped or replaced, and the entry logs
 //     spilled to it with it (*LostError).
 //
 // # Files
 //
-// CHECKPOINT (60 bytes, big-endian, replaced atomically by write-temp,
+// CHECKPOINT (64 bytes, big-endian, replaced atomically by write-temp,
 // fsync, rename, fsync-directory):
 //
-//	+----------+---------+-----------+------------+-----------+----------+------------+-------------+---------+
-//	| magic (8)| vers (4)| journal(4)| journals(4)| ledger    | file id  | offset (8) | store id    | CRC32C  |
-//	| FOLIOCKP | 2       | index     | count      | dirs (4)  | (8)      |            | (16)        | (4)     |
-//	+----------+---------+-----------+------------+-----------+----------+------------+-------------+---------+
+//	+----------+---------+-----------+------------+-------------+-------------+----------+------------+-------------+---------+
+//	| magic (8)| vers (4)| journal(4)| journals(4)| shard       | directory   | file id  | offset (8) | store id    | CRC32C  |
+//	| FOLIOCKP | 3       | index     | count      | count N (4) | count D (4) | (8)      |            | (16)        | (4)     |
+//	+----------+---------+-----------+------------+-------------+-------------+----------+------------+-------------+---------+
 //
 // (file id, offset) is a journal.Position: every record of this journal
 // before it is durable in the entry logs and indexes. The zero position
-// means "replay everything"; "ledger dirs" is the shard count N. LAYOUT
+// means "replay everything". Version 2 (60 bytes) is version 3 without the
+// directory count (which it does not record). LAYOUT
 // (44 bytes, written the same way):
 //
 //	+----------+---------+-----------+------------+-------------+----------+---------+
@@ -111,7 +113,8 @@
 // A position below N is a shard's directory, one at or beyond N a capacity
 // directory. Version 2 (40 bytes) is version 3 without the directory count
 // (read as D = N); version 1 of both files (44 and 24 bytes) is version 2
-// without the store id. Older versions are read, never written (see
+// without the store id. Open rewrites every CHECKPOINT and LAYOUT older
+// than version 3 before any entry log is opened (see Upgrade). Older versions are read, never written (see
 // Upgrade). Each index also holds a stamp: the store id, its shard index
 // and the shard count (internal/storage/index).
 //
@@ -151,19 +154,23 @@
 // rewrites Pebble's own manifest. A store id that differs between files, or
 // a stamp naming another shard, is ErrLayout (directories of different
 // stores). Deleting only a shard directory's LAYOUT loses nothing and is
-// repaired from the index stamp. Entry logs deleted under an intact index
+// repaired from the index stamp and the CHECKPOINTs (the next Open
+// rewrites it, with the directory count the CHECKPOINTs record; a
+// configuration with fewer directories is refused first, see below). Entry logs deleted under an intact index
 // are not detected here: reads of their entries fail with an I/O error,
 // never "no such entry".
 //
-// Capacity directories hold no index, so their evidence is the LAYOUTs:
-// every LAYOUT records the directory count D, and an existing directory's
-// LAYOUT records D only after every directory below D has its LAYOUT. The
-// store's D is the largest one the shard directories' LAYOUTs record
-// (they are rewritten first; an added directory's LAYOUT from an
-// interrupted expansion proves nothing), or, if no shard directory has a
-// LAYOUT, the largest any LAYOUT records (refusing is the safe
-// direction). A configured directory below D without a LAYOUT was wiped
-// or replaced (*LostError naming the LAYOUT that records D), and a
+// Capacity directories hold no index, so their evidence is the directory
+// count D, recorded in two places: every CHECKPOINT (version 3) and every
+// LAYOUT. A CHECKPOINT, and an existing directory's LAYOUT, records D only
+// after every directory below D has its LAYOUT. The store's D is the
+// largest one the CHECKPOINTs and the shard directories' LAYOUTs record,
+// so no single lost or deleted file lets a shrink through (nor does Open
+// then rewrite the evidence away); an added directory's LAYOUT from an
+// interrupted expansion proves nothing, and counts only when neither a
+// CHECKPOINT nor a shard directory's LAYOUT records D (refusing is the
+// safe direction). A configured directory below D without a LAYOUT was
+// wiped or replaced (*LostError naming the file that records D), and a
 // configuration with fewer directories than D removed one (the same
 // evidence). Spilled entry logs are evidence for their shard's index as
 // the own ones are.

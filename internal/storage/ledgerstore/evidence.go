@@ -172,6 +172,8 @@ func (s *Store) inspect() (*evidence, error) {
 		}
 		layouts[p] = &l
 	}
+	// The largest directory count a CHECKPOINT records, and which one.
+	ckptDirs, ckptDirsFrom := 0, ""
 	for i, dir := range s.cfg.JournalDirs {
 		st := journalDirState{dir: dir}
 		path := s.fs.PathJoin(dir, checkpointFile)
@@ -202,6 +204,9 @@ func (s *Store) inspect() (*evidence, error) {
 			if c.pos != (journal.Position{}) && ev.checkpointedBy == "" {
 				ev.checkpointedBy = path
 			}
+			if int(c.dirs) > ckptDirs {
+				ckptDirs, ckptDirsFrom = int(c.dirs), path
+			}
 		}
 		files, err := journal.Files(s.fs, dir)
 		if err != nil {
@@ -213,14 +218,18 @@ func (s *Store) inspect() (*evidence, error) {
 	if shardsFrom == "" {
 		ev.shards = nc // a new store: every directory is a shard
 	}
-	// The directory count is what the shard directories' LAYOUTs record:
-	// an expansion rewrites them (after every added directory has its
-	// LAYOUT) before any capacity directory's, so their largest count is
-	// the committed one, while an added directory's LAYOUT from an
-	// interrupted expansion may record a count nobody relies on. Only when
-	// no shard directory has a LAYOUT do the capacity directories' count
-	// (the largest: refusing is the safe direction).
-	for pass := 0; pass < 2 && ev.dirsFrom == ""; pass++ {
+	// The directory count is recorded in two places, both written only
+	// after every added directory has its LAYOUT: every CHECKPOINT (first)
+	// and every existing directory's LAYOUT (then, shard directories
+	// first). The store's count is the largest of them, so losing one
+	// record (a shard directory's LAYOUT deleted, a CHECKPOINT lost) does
+	// not let a shrink through. An added directory's LAYOUT from an
+	// interrupted expansion may record a count nobody relies on: the
+	// capacity directories' LAYOUTs count only when neither a shard
+	// directory's LAYOUT nor a CHECKPOINT records one (the largest:
+	// refusing is the safe direction).
+	ev.dirs, ev.dirsFrom = ckptDirs, ckptDirsFrom
+	for pass := 0; pass < 2 && (pass == 0 || ev.dirsFrom == ""); pass++ {
 		for p, l := range layouts {
 			if l != nil && (p < ev.shards) == (pass == 0) && int(l.dirs) > ev.dirs {
 				ev.dirs, ev.dirsFrom = int(l.dirs), s.fs.PathJoin(s.cfg.LedgerDirs[p], layoutFile)
@@ -529,19 +538,32 @@ func (s *Store) completeStamp(ev *evidence, entropy io.Reader) error {
 		}
 	}
 	nj, nl := uint32(len(ev.journal)), uint32(len(ev.ledger))
+	nd := uint32(len(ev.ledger) + len(ev.capacity))
+	ckpts := make([]checkpoint, len(ev.journal))
+	writeCkpt := func(i int, c checkpoint) error {
+		if err := writeFileAtomic(s.fs, ev.journal[i].dir, checkpointFile, encodeCheckpoint(c)); err != nil {
+			return err
+		}
+		ckpts[i] = c
+		return nil
+	}
 	for i, st := range ev.journal {
+		ckpts[i] = st.ckpt
 		if st.hasCkpt && st.ckpt.storeID == ev.id {
 			continue
 		}
-		c := checkpoint{journalIndex: uint32(i), journalCount: nj, ledgerDirCount: nl, pos: st.ckpt.pos, storeID: ev.id}
-		if err := writeFileAtomic(s.fs, st.dir, checkpointFile, encodeCheckpoint(c)); err != nil {
+		// The directory count the store had before this Open: the added
+		// directories have no LAYOUT yet.
+		c := checkpoint{journalIndex: uint32(i), journalCount: nj, ledgerDirCount: nl, dirs: uint32(ev.dirs), pos: st.ckpt.pos, storeID: ev.id}
+		if err := writeCkpt(i, c); err != nil {
 			return err
 		}
 	}
-	// LAYOUTs last. The directories this Open adds get theirs first, so
-	// that no LAYOUT records the new directory count before every added
-	// directory has its LAYOUT (package comment, "Expansion").
-	nd := uint32(len(ev.ledger) + len(ev.capacity))
+	// Then the LAYOUTs of the directories this Open adds, then the new
+	// directory count in every CHECKPOINT (this also rewrites version 1 and
+	// 2 files as version 3), then every other LAYOUT: no CHECKPOINT or old
+	// LAYOUT records the new count before every added directory has its
+	// LAYOUT (package comment, "Expansion").
 	want := func(p int) layout {
 		return layout{index: uint32(p), count: nl, dirs: nd, storeID: ev.id}
 	}
@@ -561,6 +583,17 @@ func (s *Store) completeStamp(ev *evidence, entropy io.Reader) error {
 				return err
 			}
 		}
+	}
+	for i := range ev.journal {
+		if ckpts[i].dirs == nd {
+			continue
+		}
+		c := ckpts[i]
+		c.journalIndex, c.journalCount, c.ledgerDirCount, c.dirs = uint32(i), nj, nl, nd
+		if err := writeCkpt(i, c); err != nil {
+			return err
+		}
+		s.at("checkpoint-dirs")
 	}
 	for p := range int(nd) {
 		if p >= len(ev.ledger) && ev.capacity[p-len(ev.ledger)].added {

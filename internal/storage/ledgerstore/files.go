@@ -23,12 +23,17 @@ const (
 	checkpointMagic = "FOLIOCKP"
 	layoutMagic     = "FOLIOLDR"
 
-	// fileVersion is the version of CHECKPOINT this code writes (and of
-	// LAYOUT before version 3): version 2 adds the store id. Version 1
-	// files (written before store ids existed) are read, and replaced on the
-	// first open (see the package comment, "Upgrade").
+	// fileVersion is version 2 of CHECKPOINT and LAYOUT: version 2 adds
+	// the store id. Version 1 files (written before store ids existed)
+	// are read, and replaced on the first open (see the package comment,
+	// "Upgrade"). Neither is written any more.
 	fileVersion       = 2
 	fileVersionLegacy = 1
+	// checkpointVersion is the version of CHECKPOINT this code writes:
+	// version 3 adds the number of ledger directories (shards and capacity
+	// directories), a second record of it besides the LAYOUTs (see "Lost
+	// data"). Versions 1 and 2 are read, recording no directory count.
+	checkpointVersion = 3
 	// layoutVersion is the version of LAYOUT this code writes: version 3
 	// adds the number of ledger directories (shards and capacity
 	// directories, see "Expansion"). Versions 1 and 2 are read, with the
@@ -36,7 +41,8 @@ const (
 	layoutVersion = 3
 
 	checkpointSizeV1 = 8 + 4 + 4 + 4 + 4 + 8 + 8 + 4 // 44
-	checkpointSize   = checkpointSizeV1 + 16         // 60
+	checkpointSizeV2 = checkpointSizeV1 + 16         // 60
+	checkpointSize   = checkpointSizeV2 + 4          // 64
 	layoutSizeV1     = 8 + 4 + 4 + 4 + 4             // 24
 	layoutSizeV2     = layoutSizeV1 + 16             // 40
 	layoutSize       = layoutSizeV2 + 4              // 44
@@ -101,31 +107,36 @@ type StoreID [16]byte
 func (id StoreID) String() string { return hex.EncodeToString(id[:]) }
 
 // checkpoint is the durable content of a journal directory's CHECKPOINT
-// file: the layout it belongs to, the journal position up to which every
-// record is durable in the entry logs and indexes, and the store id (zero
-// in a version 1 file).
+// file: the layout it belongs to (ledgerDirCount is the shard count N,
+// dirs the number of ledger directories D, zero in a version 1 or 2 file),
+// the journal position up to which every record is durable in the entry
+// logs and indexes, and the store id (zero in a version 1 file).
 type checkpoint struct {
 	journalIndex, journalCount, ledgerDirCount uint32
+	dirs                                       uint32
 	pos                                        journal.Position
 	storeID                                    StoreID
 }
 
+// encodeCheckpoint writes version 3; c.dirs must be at least the shard
+// count.
 func encodeCheckpoint(c checkpoint) []byte {
 	b := make([]byte, 0, checkpointSize)
 	b = append(b, checkpointMagic...)
-	b = binary.BigEndian.AppendUint32(b, fileVersion)
+	b = binary.BigEndian.AppendUint32(b, checkpointVersion)
 	b = binary.BigEndian.AppendUint32(b, c.journalIndex)
 	b = binary.BigEndian.AppendUint32(b, c.journalCount)
 	b = binary.BigEndian.AppendUint32(b, c.ledgerDirCount)
+	b = binary.BigEndian.AppendUint32(b, c.dirs)
 	b = binary.BigEndian.AppendUint64(b, c.pos.File)
 	b = binary.BigEndian.AppendUint64(b, uint64(c.pos.Offset))
 	b = append(b, c.storeID[:]...)
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
-// decodeCheckpoint reads a version 1 or 2 CHECKPOINT.
+// decodeCheckpoint reads a version 1, 2 or 3 CHECKPOINT.
 func decodeCheckpoint(path string, b []byte) (checkpoint, error) {
-	version, reason := checkFile(b, checkpointMagic, checkpointSizeV1, checkpointSize)
+	version, reason := checkNewestFile(b, checkpointMagic, checkpointVersion, checkpointSize, checkpointSizeV1, checkpointSizeV2)
 	if reason != "" {
 		return checkpoint{}, fmt.Errorf("%w: %s: %s", ErrCorrupt, path, reason)
 	}
@@ -133,16 +144,25 @@ func decodeCheckpoint(path string, b []byte) (checkpoint, error) {
 		journalIndex:   binary.BigEndian.Uint32(b[12:]),
 		journalCount:   binary.BigEndian.Uint32(b[16:]),
 		ledgerDirCount: binary.BigEndian.Uint32(b[20:]),
-		pos:            journal.Position{File: binary.BigEndian.Uint64(b[24:]), Offset: int64(binary.BigEndian.Uint64(b[32:]))},
 	}
+	rest := b[24:]
+	if version == checkpointVersion {
+		c.dirs = binary.BigEndian.Uint32(rest)
+		rest = rest[4:]
+		if c.dirs < c.ledgerDirCount {
+			return checkpoint{}, fmt.Errorf("%w: %s: %d shards in %d ledger directories", ErrCorrupt, path, c.ledgerDirCount, c.dirs)
+		}
+	}
+	c.pos = journal.Position{File: binary.BigEndian.Uint64(rest), Offset: int64(binary.BigEndian.Uint64(rest[8:]))}
+	rest = rest[16:]
 	if c.pos.Offset < 0 || (c.pos.File == 0) != (c.pos.Offset == 0) {
 		return checkpoint{}, fmt.Errorf("%w: %s: bad position %v", ErrCorrupt, path, c.pos)
 	}
 	if c.journalCount == 0 || c.journalIndex >= c.journalCount || c.ledgerDirCount == 0 {
 		return checkpoint{}, fmt.Errorf("%w: %s: journal %d of %d with %d ledger directories", ErrCorrupt, path, c.journalIndex, c.journalCount, c.ledgerDirCount)
 	}
-	if version == fileVersion {
-		copy(c.storeID[:], b[40:56])
+	if version != fileVersionLegacy {
+		copy(c.storeID[:], rest[:16])
 		if c.storeID == (StoreID{}) {
 			return checkpoint{}, fmt.Errorf("%w: %s: zero store id", ErrCorrupt, path)
 		}
@@ -205,19 +225,25 @@ func decodeLayout(path string, b []byte) (layout, error) {
 
 // checkLayoutFile is checkFile for the three LAYOUT versions.
 func checkLayoutFile(b []byte) (version uint32, reason string) {
-	if len(b) >= 12 && string(b[:8]) == layoutMagic && binary.BigEndian.Uint32(b[8:]) == layoutVersion {
+	return checkNewestFile(b, layoutMagic, layoutVersion, layoutSize, layoutSizeV1, layoutSizeV2)
+}
+
+// checkNewestFile is checkFile for a file with a version 3 (newest, of
+// size) besides versions 1 and 2.
+func checkNewestFile(b []byte, magic string, newest uint32, size, sizeV1, sizeV2 int) (version uint32, reason string) {
+	if len(b) >= 12 && string(b[:8]) == magic && binary.BigEndian.Uint32(b[8:]) == newest {
 		switch {
-		case len(b) != layoutSize:
-			return 0, fmt.Sprintf("%d bytes, want %d for version %d", len(b), layoutSize, layoutVersion)
-		case crc32.Checksum(b[:layoutSize-4], castagnoli) != binary.BigEndian.Uint32(b[layoutSize-4:]):
+		case len(b) != size:
+			return 0, fmt.Sprintf("%d bytes, want %d for version %d", len(b), size, newest)
+		case crc32.Checksum(b[:size-4], castagnoli) != binary.BigEndian.Uint32(b[size-4:]):
 			return 0, "checksum mismatch"
 		}
-		return layoutVersion, ""
+		return newest, ""
 	}
-	version, reason = checkFile(b, layoutMagic, layoutSizeV1, layoutSizeV2)
-	if reason != "" && len(b) >= 12 && string(b[:8]) == layoutMagic {
+	version, reason = checkFile(b, magic, sizeV1, sizeV2)
+	if reason != "" && len(b) >= 12 && string(b[:8]) == magic {
 		if v := binary.BigEndian.Uint32(b[8:]); v != fileVersion && v != fileVersionLegacy {
-			reason = fmt.Sprintf("unsupported version %d (this build reads versions %d to %d)", v, fileVersionLegacy, layoutVersion)
+			reason = fmt.Sprintf("unsupported version %d (this build reads versions %d to %d)", v, fileVersionLegacy, newest)
 		}
 	}
 	return version, reason

@@ -13,18 +13,21 @@ import (
 
 var goldenID = StoreID{0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10}
 
-// TestStoreFilesGolden pins CHECKPOINT and LAYOUT: version 2 as written,
+// TestStoreFilesGolden pins CHECKPOINT and LAYOUT: version 3 as written,
+// version 2 as Folio wrote it before capacity directories,
 // version 1 as Folio wrote it before store ids (still read; the v1 bytes
 // here are what commit 98450b1's encoders produce, and the checksums were
 // computed independently).
 func TestStoreFilesGolden(t *testing.T) {
-	c := checkpoint{journalIndex: 1, journalCount: 2, ledgerDirCount: 3, pos: journal.Position{File: 5, Offset: 0x200}, storeID: goldenID}
+	c := checkpoint{journalIndex: 1, journalCount: 2, ledgerDirCount: 3, dirs: 4, pos: journal.Position{File: 5, Offset: 0x200}, storeID: goldenID}
 	for _, tc := range []struct {
 		name string
 		got  []byte
 		want string
 	}{
-		{"CHECKPOINT v2", encodeCheckpoint(c), "464f4c494f434b50" + "00000002" + "00000001" + "00000002" + "00000003" +
+		{"CHECKPOINT v3", encodeCheckpoint(c), "464f4c494f434b50" + "00000003" + "00000001" + "00000002" + "00000003" + "00000004" +
+			"0000000000000005" + "0000000000000200" + "0102030405060708090a0b0c0d0e0f10" + "c95d2cf7"},
+		{"CHECKPOINT v2", encodeCheckpointV2(c), "464f4c494f434b50" + "00000002" + "00000001" + "00000002" + "00000003" +
 			"0000000000000005" + "0000000000000200" + "0102030405060708090a0b0c0d0e0f10" + "37082c66"},
 		{"CHECKPOINT v1", encodeCheckpointV1(c), "464f4c494f434b50" + "00000001" + "00000001" + "00000002" + "00000003" +
 			"0000000000000005" + "0000000000000200" + "5ff36f1e"},
@@ -39,9 +42,15 @@ func TestStoreFilesGolden(t *testing.T) {
 		}
 	}
 	if back, err := decodeCheckpoint("c", encodeCheckpoint(c)); err != nil || back != c {
+		t.Fatalf("CHECKPOINT v3: %+v %v", back, err)
+	}
+	// Versions 1 and 2 record no directory count.
+	v2 := c
+	v2.dirs = 0
+	if back, err := decodeCheckpoint("c", encodeCheckpointV2(c)); err != nil || back != v2 {
 		t.Fatalf("CHECKPOINT v2: %+v %v", back, err)
 	}
-	legacy := c
+	legacy := v2
 	legacy.storeID = StoreID{}
 	if back, err := decodeCheckpoint("c", encodeCheckpointV1(c)); err != nil || back != legacy {
 		t.Fatalf("CHECKPOINT v1: %+v %v", back, err)
@@ -58,7 +67,7 @@ func TestStoreFilesGolden(t *testing.T) {
 		t.Fatalf("LAYOUT v1: %+v %v", back, err)
 	}
 	for name, b := range map[string][]byte{
-		"CHECKPOINT v2": encodeCheckpoint(c), "CHECKPOINT v1": encodeCheckpointV1(c),
+		"CHECKPOINT v3": encodeCheckpoint(c), "CHECKPOINT v2": encodeCheckpointV2(c), "CHECKPOINT v1": encodeCheckpointV1(c),
 		"LAYOUT v3": encodeLayout(l), "LAYOUT v2": encodeLayoutV2(1, 3, goldenID), "LAYOUT v1": encodeLayoutV1(1, 3),
 	} {
 		decode := func(b []byte) error { _, err := decodeLayout("f", b); return err }
@@ -95,10 +104,11 @@ func TestStoreFilesRefuseNonsense(t *testing.T) {
 		}
 	}
 	for name, c := range map[string]checkpoint{
-		"zero store id":        {journalCount: 1, ledgerDirCount: 1},
-		"journal beyond count": {journalIndex: 1, journalCount: 1, ledgerDirCount: 1, storeID: goldenID},
-		"no ledger dirs":       {journalCount: 1, storeID: goldenID},
-		"offset without file":  {journalCount: 1, ledgerDirCount: 1, storeID: goldenID, pos: journal.Position{Offset: 512}},
+		"zero store id":          {journalCount: 1, ledgerDirCount: 1, dirs: 1},
+		"journal beyond count":   {journalIndex: 1, journalCount: 1, ledgerDirCount: 1, dirs: 1, storeID: goldenID},
+		"no ledger dirs":         {journalCount: 1, dirs: 1, storeID: goldenID},
+		"offset without file":    {journalCount: 1, ledgerDirCount: 1, dirs: 1, storeID: goldenID, pos: journal.Position{Offset: 512}},
+		"fewer dirs than shards": {journalCount: 1, ledgerDirCount: 2, dirs: 1, storeID: goldenID},
 	} {
 		if _, err := decodeCheckpoint("CHECKPOINT", encodeCheckpoint(c)); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("CHECKPOINT with %s: %v", name, err)

@@ -25,10 +25,11 @@ func fixCRC(b []byte) []byte {
 // version 2 file that decodes re-encodes to the same bytes, a version 1
 // file to what version 1 wrote, and what decodes is a sensible checkpoint.
 func FuzzDecodeCheckpoint(f *testing.F) {
-	c := checkpoint{journalIndex: 1, journalCount: 2, ledgerDirCount: 3, pos: journal.Position{File: 5, Offset: 0x200}, storeID: goldenID}
+	c := checkpoint{journalIndex: 1, journalCount: 2, ledgerDirCount: 3, dirs: 4, pos: journal.Position{File: 5, Offset: 0x200}, storeID: goldenID}
 	f.Add(encodeCheckpoint(c), false)
+	f.Add(encodeCheckpointV2(c), false)
 	f.Add(encodeCheckpointV1(c), false)
-	f.Add(encodeCheckpoint(checkpoint{journalCount: 1, ledgerDirCount: 1, storeID: goldenID}), true)
+	f.Add(encodeCheckpoint(checkpoint{journalCount: 1, ledgerDirCount: 1, dirs: 1, storeID: goldenID}), true)
 	f.Add(encodeLayout(layout{count: 1, storeID: goldenID}), true)
 	f.Fuzz(func(t *testing.T, b []byte, patch bool) {
 		if patch {
@@ -41,12 +42,16 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 			}
 			return
 		}
-		if got.journalIndex >= got.journalCount || got.ledgerDirCount == 0 || got.pos.Offset < 0 {
+		if got.journalIndex >= got.journalCount || got.ledgerDirCount == 0 || got.pos.Offset < 0 ||
+			(got.dirs != 0 && got.dirs < got.ledgerDirCount) {
 			t.Fatalf("nonsense checkpoint decoded: %+v", got)
 		}
 		again := encodeCheckpoint(got)
-		if got.storeID == (StoreID{}) {
+		switch {
+		case got.storeID == (StoreID{}):
 			again = encodeCheckpointV1(got)
+		case got.dirs == 0:
+			again = encodeCheckpointV2(got)
 		}
 		if !bytes.Equal(again, b) {
 			t.Fatalf("%x decodes to %+v, which encodes to %x", b, got, again)

@@ -348,6 +348,20 @@ func encodeCheckpointV1(c checkpoint) []byte {
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
+// encodeCheckpointV2 writes a version 2 CHECKPOINT exactly as Folio did
+// before capacity directories (pinned by TestStoreFilesGolden).
+func encodeCheckpointV2(c checkpoint) []byte {
+	b := []byte(checkpointMagic)
+	b = binary.BigEndian.AppendUint32(b, fileVersion)
+	b = binary.BigEndian.AppendUint32(b, c.journalIndex)
+	b = binary.BigEndian.AppendUint32(b, c.journalCount)
+	b = binary.BigEndian.AppendUint32(b, c.ledgerDirCount)
+	b = binary.BigEndian.AppendUint64(b, c.pos.File)
+	b = binary.BigEndian.AppendUint64(b, uint64(c.pos.Offset))
+	b = append(b, c.storeID[:]...)
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
 func encodeLayoutV1(index, count uint32) []byte {
 	b := []byte(layoutMagic)
 	b = binary.BigEndian.AppendUint32(b, fileVersionLegacy)

@@ -345,9 +345,9 @@ func TestExpansionRefusesNonEmptyDir(t *testing.T) {
 
 // TestExpansionCrash: a crash after any step of the expansion leaves a
 // store that opens with the new configuration (completing the expansion)
-// and, until an old directory's LAYOUT records the new count, with the
-// old one too; after that the old one is refused as lost data, never
-// opened without the new directory.
+// and, until a CHECKPOINT or an old directory's LAYOUT records the new
+// count, with the old one too; after that the old one is refused as lost
+// data, never opened without the new directory.
 func TestExpansionCrash(t *testing.T) {
 	base, cfg := expandBase(t)
 	ecfg := expanded(cfg)
@@ -364,8 +364,8 @@ func TestExpansionCrash(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if steps != 3 { // the new LAYOUT, then the two old ones
-		t.Fatalf("%d expansion steps, want 3", steps)
+	if steps != 5 { // the new LAYOUT, the two CHECKPOINTs, then the two old LAYOUTs
+		t.Fatalf("%d expansion steps, want 5", steps)
 	}
 	for k := range steps {
 		t.Run(fmt.Sprint("crash after step ", k), func(t *testing.T) {
@@ -392,7 +392,7 @@ func TestExpansionCrash(t *testing.T) {
 			}
 			oldRewritten := false
 			for _, p := range points {
-				oldRewritten = oldRewritten || p == "layout"
+				oldRewritten = oldRewritten || p == "layout" || p == "checkpoint-dirs"
 			}
 			// The old configuration first (on a copy).
 			old := snap.CrashClone(vfs.CrashCloneCfg{})
@@ -409,7 +409,7 @@ func TestExpansionCrash(t *testing.T) {
 				// The expansion still completes afterwards.
 				snap = old
 			case !errors.Is(err, ErrDataLost):
-				t.Fatalf("old configuration after an old LAYOUT recorded 3 directories: %v, want ErrDataLost", err)
+				t.Fatalf("old configuration after a CHECKPOINT or an old LAYOUT recorded 3 directories: %v, want ErrDataLost", err)
 			}
 			s = mustOpen(t, snap, ecfg)
 			defer s.Close()
@@ -427,7 +427,9 @@ func TestExpansionCrash(t *testing.T) {
 	}
 }
 
-func isLayoutStep(point string) bool { return point == "expand-added-layout" || point == "layout" }
+func isLayoutStep(point string) bool {
+	return point == "expand-added-layout" || point == "checkpoint-dirs" || point == "layout"
+}
 
 // TestExpansionInterruptedThenFewer: an expansion by two directories
 // crashes after the first one's LAYOUT (which records 4 directories);
@@ -589,4 +591,54 @@ func TestFullLedgerDirsOutOfRange(t *testing.T) {
 	if _, err := Open(vfs.NewCrashableMem(), cfg); err == nil || !strings.Contains(err.Error(), "FullLedgerDirs") {
 		t.Fatalf("Open: %v, want an error naming FullLedgerDirs", err)
 	}
+}
+
+// TestShrinkRefusedAfterShardLayoutLost: a store created with one
+// directory and expanded to two, whose shard directory's LAYOUT is then
+// deleted (harmless on its own: it is repaired from the index stamp), is
+// still refused without its capacity directory: the CHECKPOINTs record
+// the directory count too, so no single lost file lets a shrink through
+// (and rewrite the evidence away).
+func TestShrinkRefusedAfterShardLayoutLost(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	cfg := testConfig()
+	cfg.LedgerDirs = []string{"/l0"}
+	s := mustOpen(t, mem, cfg)
+	spillEntries(t, s, []int64{1}, 0, 5)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ecfg := cfg
+	ecfg.LedgerDirs = []string{"/l0", "/l1"}
+	ecfg.AllowExpansion = true
+	s = mustOpen(t, mem, ecfg)
+	s.SetLedgerDirFull(0, true)
+	spillEntries(t, s, []int64{2}, 0, 5)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := "/l1/entrylogs-shard-0"; !hasFiles(t, mem, d) {
+		t.Fatalf("nothing spilled to %s", d)
+	}
+	if err := mem.Remove("/l0/" + layoutFile); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(mem, cfg)
+	if !errors.Is(err, ErrDataLost) || !strings.Contains(err.Error(), "CHECKPOINT records 2 ledger directories") {
+		t.Fatalf("shrink after losing the shard LAYOUT: %v, want ErrDataLost citing a CHECKPOINT", err)
+	}
+	// Nothing was rewritten: the full configuration opens and repairs
+	// the LAYOUT.
+	s = mustOpen(t, mem, ecfg)
+	defer s.Close()
+	spillReadAll(t, s, []int64{1, 2}, 0, 5)
+	if l := readLayout(t, mem, "/l0"); l != (layout{index: 0, count: 1, dirs: 2, storeID: s.StoreID()}) {
+		t.Fatalf("/l0 LAYOUT after the repair: %+v", l)
+	}
+}
+
+func hasFiles(t *testing.T, fs vfs.FS, dir string) bool {
+	t.Helper()
+	names, err := fs.List(dir)
+	return err == nil && len(names) > 0
 }
