@@ -181,11 +181,16 @@
 // LAYOUT, unstamped indexes) open as before; that first open draws a store
 // id and records it as above, so the evidence exists from then on. Losses
 // that happened before that open are caught only by the second kind of
-// evidence (entry logs, journal files, a non-zero checkpoint). An older
-// Folio refuses version 2 files, and one without capacity directories
-// refuses version 3 LAYOUTs (downgrade is not supported). A version 2
-// LAYOUT stays as it is until the next change of the store's directories
-// (or a repair) rewrites it as version 3.
+// evidence (entry logs, journal files, a non-zero checkpoint). The first
+// Open by a build with spill rewrites every CHECKPOINT and LAYOUT older
+// than version 3 as version 3 (same content, each atomically, so a crash
+// part-way is completed by the next Open), before any entry log is opened
+// and so before any can go to a spill directory. Downgrade is not
+// supported, and this is what enforces it: a Folio without store ids
+// refuses version 2 files, and one without spill refuses version 3 files;
+// such a build would otherwise open a store with spilled entry logs
+// without seeing them, answer "no such entry" for their entries and reuse
+// their log ids.
 //
 // # Add, fence and the per-ledger lock
 //

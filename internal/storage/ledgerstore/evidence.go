@@ -113,6 +113,9 @@ type evidence struct {
 	// checkpointedBy names a CHECKPOINT with a non-zero position: every
 	// index existed before it was written. "" if none.
 	checkpointedBy string
+	// oldLayout lists the positions whose LAYOUT is older than version 3
+	// (completeStamp rewrites them).
+	oldLayout []int
 }
 
 // layoutAt returns the LAYOUT Open found at ledger directory position p.
@@ -152,6 +155,9 @@ func (s *Store) inspect() (*evidence, error) {
 		l, err := decodeLayout(path, b)
 		if err != nil {
 			return nil, err
+		}
+		if v, _ := checkLayoutFile(b); v < layoutVersion {
+			ev.oldLayout = append(ev.oldLayout, p)
 		}
 		if l.index != uint32(p) {
 			return nil, fmt.Errorf("%w: %s is ledger directory %d of %d, now configured as %d of %d",
@@ -560,15 +566,19 @@ func (s *Store) completeStamp(ev *evidence, entropy io.Reader) error {
 		}
 	}
 	// Then the LAYOUTs of the directories this Open adds, then the new
-	// directory count in every CHECKPOINT (this also rewrites version 1 and
-	// 2 files as version 3), then every other LAYOUT: no CHECKPOINT or old
-	// LAYOUT records the new count before every added directory has its
-	// LAYOUT (package comment, "Expansion").
+	// directory count in every CHECKPOINT, then every other LAYOUT: no
+	// CHECKPOINT or old LAYOUT records the new count before every added
+	// directory has its LAYOUT (package comment, "Expansion"). Version 1
+	// and 2 files are rewritten as version 3 on the way, before any entry
+	// log is opened: a build that predates spill reads them, would open a
+	// store with spilled logs without seeing them, and reuse their log ids
+	// (package comment, "Upgrade"). Each rewrite is atomic and records
+	// what the file recorded, so a crash in between is harmless.
 	want := func(p int) layout {
 		return layout{index: uint32(p), count: nl, dirs: nd, storeID: ev.id}
 	}
 	write := func(p int, point string) error {
-		if l, ok := ev.layoutAt(p); ok && l == want(p) {
+		if l, ok := ev.layoutAt(p); ok && l == want(p) && !slices.Contains(ev.oldLayout, p) {
 			return nil
 		}
 		if err := writeFileAtomic(s.fs, s.cfg.LedgerDirs[p], layoutFile, encodeLayout(want(p))); err != nil {

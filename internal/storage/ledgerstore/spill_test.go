@@ -642,3 +642,103 @@ func hasFiles(t *testing.T, fs vfs.FS, dir string) bool {
 	names, err := fs.List(dir)
 	return err == nil && len(names) > 0
 }
+
+// makeV2 turns a closed store into what Folio wrote before capacity
+// directories: version 2 LAYOUT and CHECKPOINT files, same content.
+func makeV2(t *testing.T, fs vfs.FS, cfg Config) {
+	t.Helper()
+	for _, dir := range cfg.LedgerDirs {
+		l := readLayout(t, fs, dir)
+		writeV1(t, fs, dir, layoutFile, encodeLayoutV2(l.index, l.count, l.storeID))
+	}
+	for _, dir := range cfg.JournalDirs {
+		path := fs.PathJoin(dir, checkpointFile)
+		b, _, err := readSmallFile(fs, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := decodeCheckpoint(path, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeV1(t, fs, dir, checkpointFile, encodeCheckpointV2(c))
+	}
+}
+
+// olderBuildRefuses fails the test unless every LAYOUT and CHECKPOINT is
+// one a build that predates spill refuses (it read versions 1 and 2 only,
+// with exactly checkFile): such a build would open a store with spilled
+// logs without seeing them and then reuse their log ids.
+func olderBuildRefuses(t *testing.T, fs vfs.FS, cfg Config) {
+	t.Helper()
+	check := func(dir, name, magic string, sizeV1, sizeV2 int) {
+		path := fs.PathJoin(dir, name)
+		b, ok, err := readSmallFile(fs, path)
+		if err != nil || !ok {
+			t.Fatalf("%s: %v (exists %v)", path, err, ok)
+		}
+		if _, reason := checkFile(b, magic, sizeV1, sizeV2); reason == "" {
+			t.Fatalf("%s is a file a build without spill reads", path)
+		}
+	}
+	for _, dir := range cfg.LedgerDirs {
+		check(dir, layoutFile, layoutMagic, layoutSizeV1, layoutSizeV2)
+	}
+	for _, dir := range cfg.JournalDirs {
+		check(dir, checkpointFile, checkpointMagic, checkpointSizeV1, checkpointSizeV2)
+	}
+}
+
+// TestUpgradeRewritesV2BeforeSpill: the first Open by this build of a
+// store written by a build without spill (version 2 files) rewrites every
+// LAYOUT and CHECKPOINT as version 3 before any entry log can go to a
+// spill directory, so the older build refuses the store afterwards
+// instead of opening it blind to spilled logs. A crash part-way through
+// the rewrite leaves a store the next Open completes.
+func TestUpgradeRewritesV2BeforeSpill(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	cfg := testConfig()
+	s := mustOpen(t, mem, cfg)
+	spillEntries(t, s, []int64{1, 2}, 0, 5)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	makeV2(t, mem, cfg)
+	// Crash right after the first rewritten LAYOUT.
+	var snap *vfs.MemFS
+	hcfg := cfg
+	hcfg.openHook = func(point string) {
+		if point == "layout" && snap == nil {
+			snap = mem.CrashClone(vfs.CrashCloneCfg{})
+		}
+	}
+	s = mustOpen(t, mem, hcfg)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if snap == nil {
+		t.Fatal("no LAYOUT was rewritten")
+	}
+	for _, fs := range []*vfs.MemFS{mem, snap} {
+		fcfg := cfg
+		fcfg.openHook = func(point string) {
+			if point == "checkpoint:synced" || strings.HasPrefix(point, "flush") {
+				olderBuildRefuses(t, fs, cfg)
+			}
+		}
+		s := mustOpen(t, fs, fcfg)
+		olderBuildRefuses(t, fs, cfg)
+		s.SetLedgerDirFull(0, true)
+		spillEntries(t, s, []int64{4}, 0, 5)
+		if err := s.FlushWriteCache(); err != nil {
+			t.Fatal(err)
+		}
+		if d := logDirOf(t, s, 4, 0); d != "/l1/entrylogs-shard-0" {
+			t.Fatalf("ledger 4 in %s", d)
+		}
+		spillReadAll(t, s, []int64{1, 2}, 0, 5)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
