@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -842,7 +841,7 @@ func (s *Store) Flush(apply func([]Placement) error) error {
 			break
 		}
 		var de *dirError
-		if !errors.As(err, &de) || !errors.Is(err, syscall.ENOSPC) || de.dir.full.Load() || !s.writableElsewhere(de.dir) {
+		if !errors.As(err, &de) || !vfs.IsNoSpaceError(err) || de.dir.full.Load() || !s.writableElsewhere(de.dir) {
 			return err
 		}
 		de.dir.full.Store(true)
