@@ -252,6 +252,15 @@ func (s *Store) CompactLog(logID uint64, live func(ledgerID int64) bool, apply f
 		err = s.publishCompacted(out, outUsage)
 	}
 	if err != nil {
+		// Out of space: the next output goes to another writable directory
+		// (package comment, "Directories and spill").
+		var de *dirError
+		switch {
+		case errors.As(err, &de):
+			s.markNoSpace(de.dir, err)
+		case out != nil:
+			s.markNoSpace(out.lf.dir, err)
+		}
 		if out != nil {
 			if out.f != nil { // publishCompacted closes it before its rename
 				_ = out.f.Close()

@@ -35,9 +35,11 @@
 // marks its directory full and the Flush writes the frozen generation
 // again, from its start, into another writable directory (the records of
 // the failed attempt are indexed nowhere and GC removes them); with no
-// writable directory left Flush returns the error. Directories other than the own one are
-// created when the first log goes there. A log is read, compacted and
-// removed (its directory fsynced) where it lives.
+// writable directory left Flush returns the error. Compaction marks the
+// directory full the same way but does not retry: that log's compaction
+// fails and a later pass compacts it into another directory. Directories other
+// than the own one are created when the first log goes there. A log is
+// read, compacted and removed (its directory fsynced) where it lives.
 //
 // # Entry log file format (version 1)
 //

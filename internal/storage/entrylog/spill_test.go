@@ -514,3 +514,39 @@ func TestSpillNoSpaceEverywhere(t *testing.T) {
 		mustReadBack(t, s, x, 1, e, 100)
 	}
 }
+
+// TestSpillNoSpaceCompaction: ENOSPC writing a compaction output in the
+// own directory fails that compaction (the log and its entries stay) and
+// marks the directory full, so the next attempt writes its output into
+// the writable directory with the most free space.
+func TestSpillNoSpaceCompaction(t *testing.T) {
+	fs := newFreeFS()
+	ns := &noSpace{kinds: map[errorfs.OpKind]bool{errorfs.OpCreate: true}, prefix: "own/"}
+	s := openSpill(t, errorfs.Wrap(fs, ns))
+	defer s.Close()
+	x := newFakeIndex()
+	flushEntries(t, s, x, 1, 0, 5)
+	flushEntries(t, s, x, 2, 0, 5)
+	first, _ := x.get(1, 0)
+	s.SetDirFull(0, true) // roll to b so that own's log is sealed
+	flushEntries(t, s, x, 3, 0, 5)
+	s.SetDirFull(0, false)
+	s.DropLedger(2)
+	x.deleteLedger(2)
+	live := func(l int64) bool { return l != 2 }
+	ns.armed.Store(true)
+	if _, err := s.CompactLog(first.LogID, live, x.relocate); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("compaction with own out of space: %v, want ENOSPC", err)
+	}
+	mustReadBack(t, s, x, 1, 0, 100)
+	st, err := s.CompactLog(first.LogID, live, x.relocate)
+	if err != nil || st.LogsRemoved != 1 || st.EntriesMoved != 5 {
+		t.Fatalf("second compaction: %+v, %v", st, err)
+	}
+	if d := dirOf(t, s, x, 1, 0); d != "b" {
+		t.Fatalf("compaction output after ENOSPC in own: %s, want b", d)
+	}
+	for e := int64(0); e < 5; e++ {
+		mustReadBack(t, s, x, 1, e, 100)
+	}
+}

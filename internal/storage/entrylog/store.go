@@ -841,10 +841,9 @@ func (s *Store) Flush(apply func([]Placement) error) error {
 			break
 		}
 		var de *dirError
-		if !errors.As(err, &de) || !vfs.IsNoSpaceError(err) || de.dir.full.Load() || !s.writableElsewhere(de.dir) {
+		if !errors.As(err, &de) || !s.markNoSpace(de.dir, err) {
 			return err
 		}
-		de.dir.full.Store(true)
 	}
 	s.mu.Lock()
 	for lf, u := range usage {
@@ -917,6 +916,16 @@ func (s *Store) writeFrozen(order []cachedEntry) ([]Placement, map[*logFile]map[
 		}
 	}
 	return placements, usage, nil
+}
+
+// markNoSpace marks d full if err says it is out of space (ENOSPC) and
+// another directory takes new logs; it reports whether it did.
+func (s *Store) markNoSpace(d *logDir, err error) bool {
+	if !vfs.IsNoSpaceError(err) || d.full.Load() || !s.writableElsewhere(d) {
+		return false
+	}
+	d.full.Store(true)
+	return true
 }
 
 // dirError is a failure to create, write or sync a log in dir.
