@@ -170,19 +170,22 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 	p.log = p.log.With("bookie", string(p.id))
 
 	// Cookies, before the storage touches the directories.
-	created, err := CheckCookies(ctx, p.md, &cfg, p.id)
+	cookies, err := ValidateCookies(ctx, p.md, &cfg, p.id, CookieOptions{AllowExpansion: cfg.AllowStorageExpansion})
 	if err != nil {
 		return nil, err
 	}
-	if created {
+	switch {
+	case cookies.Created:
 		p.log.Info("new bookie: cookies written", "dirs", cfg.AllDirs())
+	case len(cookies.Added) > 0:
+		p.log.Info("storage expansion: the cookies now list the added directories (allowStorageExpansion=true)", "added", cookies.Added)
+	}
+	if len(cookies.RolledBack) > 0 {
+		p.log.Warn("directories carried the cookie of a storage expansion the metadata store never committed (interrupted, and the configuration no longer adds its directories): their cookie is the stored one again",
+			"dirs", cookies.RolledBack)
 	}
 	if len(cfg.IndexDirs) > 0 {
 		p.log.Warn("indexDirectories are stamped with cookies but unused: Folio keeps the index in the ledger directories")
-	}
-	if len(cfg.LedgerDirs) > 1 && !cfg.ReadOnlyModeOnAnyDiskFull {
-		p.log.Warn("readOnlyModeOnAnyDiskFullEnabled=false: Folio keeps each ledger in one ledger directory, so the bookie turns read-only when ANY ledger directory is full, not only when all are (BookKeeper's behaviour with readOnlyModeOnAnyDiskFullEnabled=true)",
-			"ledgerDirectories", cfg.LedgerDirs)
 	}
 
 	// Metrics.
@@ -646,10 +649,15 @@ func (p *Process) CompactionSuspended() (major, minor bool) {
 	return false, false
 }
 
-// ExpandStorage implements AdminTarget: the start-up cookie check again,
-// which stamps directories added since (with allowStorageExpansion).
+// ExpandStorage implements AdminTarget (PUT /api/v1/bookie/expand_storage):
+// the start-up cookie check again with the bookie's configuration, as
+// BookKeeper's ExpandStorageService does. The running bookie's directories
+// are those it started with, so this stamps nothing new: directories are
+// added by a restart with allowStorageExpansion=true, or by `folio shell
+// updatecookie --expandstorage` with the bookie stopped. It fails when the
+// cookies no longer match (a directory's or the stored cookie changed).
 func (p *Process) ExpandStorage(ctx context.Context) error {
-	_, err := CheckCookies(ctx, p.md, &p.cfg, p.id)
+	_, err := ValidateCookies(ctx, p.md, &p.cfg, p.id, CookieOptions{AllowExpansion: p.cfg.AllowStorageExpansion})
 	return err
 }
 
