@@ -215,7 +215,7 @@ func (s *Store) CompactLog(logID uint64, live func(ledgerID int64) bool, apply f
 				return nil
 			}
 			if out == nil {
-				w, err := s.createLog(true)
+				w, err := s.createLog(true, nil)
 				if err != nil {
 					return err
 				}
@@ -260,9 +260,9 @@ func (s *Store) CompactLog(logID uint64, live func(ledgerID int64) bool, apply f
 			// name (publishCompacted may have failed after its rename; a
 			// ".log" left here would never be registered or collected). A
 			// leftover ".compacting" file is also removed at Open.
-			_ = s.fs.Remove(s.fs.PathJoin(s.dir, compactingFileName(out.lf.id)))
+			_ = s.fs.Remove(s.fs.PathJoin(out.lf.dir.path, compactingFileName(out.lf.id)))
 			if s.fs.Remove(out.lf.path) == nil {
-				_ = s.syncDir()
+				_ = syncDir(s.fs, out.lf.dir.path)
 			}
 		}
 		return st, err
@@ -295,11 +295,11 @@ func (s *Store) publishCompacted(w *logWriter, usage map[int64]int64) error {
 	if err != nil {
 		return fmt.Errorf("entrylog: close %s: %w", w.lf.path, err)
 	}
-	tmp := s.fs.PathJoin(s.dir, compactingFileName(w.lf.id))
+	tmp := s.fs.PathJoin(w.lf.dir.path, compactingFileName(w.lf.id))
 	if err := s.fs.Rename(tmp, w.lf.path); err != nil {
 		return fmt.Errorf("entrylog: rename %s: %w", tmp, err)
 	}
-	if err := s.syncDir(); err != nil {
+	if err := syncDir(s.fs, w.lf.dir.path); err != nil {
 		return err
 	}
 	r, err := s.fs.Open(w.lf.path)
@@ -335,7 +335,7 @@ func (s *Store) removeLog(lf *logFile) error {
 	if err := s.fs.Remove(lf.path); err != nil {
 		return fmt.Errorf("entrylog: remove %s: %w", lf.path, err)
 	}
-	if err := s.syncDir(); err != nil {
+	if err := syncDir(s.fs, lf.dir.path); err != nil {
 		return err
 	}
 	if cerr != nil {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -70,6 +72,7 @@ func (o *Options) ensureDefaults() {
 // using f; removal takes mu.Lock, so a file is never closed under a reader.
 type logFile struct {
 	id   uint64
+	dir  *logDir
 	path string
 	mu   sync.RWMutex
 	f    vfs.File // read handle; nil once removed
@@ -96,13 +99,31 @@ type logWriter struct {
 	synced bool
 }
 
+// logDir is one directory of the store's entry logs (package comment,
+// "Directories and spill").
+type logDir struct {
+	index int
+	path  string
+	// full: the directory takes no new entry logs (SetDirFull).
+	full atomic.Bool
+	// made: the directory exists and its parent was synced since Open
+	// found or created it. Guarded by Store.dirMu.
+	made bool
+}
+
 // Store is the entry-log store: write cache, entry logs, read cache and
 // compaction. All methods are safe for concurrent use. Lock order:
-// compactMu, then flushMu, then dropMu, then mu, then a logFile.mu.
+// compactMu, then flushMu, then dropMu, then mu, then a logFile.mu;
+// dirMu is taken alone.
 type Store struct {
 	fs   vfs.FS
-	dir  string
+	dirs []*logDir
 	opts Options
+	// dirMu guards logDir.made and lastDir.
+	dirMu sync.Mutex
+	// lastDir is where the last log was created: where new logs go while
+	// every directory is full.
+	lastDir *logDir
 
 	flushWanted chan struct{}
 
@@ -137,69 +158,47 @@ type Store struct {
 	}
 }
 
-// Open opens (creating dir if needed) the entry logs in dir. It removes
-// leftover compaction outputs and empty logs from a crash, scans every log
-// to rebuild per-ledger usage, and never appends to an existing log: the
-// first Flush starts a new one.
+// Open opens (creating dir if needed) the entry logs in dir: OpenDirs
+// with one directory.
 func Open(fs vfs.FS, dir string, opts Options) (*Store, error) {
+	return OpenDirs(fs, []string{dir}, opts)
+}
+
+// OpenDirs opens an entry-log store whose logs live in several
+// directories with one log-id space (package comment, "Directories and
+// spill"). dirs[0] is the store's own directory, created if needed; the
+// others are read if they exist and created when a log first goes there.
+// Open removes leftover compaction outputs and empty logs from a crash,
+// scans every log to rebuild per-ledger usage, and never appends to an
+// existing log: the first Flush starts a new one. The same log id in two
+// directories is a *CorruptionError naming both files.
+func OpenDirs(fs vfs.FS, dirs []string, opts Options) (*Store, error) {
 	opts.ensureDefaults()
 	if opts.Clock == nil {
 		return nil, errors.New("entrylog: Options.Clock is required")
 	}
-	s := &Store{fs: fs, dir: dir, opts: opts, flushWanted: make(chan struct{}, 1)}
+	if len(dirs) == 0 {
+		return nil, errors.New("entrylog: no directory given")
+	}
+	s := &Store{fs: fs, opts: opts, flushWanted: make(chan struct{}, 1)}
+	for i, d := range dirs {
+		if slices.Contains(dirs[:i], d) {
+			return nil, fmt.Errorf("entrylog: directory %s given twice", d)
+		}
+		s.dirs = append(s.dirs, &logDir{index: i, path: d})
+	}
+	s.lastDir = s.dirs[0]
 	s.mu.active = newGeneration(nil)
 	s.mu.spaceFreed = make(chan struct{})
 	s.mu.readCache = newReadCache(opts.ReadCacheBytes)
 	s.mu.logs = make(map[uint64]*logFile)
 	s.mu.removed = make(map[uint64]struct{})
 	s.mu.writing = make(map[uint64]struct{})
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("entrylog: create %s: %w", dir, err)
-	}
-	// Sync the parent so that a newly created dir survives a crash (the
-	// logs' own directory entries are synced as they are created).
-	if err := syncDir(fs, fs.PathDir(dir)); err != nil {
+	if err := s.makeDir(s.dirs[0]); err != nil {
 		return nil, err
 	}
-	names, err := fs.List(dir)
-	if err != nil {
-		return nil, fmt.Errorf("entrylog: list %s: %w", dir, err)
-	}
-	slices.Sort(names)
-	changed := false
-	for _, name := range names {
-		path := fs.PathJoin(dir, name)
-		if strings.HasSuffix(name, compactingSufix) {
-			if err := fs.Remove(path); err != nil {
-				return nil, fmt.Errorf("entrylog: remove unfinished compaction output %s: %w", path, err)
-			}
-			changed = true
-			continue
-		}
-		id, ok := parseLogFileName(name)
-		if !ok {
-			continue
-		}
-		s.mu.nextLogID = max(s.mu.nextLogID, id+1)
-		lf, empty, err := s.openLog(id, path)
-		if err != nil {
-			s.closeLogs()
-			return nil, err
-		}
-		if empty {
-			// Created but its header never reached the disk: no record was
-			// ever written to it, so nothing can refer to it.
-			if err := fs.Remove(path); err != nil {
-				s.closeLogs()
-				return nil, fmt.Errorf("entrylog: remove empty log %s: %w", path, err)
-			}
-			changed = true
-			continue
-		}
-		s.mu.logs[id] = lf
-	}
-	if changed {
-		if err := s.syncDir(); err != nil {
+	for _, d := range s.dirs {
+		if err := s.openDir(d); err != nil {
 			s.closeLogs()
 			return nil, err
 		}
@@ -208,6 +207,164 @@ func Open(fs vfs.FS, dir string, opts Options) (*Store, error) {
 		s.mu.nextLogID = 1
 	}
 	return s, nil
+}
+
+// makeDir creates d if needed and syncs its parent, so that a newly
+// created directory survives a crash (the logs' own directory entries are
+// synced as they are created). Once per directory and Open.
+func (s *Store) makeDir(d *logDir) error {
+	s.dirMu.Lock()
+	defer s.dirMu.Unlock()
+	if d.made {
+		return nil
+	}
+	if err := s.fs.MkdirAll(d.path, 0o755); err != nil {
+		return fmt.Errorf("entrylog: create %s: %w", d.path, err)
+	}
+	if err := syncDir(s.fs, s.fs.PathDir(d.path)); err != nil {
+		return err
+	}
+	d.made = true
+	return nil
+}
+
+// openDir registers the logs in d (a missing directory holds none),
+// removing a crash's leftovers.
+func (s *Store) openDir(d *logDir) error {
+	names, err := s.fs.List(d.path)
+	if errors.Is(err, iofs.ErrNotExist) && d.index > 0 {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("entrylog: list %s: %w", d.path, err)
+	}
+	if d.index > 0 {
+		s.dirMu.Lock()
+		d.made = true // it exists; its parent entry was synced when it was made
+		s.dirMu.Unlock()
+	}
+	slices.Sort(names)
+	changed := false
+	for _, name := range names {
+		path := s.fs.PathJoin(d.path, name)
+		if strings.HasSuffix(name, compactingSufix) {
+			if err := s.fs.Remove(path); err != nil {
+				return fmt.Errorf("entrylog: remove unfinished compaction output %s: %w", path, err)
+			}
+			changed = true
+			continue
+		}
+		id, ok := parseLogFileName(name)
+		if !ok {
+			continue
+		}
+		if other, dup := s.mu.logs[id]; dup {
+			return &CorruptionError{File: path, Offset: 0, Reason: fmt.Sprintf(
+				"log id %d is also held by %s: one of the two files is misplaced or copied, and neither can be trusted to be the log the index refers to", id, other.path)}
+		}
+		s.mu.nextLogID = max(s.mu.nextLogID, id+1)
+		lf, empty, err := s.openLog(id, path)
+		if err != nil {
+			return err
+		}
+		if empty {
+			// Created but its header never reached the disk: no record was
+			// ever written to it, so nothing can refer to it.
+			if err := s.fs.Remove(path); err != nil {
+				return fmt.Errorf("entrylog: remove empty log %s: %w", path, err)
+			}
+			changed = true
+			continue
+		}
+		lf.dir = d
+		s.mu.logs[id] = lf
+	}
+	if changed {
+		if err := syncDir(s.fs, d.path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetDirFull marks directory i (its index in OpenDirs's list) full (it
+// takes no new entry logs; the current log moves elsewhere at the next
+// Flush) or writable again. Idempotent; an index out of range is ignored.
+func (s *Store) SetDirFull(i int, full bool) {
+	if i >= 0 && i < len(s.dirs) {
+		s.dirs[i].full.Store(full)
+	}
+}
+
+// pickDir is where a new log goes: the own directory unless it is full,
+// else the writable directory with the most free space (ties: the lowest
+// index; a directory whose usage cannot be read is skipped). When every
+// directory is full the store keeps writing where it is: in cur's
+// directory if cur is not nil, else where the last log was created.
+func (s *Store) pickDir(cur *logDir) *logDir {
+	if !s.dirs[0].full.Load() {
+		return s.dirs[0]
+	}
+	var best *logDir
+	var bestFree uint64
+	for _, d := range s.dirs[1:] {
+		if d.full.Load() {
+			continue
+		}
+		u, err := s.fs.GetDiskUsage(d.path)
+		if err != nil {
+			continue
+		}
+		if best == nil || u.AvailBytes > bestFree {
+			best, bestFree = d, u.AvailBytes
+		}
+	}
+	if best != nil {
+		return best
+	}
+	for _, d := range s.dirs[1:] {
+		if !d.full.Load() {
+			return d // writable, usage unknown
+		}
+	}
+	if cur != nil {
+		return cur
+	}
+	s.dirMu.Lock()
+	defer s.dirMu.Unlock()
+	return s.lastDir
+}
+
+// writableElsewhere reports whether a directory other than d takes new
+// logs.
+func (s *Store) writableElsewhere(d *logDir) bool {
+	for _, o := range s.dirs {
+		if o != d && !o.full.Load() {
+			return true
+		}
+	}
+	return false
+}
+
+// Dirs returns the directories of the store's entry logs, as given to
+// OpenDirs.
+func (s *Store) Dirs() []string {
+	out := make([]string, len(s.dirs))
+	for i, d := range s.dirs {
+		out[i] = d.path
+	}
+	return out
+}
+
+// LogDir returns the directory holding log id, if the store has it.
+func (s *Store) LogDir(id uint64) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lf, ok := s.mu.logs[id]
+	if !ok {
+		return "", false
+	}
+	return lf.dir.path, true
 }
 
 // openLog opens log id for reading and scans it. empty reports a file
@@ -328,8 +485,6 @@ func scanFrom(f vfs.File, path string, start, fileSize int64, lim Limiter, fn fu
 		buf = buf[:rest]
 	}
 }
-
-func (s *Store) syncDir() error { return syncDir(s.fs, s.dir) }
 
 func syncDir(fs vfs.FS, dir string) error {
 	d, err := fs.OpenDir(dir)
@@ -726,8 +881,13 @@ func (s *Store) releaseSealed() {
 // the current one (synced) when the record would take it past MaxLogBytes.
 // REQUIRES: flushMu held.
 func (s *Store) currentWriter(n int64) (*logWriter, error) {
+	var prev *logDir
 	if w := s.current; w != nil {
-		if w.offset+n <= s.opts.MaxLogBytes || w.offset == HeaderSize {
+		prev = w.lf.dir
+		// A log whose directory became full is sealed as soon as another
+		// directory can take the next one (even before its first record).
+		moving := w.lf.dir.full.Load() && s.writableElsewhere(w.lf.dir)
+		if !moving && (w.offset+n <= s.opts.MaxLogBytes || w.offset == HeaderSize) {
 			return w, nil
 		}
 		if err := s.syncWriter(w); err != nil {
@@ -747,7 +907,7 @@ func (s *Store) currentWriter(n int64) (*logWriter, error) {
 			return nil, fmt.Errorf("entrylog: close %s: %w", w.lf.path, err)
 		}
 	}
-	w, err := s.createLog(false)
+	w, err := s.createLog(false, prev)
 	if err != nil {
 		return nil, err
 	}
@@ -772,9 +932,17 @@ func (s *Store) abandonCurrent() {
 }
 
 // createLog creates a new entry log (or, for compaction, a ".compacting"
-// file), writes and syncs its header, syncs the directory, and registers it
-// for reading. A compaction output is registered only by publishCompacted.
-func (s *Store) createLog(compacting bool) (*logWriter, error) {
+// file) in the directory pickDir(cur) chooses, writes and syncs its header,
+// syncs the directory, and registers it for reading. A compaction output
+// is registered only by publishCompacted.
+func (s *Store) createLog(compacting bool, cur *logDir) (*logWriter, error) {
+	d := s.pickDir(cur)
+	if err := s.makeDir(d); err != nil {
+		return nil, err
+	}
+	s.dirMu.Lock()
+	s.lastDir = d
+	s.dirMu.Unlock()
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()
@@ -787,7 +955,7 @@ func (s *Store) createLog(compacting bool) (*logWriter, error) {
 	if compacting {
 		name = compactingFileName(id)
 	}
-	path := s.fs.PathJoin(s.dir, name)
+	path := s.fs.PathJoin(d.path, name)
 	f, err := s.fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return nil, fmt.Errorf("entrylog: create %s: %w", path, err)
@@ -808,11 +976,11 @@ func (s *Store) createLog(compacting bool) (*logWriter, error) {
 	if err := f.Sync(); err != nil {
 		return fail(fmt.Errorf("entrylog: sync %s: %w", path, err))
 	}
-	if err := s.syncDir(); err != nil {
+	if err := syncDir(s.fs, d.path); err != nil {
 		return fail(err)
 	}
-	logPath := s.fs.PathJoin(s.dir, LogFileName(id))
-	lf := &logFile{id: id, path: logPath, size: HeaderSize, ledgers: make(map[int64]int64)}
+	logPath := s.fs.PathJoin(d.path, LogFileName(id))
+	lf := &logFile{id: id, dir: d, path: logPath, size: HeaderSize, ledgers: make(map[int64]int64)}
 	w := &logWriter{lf: lf, f: f, offset: HeaderSize, buf: make([]byte, 0, s.opts.WriteBufferBytes)}
 	if compacting {
 		return w, nil

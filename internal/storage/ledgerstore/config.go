@@ -35,6 +35,13 @@ type Config struct {
 	// entry-log store ("entrylogs/") and a Pebble index ("index/") for the
 	// ledgers with ledger id mod len(LedgerDirs) == its position.
 	LedgerDirs []string
+	// AllowExpansion lets Open add ledger directories appended to the end
+	// of LedgerDirs (the recorded ones unchanged, in the same order) to an
+	// existing store as capacity directories: they hold entry logs spilled
+	// from any shard, never a shard of their own (see the package comment,
+	// "Expansion"). The bookie sets it from allowStorageExpansion. Without
+	// it, more ledger directories than the store records is ErrLayout.
+	AllowExpansion bool
 
 	// Clock is required.
 	Clock Clock

@@ -53,6 +53,8 @@ type ledgerDirState struct {
 	layout    layout
 	hasLayout bool
 	hasLogs   bool
+	// logsIn is a directory holding the shard's entry logs (own or spill).
+	logsIn string
 	// hasStamp: the index carries the store's stamp (set by openIndex).
 	hasStamp bool
 }
@@ -115,8 +117,15 @@ func (s *Store) inspect() (*evidence, error) {
 				ev.stampedBy, ev.committedBy = path, path
 			}
 		}
-		if st.hasLogs, err = entrylog.HasLogs(s.fs, s.fs.PathJoin(dir, "entrylogs")); err != nil {
-			return nil, err
+		// The shard's logs spilled into other directories are evidence too.
+		for _, d := range shardLogDirs(s.fs, s.cfg.LedgerDirs, i) {
+			has, err := entrylog.HasLogs(s.fs, d)
+			if err != nil {
+				return nil, err
+			}
+			if has && st.logsIn == "" {
+				st.hasLogs, st.logsIn = true, d
+			}
 		}
 		ev.ledger = append(ev.ledger, st)
 	}
@@ -214,7 +223,7 @@ func (ev *evidence) indexMustExist(st ledgerDirState) string {
 	case ev.stampedBy != "":
 		return fmt.Sprintf("%s records store id %s, written only after every index was stamped with it", ev.stampedBy, ev.id)
 	case st.hasLogs:
-		return st.dir + "/entrylogs holds entry logs, which are only written after the index is created"
+		return st.logsIn + " holds entry logs of this directory's ledgers, which are only written after the index is created"
 	case ev.checkpointedBy != "":
 		return ev.checkpointedBy + " records a checkpoint, taken only after every index was created"
 	}

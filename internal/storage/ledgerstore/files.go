@@ -38,6 +38,46 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// Entry-log directory names inside a ledger directory (package comment,
+// "Spill").
+const (
+	ownLogsDir = "entrylogs"
+	// spillLogsPrefix + shard index names the directory holding the
+	// entry logs that shard spilled into another ledger directory.
+	spillLogsPrefix = "entrylogs-shard-"
+)
+
+// spillLogsDir is the directory of shard's entry logs in ledger directory
+// dir (dir is not the shard's own).
+func spillLogsDir(fs vfs.FS, dir string, shard int) string {
+	return fs.PathJoin(dir, fmt.Sprintf("%s%d", spillLogsPrefix, shard))
+}
+
+// shardLogDirs lists the directories of shard's entry logs, as
+// entrylog.OpenDirs takes them: its own first, then its spill directory
+// in every other ledger directory, in position order (see logDirIndex).
+func shardLogDirs(fs vfs.FS, ledgerDirs []string, shard int) []string {
+	out := []string{fs.PathJoin(ledgerDirs[shard], ownLogsDir)}
+	for p, dir := range ledgerDirs {
+		if p != shard {
+			out = append(out, spillLogsDir(fs, dir, shard))
+		}
+	}
+	return out
+}
+
+// logDirIndex is the index in shardLogDirs(…, shard) of the directory in
+// ledger directory position.
+func logDirIndex(shard, position int) int {
+	switch {
+	case position == shard:
+		return 0
+	case position < shard:
+		return position + 1
+	}
+	return position
+}
+
 // ErrCorrupt marks a checkpoint or layout file that does not verify.
 var ErrCorrupt = errors.New("ledgerstore: corrupt store file")
 

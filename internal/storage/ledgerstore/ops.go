@@ -600,3 +600,65 @@ func (s *Store) LedgerInfo(ledgerID int64) (storage.LedgerInfo, error) {
 		HasExplicitLAC:   l.mu.explicit != nil,
 	}, nil
 }
+
+// DirUsage is the disk usage of the volume holding one of the store's
+// directories.
+type DirUsage struct {
+	// Dir is the directory as configured.
+	Dir string
+	// Journal: a journal directory (else a ledger directory).
+	Journal bool
+	// Position is the directory's index in Config.LedgerDirs or
+	// Config.JournalDirs.
+	Position int
+	// Total, Free and Used are the volume's bytes (Free: available to
+	// this process).
+	Total, Free, Used uint64
+}
+
+// DirUsages reports the disk usage under every configured ledger
+// directory (in position order), then every journal directory. Directories
+// may share a volume; each reports it. An error for one directory fails
+// the call, naming it.
+func (s *Store) DirUsages() ([]DirUsage, error) {
+	out := make([]DirUsage, 0, len(s.cfg.LedgerDirs)+len(s.cfg.JournalDirs))
+	add := func(dir string, journal bool, pos int) error {
+		u, err := s.fs.GetDiskUsage(dir)
+		if err != nil {
+			kind := "ledger"
+			if journal {
+				kind = "journal"
+			}
+			return fmt.Errorf("ledgerstore: disk usage of %s directory %s: %w", kind, dir, err)
+		}
+		out = append(out, DirUsage{Dir: dir, Journal: journal, Position: pos, Total: u.TotalBytes, Free: u.AvailBytes, Used: u.UsedBytes})
+		return nil
+	}
+	for i, dir := range s.cfg.LedgerDirs {
+		if err := add(dir, false, i); err != nil {
+			return nil, err
+		}
+	}
+	for i, dir := range s.cfg.JournalDirs {
+		if err := add(dir, true, i); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// SetLedgerDirFull makes the ledger directory at position (its index in
+// Config.LedgerDirs) stop (full) or resume (!full) taking new entry logs,
+// for every shard: a shard whose current log is in a full directory moves
+// to a new log in another writable one at its next flush (package comment,
+// "Spill"). While every ledger directory is full the shards keep writing
+// where they are. Safe for concurrent use; idempotent; a position out of
+// range is ignored.
+func (s *Store) SetLedgerDirFull(position int, full bool) {
+	if position < 0 || position >= len(s.cfg.LedgerDirs) {
+		return
+	}
+	for _, sh := range s.shards {
+		sh.el.SetDirFull(logDirIndex(sh.index, position), full)
+	}
+}

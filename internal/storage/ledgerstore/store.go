@@ -206,7 +206,7 @@ func (s *Store) open() error {
 	}
 	s.storeID = ev.id
 	for _, sh := range s.shards {
-		if sh.el, err = entrylog.Open(s.fs, s.fs.PathJoin(sh.dir, "entrylogs"), s.cfg.entrylogOptions()); err != nil {
+		if sh.el, err = entrylog.OpenDirs(s.fs, shardLogDirs(s.fs, s.cfg.LedgerDirs, sh.index), s.cfg.entrylogOptions()); err != nil {
 			return err
 		}
 	}
