@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -49,6 +50,10 @@ type ProcessOptions struct {
 	RemoveStaleRegistration bool
 	// Clock drives the background loops; default the system clock.
 	Clock LoopClock
+	// FS, if set, is the file system of the bookie's storage instead of
+	// the OS's (tests: a wrapper reporting a directory full; the cookies
+	// are read and written on the OS's).
+	FS vfs.FS
 	// ClusterAdmin, if set, makes the admin HTTP server's cluster
 	// operations (ledger/read, ledger/delete, autorecovery/bookie, ...)
 	// from the process's metadata store; the process closes it (when it
@@ -205,7 +210,7 @@ func StartProcess(ctx context.Context, cfg Config, opts ProcessOptions) (_ *Proc
 
 	// Storage (journal replay happens here).
 	openStart := time.Now()
-	if p.store, p.closeSt, err = openStore(&cfg, p.log, p.metrics); err != nil {
+	if p.store, p.closeSt, err = openStore(&cfg, p.log, p.metrics, opts.FS); err != nil {
 		return nil, fmt.Errorf("open storage: %w", err)
 	}
 	cleanups = append(cleanups, func() { _ = p.closeSt(context.Background()) })
