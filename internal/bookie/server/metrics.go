@@ -357,8 +357,8 @@ type storageCollector struct {
 	dirFull, dirUsage *prometheus.Desc
 	javaUsage         []*prometheus.Desc
 	mu                sync.Mutex
-	ledgerCount                            int
-	countedAt                              time.Time
+	ledgerCount       int
+	countedAt         time.Time
 }
 
 // ledgerCountTTL bounds how often a scrape counts the store's ledgers.
