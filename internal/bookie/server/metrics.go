@@ -36,12 +36,16 @@ import (
 //   - storageCollector's, read at scrape time: bookie_ledgers_count,
 //     bookie_MINOR_COMPACTION_TOTAL, bookie_MAJOR_COMPACTION_TOTAL,
 //     bookie_RECLAIMED_COMPACTION_SPACE_BYTES, bookie_ledger_writable_dirs,
+//     bookie_ledger_num_dirs, bookie_ledger_dir_<path>_usage (per ledger
+//     directory, from the StateManager's last disk check),
 //     bookie_journal_JOURNAL_QUEUE_SIZE.
 //
 // Folio's own (no BookKeeper equivalent): bookkeeper_server_REQUESTS_IN_PROGRESS and
 // bookkeeper_server_LONG_POLL_READS_IN_PROGRESS (bookie.InFlight),
 // bookie_gc_PASSES{outcome}, bookie_READ_ONLY_CAUSE{cause},
-// bookkeeper_server_READS_PAUSED (connections at their in-flight limit).
+// bookkeeper_server_READS_PAUSED (connections at their in-flight limit),
+// folio_bookie_dir_full{kind,dir} and folio_bookie_dir_usage{kind,dir}
+// (storageCollector: the per-directory disk verdicts).
 //
 // It implements bookie.Metrics. In `folio standalone` every bookie's
 // collectors carry the constant label bookie="<bookie id>". The
