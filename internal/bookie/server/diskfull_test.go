@@ -236,6 +236,13 @@ func TestProcessLedgerDirFullSpills(t *testing.T) {
 			}
 		}
 	}
+	files, err := p.DiskFiles() // list_disk_file
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(files["entrylog"], func(f string) bool { return strings.HasPrefix(f, fmt.Sprintf("entrylogs-shard-%d/", shard)) }) {
+		t.Fatalf("list_disk_file's entry logs %v lack the spilled ones", files["entrylog"])
+	}
 	ids = append(ids, probe...)
 	readLedgers(t, uri, ids, entries)
 
