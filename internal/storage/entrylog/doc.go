@@ -18,6 +18,22 @@
 // entry is always readable from the cache, from the log through the index,
 // or both.
 //
+// # Directories and spill
+//
+// A store's logs may live in several directories (OpenDirs): its own
+// first, then others it spills into. They share one log-id space (a new
+// id is one past the highest found in any directory), so a Location never
+// names a directory. Open scans them all; the same id in two directories
+// is a *CorruptionError naming both files. A new log, or a compaction
+// output, goes to the own directory unless it is marked full (SetDirFull),
+// else to the writable directory with the most free space (ties: the
+// lowest index; the file system's GetDiskUsage says), else, when every
+// directory is full, where the store is writing already. The current log
+// of a directory that became full is sealed at the next Flush and the
+// next one starts elsewhere. Directories other than the own one are
+// created when the first log goes there. A log is read, compacted and
+// removed (its directory fsynced) where it lives.
+//
 // # Entry log file format (version 1)
 //
 // Every integer is big-endian. A file is named "%016x.log" after its log id;

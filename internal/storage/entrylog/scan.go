@@ -1,12 +1,14 @@
 package entrylog
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	iofs "io/fs"
 	"slices"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -317,18 +319,81 @@ func refusal(f vfs.File, off, size int64) (reason string, torn bool) {
 }
 
 // FileReader reads records at index locations from the entry logs of a
-// directory offline, without a Store and without changing anything (a
-// Store's Open removes leftovers; support tools must not). It keeps the
-// files it opened until Close. It is not safe for concurrent use.
+// store's directories offline, without a Store and without changing
+// anything (a Store's Open removes leftovers; support tools must not). It
+// keeps the files it opened until Close. It is not safe for concurrent use.
 type FileReader struct {
 	fs    vfs.FS
-	dir   string
+	dirs  []string
 	files map[uint64]vfs.File
+	paths map[uint64]string
 }
 
-// NewFileReader returns a reader of the entry logs in dir.
-func NewFileReader(fs vfs.FS, dir string) *FileReader {
-	return &FileReader{fs: fs, dir: dir, files: make(map[uint64]vfs.File)}
+// NewFileReader returns a reader of the entry logs in dirs (a store's
+// directories, as OpenDirs takes them; a log is looked for in each).
+func NewFileReader(fs vfs.FS, dirs ...string) *FileReader {
+	return &FileReader{fs: fs, dirs: dirs, files: make(map[uint64]vfs.File), paths: make(map[uint64]string)}
+}
+
+// find returns the path of log id: the one directory holding it, else
+// ErrNoLog; a log in two directories is a *CorruptionError.
+func (r *FileReader) find(id uint64) (string, error) {
+	if p, ok := r.paths[id]; ok {
+		return p, nil
+	}
+	var found []string
+	for _, d := range r.dirs {
+		p := r.fs.PathJoin(d, LogFileName(id))
+		if _, err := r.fs.Stat(p); err == nil {
+			found = append(found, p)
+		} else if !errors.Is(err, iofs.ErrNotExist) {
+			return "", fmt.Errorf("entrylog: stat %s: %w", p, err)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("%w: log %d is in none of %s", ErrNoLog, id, strings.Join(r.dirs, ", "))
+	case 1:
+		r.paths[id] = found[0]
+		return found[0], nil
+	}
+	return "", duplicateLog(id, found[0], found[1])
+}
+
+func duplicateLog(id uint64, a, b string) *CorruptionError {
+	return &CorruptionError{File: b, Offset: 0, Reason: fmt.Sprintf(
+		"log id %d is also held by %s: one of the two files is misplaced or copied, and neither can be trusted to be the log the index refers to", id, a)}
+}
+
+// LogFile is an entry log file found by LogFiles.
+type LogFile struct {
+	ID   uint64
+	Path string
+}
+
+// LogFiles returns the entry log files of a store whose logs live in
+// dirs (as OpenDirs takes them; missing directories hold none), by
+// ascending id. The same id in two directories is a *CorruptionError
+// naming both files.
+func LogFiles(fs vfs.FS, dirs ...string) ([]LogFile, error) {
+	at := map[uint64]string{}
+	var out []LogFile
+	for _, d := range dirs {
+		ids, err := LogIDs(fs, d)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			p := fs.PathJoin(d, LogFileName(id))
+			if other, dup := at[id]; dup {
+				return nil, duplicateLog(id, other, p)
+			}
+			at[id] = p
+			out = append(out, LogFile{ID: id, Path: p})
+		}
+	}
+	slices.SortFunc(out, func(a, b LogFile) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
 }
 
 // Read returns the body of entry (ledgerID, entryID) at loc, verified as
@@ -337,9 +402,11 @@ func NewFileReader(fs vfs.FS, dir string) *FileReader {
 // *CorruptionError naming the file and offset.
 func (r *FileReader) Read(ledgerID, entryID int64, loc Location) ([]byte, error) {
 	f, ok := r.files[loc.LogID]
-	path := r.fs.PathJoin(r.dir, LogFileName(loc.LogID))
+	path, err := r.find(loc.LogID)
+	if err != nil {
+		return nil, fmt.Errorf("%w (ledger %d entry %d)", err, ledgerID, entryID)
+	}
 	if !ok {
-		var err error
 		f, err = r.fs.Open(path)
 		if err != nil {
 			if errors.Is(err, iofs.ErrNotExist) {

@@ -259,8 +259,7 @@ func (s *Store) openDir(d *logDir) error {
 			continue
 		}
 		if other, dup := s.mu.logs[id]; dup {
-			return &CorruptionError{File: path, Offset: 0, Reason: fmt.Sprintf(
-				"log id %d is also held by %s: one of the two files is misplaced or copied, and neither can be trusted to be the log the index refers to", id, other.path)}
+			return duplicateLog(id, other.path, path)
 		}
 		s.mu.nextLogID = max(s.mu.nextLogID, id+1)
 		lf, empty, err := s.openLog(id, path)

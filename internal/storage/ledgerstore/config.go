@@ -128,6 +128,11 @@ type Config struct {
 	// first open; see the package comment, "Lost data"). Default
 	// crypto/rand.Reader; tests and the simulator may pass a seeded source.
 	Entropy io.Reader
+
+	// openHook, if set (tests only), is installed as the store's hook
+	// before Open does anything, so that tests can crash the file system
+	// between the steps of Open (expansion).
+	openHook func(point string)
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -228,8 +233,10 @@ func (c Config) onSync() func(time.Duration, int) {
 	return func(took time.Duration, _ int) { obs.JournalSynced(took) }
 }
 
-func (c Config) entrylogOptions() entrylog.Options {
-	n := int64(len(c.LedgerDirs))
+// entrylogOptions are the options of each shard's entry-log store; the
+// caches are split over the shards.
+func (c Config) entrylogOptions(shards int) entrylog.Options {
+	n := int64(shards)
 	o := entrylog.Options{
 		WriteCacheBytes: max(c.WriteCacheBytes/n, 64<<10),
 		MaxAddWait:      c.MaxAddWait,

@@ -1,6 +1,7 @@
 package ledgerstore
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -29,9 +30,8 @@ func (f *usageFS) GetDiskUsage(path string) (vfs.DiskUsage, error) {
 }
 
 // TestDiskUsageReportsFullestLedgerDirectory: one full ledger directory
-// among several is what DiskUsage reports, so the bookie turns read-only
-// when any directory is full (readOnlyModeOnAnyDiskFullEnabled's
-// behaviour, which Folio's per-directory ledger placement requires).
+// among several is what DiskUsage (storage.Store's single figure)
+// reports; per-directory verdicts come from DirUsages.
 func TestDiskUsageReportsFullestLedgerDirectory(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig()
@@ -52,4 +52,55 @@ func TestDiskUsageReportsFullestLedgerDirectory(t *testing.T) {
 	if u, err = s.DiskUsage(); err != nil || u.Used != 97 {
 		t.Fatalf("one full ledger directory: DiskUsage %+v, %v; want 97 of 100", u, err)
 	}
+}
+
+// TestDirUsages: every ledger directory in position order, then every
+// journal directory, each with its own volume's figures; an error for one
+// directory fails the call naming it.
+func TestDirUsages(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig()
+	cfg.JournalDirs = []string{filepath.Join(dir, "j0")}
+	cfg.LedgerDirs = []string{filepath.Join(dir, "l0"), filepath.Join(dir, "l1")}
+	fs := &usageFS{FS: vfs.Default, used: map[string]uint64{
+		cfg.JournalDirs[0]: 10, cfg.LedgerDirs[0]: 20, cfg.LedgerDirs[1]: 96,
+	}}
+	s := mustOpen(t, fs, cfg)
+	defer s.Close()
+	got, err := s.DirUsages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []DirUsage{
+		{Dir: cfg.LedgerDirs[0], Position: 0, Total: 100, Free: 80, Used: 20},
+		{Dir: cfg.LedgerDirs[1], Position: 1, Total: 100, Free: 4, Used: 96},
+		{Dir: cfg.JournalDirs[0], Journal: true, Position: 0, Total: 100, Free: 90, Used: 10},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("DirUsages %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("DirUsages[%d] = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	bad := &errUsageFS{usageFS: fs, bad: cfg.JournalDirs[0]}
+	s.fs = bad
+	if _, err := s.DirUsages(); err == nil || !strings.Contains(err.Error(), "journal directory "+cfg.JournalDirs[0]) {
+		t.Fatalf("DirUsages with a failing directory: %v", err)
+	}
+	s.fs = fs
+}
+
+// errUsageFS fails GetDiskUsage for one directory.
+type errUsageFS struct {
+	*usageFS
+	bad string
+}
+
+func (f *errUsageFS) GetDiskUsage(path string) (vfs.DiskUsage, error) {
+	if path == f.bad {
+		return vfs.DiskUsage{}, errors.New("injected statfs failure")
+	}
+	return f.usageFS.GetDiskUsage(path)
 }

@@ -10,14 +10,72 @@
 // a ledger's records all go to journal ledgerID mod len(JournalDirs), so
 // they keep their order. Each journal directory also holds CHECKPOINT.
 //
-// Config.LedgerDirs: each directory is a shard with its own entry logs
-// ("entrylogs/") and index ("index/"), holding the ledgers with ledger id
-// mod len(LedgerDirs) equal to its position. A shard per directory keeps
-// every ledger's entries, locations and state in one place (one fsync
-// domain per checkpoint step, no cross-directory lookups) and spreads flush
-// and compaction I/O over the devices. Each holds a LAYOUT file; Open
-// refuses a changed number or order of directories (ErrLayout), since that
-// would reshuffle ledgers.
+// Config.LedgerDirs: the first N directories, N being their number when
+// the store was created, are the shards: shard i holds the index
+// ("index/") and the state of the ledgers with ledger id mod N equal to i,
+// forever; N never changes. A shard per directory keeps every ledger's
+// locations and state in one place (one fsync domain per checkpoint step,
+// no cross-directory lookups) and spreads flush and compaction I/O over
+// the devices. Directories after the first N are capacity directories
+// (see "Expansion"): no index, no shard, only spilled entry logs. Each
+// ledger directory holds a LAYOUT file; Open refuses a moved or removed
+// directory (ErrLayout, ErrDataLost), since that would reshuffle ledgers
+// or lose entry logs.
+//
+// # Spill
+//
+// A shard's entry logs live in its own directory ("entrylogs/") and, when
+// that one is full, in any other ledger directory j, in
+// "<dir_j>/entrylogs-shard-<i>/". One entrylog.Store per shard spans all
+// these directories with one log-id space, so index locations (log id,
+// offset, length) need no directory: Open scans every directory of the
+// shard, and the same log id in two of them is a corruption error naming
+// both files, never silently one of them. GC and compaction stay per shard
+// (one index), wherever a log lives.
+//
+// Where new logs go (entry logs and compaction outputs): the shard's own
+// directory unless it is marked full (SetLedgerDirFull, from the bookie's
+// disk checker), else the writable directory with the most free space
+// (ties: the lowest position). A shard whose current log is in a
+// directory that became full rolls to a new log elsewhere at its next
+// flush: a full directory takes no new entry logs. When every ledger
+// directory is full, the shards keep writing where they are: the bookie is
+// read-only by then, but journal replay, recovery adds and compaction may
+// still need room. The index of a shard keeps growing in its own
+// directory even when that is full: index writes are small next to entry
+// logs (locations and states, not entries). Journal directories cannot
+// spill: a full journal directory makes the bookie read-only.
+//
+// # Expansion
+//
+// With Config.AllowExpansion (allowStorageExpansion), ledger directories
+// appended to the configured list (the recorded ones unchanged, in the
+// same order) join the store as capacity directories at Open: each gets a
+// LAYOUT (store id, its position, shard count N, directory count D',
+// capacity role: position >= N) and then hosts spill logs of any shard.
+// The order is crash-safe: every new directory's LAYOUT is written (file
+// fsync, rename, directory fsync), then every existing directory's LAYOUT
+// is rewritten with D' (shard directories first, in position order), and
+// no entry log is written to a new directory
+// before every LAYOUT records D' (entry logs open only after). A crash
+// part-way leaves new directories with LAYOUTs nobody relies on: the next
+// Open with the same configuration completes the expansion; one with the
+// old configuration opens as long as no old LAYOUT records D' yet, and is
+// refused (ErrDataLost, below) once one does, until the new directories
+// are configured again. Open refuses:
+//
+//   - more directories than the store records, without AllowExpansion
+//     (ErrLayout; the message names allowStorageExpansion);
+//   - fewer directories than the largest directory count any LAYOUT
+//     records: a removed directory takes its entry logs with it (a
+//     *LostError matching ErrDataLost and ErrLayout);
+//   - a new directory that is not empty: it may hold only a LAYOUT of this
+//     store at its position (an interrupted expansion), the bookie's
+//     cookie (VERSION and its temporary files) and lost+found (ErrLayout);
+//   - a moved directory (ErrLayout, as any LAYOUT at another position);
+//   - a capacity directory whose LAYOUT is missing while another LAYOUT
+//     records it: the directory was wiped or replaced, and the entry logs
+//     spilled to it with it (*LostError).
 //
 // # Files
 //
@@ -31,12 +89,20 @@
 //
 // (file id, offset) is a journal.Position: every record of this journal
 // before it is durable in the entry logs and indexes. The zero position
-// means "replay everything". LAYOUT (40 bytes, written the same way):
-// magic "FOLIOLDR", version 2, shard index (4), shard count (4), store id
-// (16), CRC32C. Version 1 of both files (44 and 24 bytes) is the same
-// without the store id; it is read, never written (see Upgrade). Each index
-// also holds a stamp: the store id, its shard index and count
-// (internal/storage/index).
+// means "replay everything"; "ledger dirs" is the shard count N. LAYOUT
+// (44 bytes, written the same way):
+//
+//	+----------+---------+-----------+------------+-------------+----------+---------+
+//	| magic (8)| vers (4)| position  | shard      | directory   | store id | CRC32C  |
+//	| FOLIOLDR | 3       | (4)       | count N (4)| count D (4) | (16)     | (4)     |
+//	+----------+---------+-----------+------------+-------------+----------+---------+
+//
+// A position below N is a shard's directory, one at or beyond N a capacity
+// directory. Version 2 (40 bytes) is version 3 without the directory count
+// (read as D = N); version 1 of both files (44 and 24 bytes) is version 2
+// without the store id. Older versions are read, never written (see
+// Upgrade). Each index also holds a stamp: the store id, its shard index
+// and the shard count (internal/storage/index).
 //
 // # Lost data
 //
@@ -72,10 +138,23 @@
 // Pebble from creating an empty one); opening the existing ones only
 // rewrites Pebble's own manifest. A store id that differs between files, or
 // a stamp naming another shard, is ErrLayout (directories of different
-// stores). Deleting only a LAYOUT loses nothing and is repaired from the
-// index stamp. Entry logs deleted under an intact index are not detected
-// here: reads of their entries fail with an I/O error, never "no such
-// entry".
+// stores). Deleting only a shard directory's LAYOUT loses nothing and is
+// repaired from the index stamp. Entry logs deleted under an intact index
+// are not detected here: reads of their entries fail with an I/O error,
+// never "no such entry".
+//
+// Capacity directories hold no index, so their evidence is the LAYOUTs:
+// every LAYOUT records the directory count D, and an existing directory's
+// LAYOUT records D only after every directory below D has its LAYOUT. The
+// store's D is the largest one the shard directories' LAYOUTs record
+// (they are rewritten first; an added directory's LAYOUT from an
+// interrupted expansion proves nothing), or, if no shard directory has a
+// LAYOUT, the largest any LAYOUT records (refusing is the safe
+// direction). A configured directory below D without a LAYOUT was wiped
+// or replaced (*LostError naming the LAYOUT that records D), and a
+// configuration with fewer directories than D removed one (the same
+// evidence). Spilled entry logs are evidence for their shard's index as
+// the own ones are.
 //
 // # Upgrade
 //
@@ -84,7 +163,10 @@
 // id and records it as above, so the evidence exists from then on. Losses
 // that happened before that open are caught only by the second kind of
 // evidence (entry logs, journal files, a non-zero checkpoint). An older
-// Folio refuses version 2 files (downgrade is not supported).
+// Folio refuses version 2 files, and one without capacity directories
+// refuses version 3 LAYOUTs (downgrade is not supported). A version 2
+// LAYOUT stays as it is until the next change of the store's directories
+// (or a repair) rewrites it as version 3.
 //
 // # Add, fence and the per-ledger lock
 //
@@ -141,7 +223,7 @@
 //
 // # Background loops
 //
-// Without Config.Manual, Open starts: one flush loop per ledger directory
+// Without Config.Manual, Open starts: one flush loop per shard
 // (on entrylog.FlushWanted), a checkpoint loop (Config.CheckpointInterval)
 // and a GC loop (every Config.GCInterval, and on TriggerCompaction). Their
 // bodies are FlushWriteCache, Checkpoint and GCTick (which compacts on

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"slices"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -28,6 +30,9 @@ type LostError struct {
 	What string
 	// Evidence says which file proves that it existed.
 	Evidence string
+	// Layout: the loss comes from the configured directory list (a ledger
+	// directory removed from it); errors.Is(err, ErrLayout) holds too.
+	Layout bool
 }
 
 // recoverHint is the operator's way out, as for a cookie mismatch: the
@@ -43,8 +48,11 @@ func (e *LostError) Error() string {
 		e.Path, e.What, e.Evidence, recoverHint)
 }
 
-// Is makes errors.Is(err, ErrDataLost) hold.
-func (e *LostError) Is(target error) bool { return target == ErrDataLost }
+// Is makes errors.Is(err, ErrDataLost) hold (and ErrLayout for a
+// directory removed from the configuration).
+func (e *LostError) Is(target error) bool {
+	return target == ErrDataLost || (e.Layout && target == ErrLayout)
+}
 
 // ledgerDirState is what Open found in a ledger directory before opening
 // its index and entry logs.
@@ -68,11 +76,30 @@ type journalDirState struct {
 	hasFiles bool
 }
 
+// capacityDirState is what Open found in a capacity directory (a ledger
+// directory at a position at or beyond the shard count).
+type capacityDirState struct {
+	pos       int
+	dir       string
+	layout    layout
+	hasLayout bool
+	// added: this Open adds the directory to the store (expansion).
+	added bool
+}
+
 // evidence is everything Open learned about the store's directories, and
 // the decisions drawn from it (see the package comment, "Lost data").
 type evidence struct {
-	ledger  []ledgerDirState
-	journal []journalDirState
+	// ledger holds the shard directories (the first shards of
+	// Config.LedgerDirs), capacity the others.
+	ledger   []ledgerDirState
+	capacity []capacityDirState
+	journal  []journalDirState
+	// shards is the store's shard count; dirs the number of ledger
+	// directories its LAYOUTs record (the largest), dirsFrom the LAYOUT
+	// that records it ("" if none does).
+	shards, dirs int
+	dirsFrom     string
 	// id is the store id, zero while no file records one; idFrom names
 	// the file it was read from.
 	id     StoreID
@@ -88,46 +115,62 @@ type evidence struct {
 	checkpointedBy string
 }
 
+// layoutAt returns the LAYOUT Open found at ledger directory position p.
+func (ev *evidence) layoutAt(p int) (layout, bool) {
+	if p < len(ev.ledger) {
+		return ev.ledger[p].layout, ev.ledger[p].hasLayout
+	}
+	c := ev.capacity[p-len(ev.ledger)]
+	return c.layout, c.hasLayout
+}
+
+// Names a new ledger directory may hold besides a LAYOUT of this store at
+// its position (from an interrupted expansion): the bookie's cookie
+// (written to every directory before the store opens), its temporary
+// file, and a file system's lost+found.
+var newDirAllowed = map[string]bool{"VERSION": true, layoutFile: true, layoutFile + tmpSuffix: true, "lost+found": true}
+
 // inspect reads the LAYOUT and CHECKPOINT files and looks for entry logs
 // and journal files, changing nothing (a missing directory is an empty
-// one), and checks the layout each file records.
+// one), and checks the layout each file records: the shard count, the
+// ledger directories (none removed, none moved, new ones only at the end,
+// empty, and with Config.AllowExpansion), and the journal count.
 func (s *Store) inspect() (*evidence, error) {
 	ev := &evidence{}
-	nl, nj := uint32(len(s.cfg.LedgerDirs)), uint32(len(s.cfg.JournalDirs))
-	for i, dir := range s.cfg.LedgerDirs {
-		st := ledgerDirState{dir: dir}
+	nc, nj := len(s.cfg.LedgerDirs), uint32(len(s.cfg.JournalDirs))
+	layouts := make([]*layout, nc)
+	shardsFrom := ""
+	for p, dir := range s.cfg.LedgerDirs {
 		path := s.fs.PathJoin(dir, layoutFile)
 		b, ok, err := readSmallFile(s.fs, path)
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			if st.layout, err = decodeLayout(path, b); err != nil {
-				return nil, err
-			}
-			st.hasLayout = true
-			if st.layout.index != uint32(i) || st.layout.count != nl {
-				return nil, fmt.Errorf("%w: %s is ledger directory %d of %d, now configured as %d of %d",
-					ErrLayout, dir, st.layout.index, st.layout.count, i, nl)
-			}
-			if err := ev.learn(st.layout.storeID, path); err != nil {
-				return nil, err
-			}
-			if st.layout.storeID != (StoreID{}) && ev.committedBy == "" {
-				ev.stampedBy, ev.committedBy = path, path
-			}
+		if !ok {
+			continue
 		}
-		// The shard's logs spilled into other directories are evidence too.
-		for _, d := range shardLogDirs(s.fs, s.cfg.LedgerDirs, i) {
-			has, err := entrylog.HasLogs(s.fs, d)
-			if err != nil {
-				return nil, err
-			}
-			if has && st.logsIn == "" {
-				st.hasLogs, st.logsIn = true, d
-			}
+		l, err := decodeLayout(path, b)
+		if err != nil {
+			return nil, err
 		}
-		ev.ledger = append(ev.ledger, st)
+		if l.index != uint32(p) {
+			return nil, fmt.Errorf("%w: %s is ledger directory %d of %d, now configured as %d of %d",
+				ErrLayout, dir, l.index, l.dirs, p, nc)
+		}
+		switch {
+		case shardsFrom == "":
+			ev.shards, shardsFrom = int(l.count), path
+		case int(l.count) != ev.shards:
+			return nil, fmt.Errorf("%w: %s records %d shards, but %s records %d: the directories belong to different stores",
+				ErrLayout, shardsFrom, ev.shards, path, l.count)
+		}
+		if err := ev.learn(l.storeID, path); err != nil {
+			return nil, err
+		}
+		if l.storeID != (StoreID{}) && ev.committedBy == "" {
+			ev.stampedBy, ev.committedBy = path, path
+		}
+		layouts[p] = &l
 	}
 	for i, dir := range s.cfg.JournalDirs {
 		st := journalDirState{dir: dir}
@@ -142,9 +185,13 @@ func (s *Store) inspect() (*evidence, error) {
 			}
 			st.hasCkpt = true
 			c := st.ckpt
-			if c.journalIndex != uint32(i) || c.journalCount != nj || c.ledgerDirCount != nl {
+			if shardsFrom == "" {
+				// No LAYOUT left: the shard count is the CHECKPOINT's.
+				ev.shards, shardsFrom = int(c.ledgerDirCount), path
+			}
+			if c.journalIndex != uint32(i) || c.journalCount != nj || int(c.ledgerDirCount) != ev.shards {
 				return nil, fmt.Errorf("%w: %s belongs to journal %d of %d with %d ledger directories, now configured as journal %d of %d with %d",
-					ErrLayout, dir, c.journalIndex, c.journalCount, c.ledgerDirCount, i, nj, nl)
+					ErrLayout, dir, c.journalIndex, c.journalCount, c.ledgerDirCount, i, nj, ev.shards)
 			}
 			if err := ev.learn(c.storeID, path); err != nil {
 				return nil, err
@@ -163,7 +210,115 @@ func (s *Store) inspect() (*evidence, error) {
 		st.hasFiles = len(files) > 0
 		ev.journal = append(ev.journal, st)
 	}
+	if shardsFrom == "" {
+		ev.shards = nc // a new store: every directory is a shard
+	}
+	// The directory count is what the shard directories' LAYOUTs record:
+	// an expansion rewrites them (after every added directory has its
+	// LAYOUT) before any capacity directory's, so their largest count is
+	// the committed one, while an added directory's LAYOUT from an
+	// interrupted expansion may record a count nobody relies on. Only when
+	// no shard directory has a LAYOUT do the capacity directories' count
+	// (the largest: refusing is the safe direction).
+	for pass := 0; pass < 2 && ev.dirsFrom == ""; pass++ {
+		for p, l := range layouts {
+			if l != nil && (p < ev.shards) == (pass == 0) && int(l.dirs) > ev.dirs {
+				ev.dirs, ev.dirsFrom = int(l.dirs), s.fs.PathJoin(s.cfg.LedgerDirs[p], layoutFile)
+			}
+		}
+	}
+	if ev.dirs == 0 {
+		ev.dirs = ev.shards
+	}
+	if nc < ev.dirs {
+		because := ev.dirsFrom
+		if because == "" {
+			because = shardsFrom
+		}
+		return nil, &LostError{Path: strings.Join(s.cfg.LedgerDirs, ","), Layout: true,
+			What: fmt.Sprintf("%d ledger directories are configured, but the store has %d (positions %d to %d are missing from the list): "+
+				"removing a ledger directory loses the entry logs and the index on it", nc, ev.dirs, nc, ev.dirs-1),
+			Evidence: fmt.Sprintf("%s records %d ledger directories", because, ev.dirs)}
+	}
+	for p, dir := range s.cfg.LedgerDirs {
+		if p >= ev.shards {
+			break
+		}
+		st := ledgerDirState{dir: dir}
+		if l := layouts[p]; l != nil {
+			st.layout, st.hasLayout = *l, true
+		}
+		// The shard's logs spilled into other directories are evidence too.
+		for _, d := range shardLogDirs(s.fs, s.cfg.LedgerDirs, p) {
+			has, err := entrylog.HasLogs(s.fs, d)
+			if err != nil {
+				return nil, err
+			}
+			if has && st.logsIn == "" {
+				st.hasLogs, st.logsIn = true, d
+			}
+		}
+		ev.ledger = append(ev.ledger, st)
+	}
+	var added []string
+	for p := ev.shards; p < nc; p++ {
+		dir := s.cfg.LedgerDirs[p]
+		st := capacityDirState{pos: p, dir: dir, added: p >= ev.dirs}
+		if l := layouts[p]; l != nil {
+			st.layout, st.hasLayout = *l, true
+		}
+		switch {
+		case !st.added && !st.hasLayout:
+			return nil, &LostError{Path: s.fs.PathJoin(dir, layoutFile),
+				What: fmt.Sprintf("the LAYOUT of capacity directory %d is missing: the directory was wiped or replaced, "+
+					"losing the entry logs spilled to it", p),
+				Evidence: fmt.Sprintf("%s records %d ledger directories", ev.dirsFrom, ev.dirs)}
+		case st.added:
+			added = append(added, dir)
+		}
+		ev.capacity = append(ev.capacity, st)
+	}
+	if len(added) > 0 && !s.cfg.AllowExpansion {
+		recorded := "a new store's"
+		if ev.dirsFrom != "" {
+			recorded = ev.dirsFrom + "'s"
+		} else if shardsFrom != "" {
+			recorded = shardsFrom + "'s"
+		}
+		return nil, fmt.Errorf("%w: ledger directories %s are configured after the store's %d (%s count): "+
+			"to add them to the store as capacity directories, set allowStorageExpansion=true",
+			ErrLayout, strings.Join(added, ", "), ev.dirs, recorded)
+	}
+	for _, dir := range added {
+		if err := checkNewDir(s.fs, dir); err != nil {
+			return nil, err
+		}
+	}
 	return ev, nil
+}
+
+// checkNewDir refuses a directory that expansion would add unless it is
+// empty but for newDirAllowed (a missing directory is empty).
+func checkNewDir(fs vfs.FS, dir string) error {
+	names, err := fs.List(dir)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("ledgerstore: list %s: %w", dir, err)
+	}
+	var other []string
+	for _, n := range names {
+		if !newDirAllowed[n] && !strings.HasPrefix(n, ".VERSION") {
+			other = append(other, n)
+		}
+	}
+	if len(other) > 0 {
+		slices.Sort(other)
+		return fmt.Errorf("%w: %s is not empty (it holds %s): a ledger directory added to a store must be empty",
+			ErrLayout, dir, strings.Join(other, ", "))
+	}
+	return nil
 }
 
 // mkdirs creates the configured directories that do not exist yet (once
@@ -331,11 +486,35 @@ func (s *Store) completeStamp(ev *evidence, entropy io.Reader) error {
 			return err
 		}
 	}
-	for i, st := range ev.ledger {
-		if st.hasLayout && st.layout.storeID == ev.id {
+	// LAYOUTs last. The directories this Open adds get theirs first, so
+	// that no LAYOUT records the new directory count before every added
+	// directory has its LAYOUT (package comment, "Expansion").
+	nd := uint32(len(ev.ledger) + len(ev.capacity))
+	want := func(p int) layout {
+		return layout{index: uint32(p), count: nl, dirs: nd, storeID: ev.id}
+	}
+	write := func(p int, point string) error {
+		if l, ok := ev.layoutAt(p); ok && l == want(p) {
+			return nil
+		}
+		if err := writeFileAtomic(s.fs, s.cfg.LedgerDirs[p], layoutFile, encodeLayout(want(p))); err != nil {
+			return err
+		}
+		s.at(point)
+		return nil
+	}
+	for _, c := range ev.capacity {
+		if c.added {
+			if err := write(c.pos, "expand-added-layout"); err != nil {
+				return err
+			}
+		}
+	}
+	for p := range int(nd) {
+		if p >= len(ev.ledger) && ev.capacity[p-len(ev.ledger)].added {
 			continue
 		}
-		if err := writeFileAtomic(s.fs, st.dir, layoutFile, encodeLayout(layout{index: uint32(i), count: nl, storeID: ev.id})); err != nil {
+		if err := write(p, "layout"); err != nil {
 			return err
 		}
 	}

@@ -23,17 +23,23 @@ const (
 	checkpointMagic = "FOLIOCKP"
 	layoutMagic     = "FOLIOLDR"
 
-	// fileVersion is the version of CHECKPOINT and LAYOUT this code
-	// writes: version 2 adds the store id. Version 1 files (written before
-	// store ids existed) are read, and replaced by version 2 files on the
+	// fileVersion is the version of CHECKPOINT this code writes (and of
+	// LAYOUT before version 3): version 2 adds the store id. Version 1
+	// files (written before store ids existed) are read, and replaced on the
 	// first open (see the package comment, "Upgrade").
 	fileVersion       = 2
 	fileVersionLegacy = 1
+	// layoutVersion is the version of LAYOUT this code writes: version 3
+	// adds the number of ledger directories (shards and capacity
+	// directories, see "Expansion"). Versions 1 and 2 are read, with the
+	// directory count equal to the shard count; they are never written.
+	layoutVersion = 3
 
 	checkpointSizeV1 = 8 + 4 + 4 + 4 + 4 + 8 + 8 + 4 // 44
 	checkpointSize   = checkpointSizeV1 + 16         // 60
 	layoutSizeV1     = 8 + 4 + 4 + 4 + 4             // 24
-	layoutSize       = layoutSizeV1 + 16             // 40
+	layoutSizeV2     = layoutSizeV1 + 16             // 40
+	layoutSize       = layoutSizeV2 + 4              // 44
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -145,40 +151,76 @@ func decodeCheckpoint(path string, b []byte) (checkpoint, error) {
 }
 
 // layout is the durable content of a ledger directory's LAYOUT file: its
-// position among the store's ledger directories and the store id (zero in
-// a version 1 file).
+// position among the store's ledger directories, the number of shards
+// (the ledger directories the store was created with), the number of
+// ledger directories (shards plus capacity directories; a position at or
+// beyond count is a capacity directory) and the store id (zero in a
+// version 1 file).
 type layout struct {
 	index, count uint32
+	dirs         uint32
 	storeID      StoreID
 }
+
+// capacity reports whether the directory is a capacity directory (no
+// shard, no index: it only holds spilled entry logs).
+func (l layout) capacity() bool { return l.index >= l.count }
 
 func encodeLayout(l layout) []byte {
 	b := make([]byte, 0, layoutSize)
 	b = append(b, layoutMagic...)
-	b = binary.BigEndian.AppendUint32(b, fileVersion)
+	b = binary.BigEndian.AppendUint32(b, layoutVersion)
 	b = binary.BigEndian.AppendUint32(b, l.index)
 	b = binary.BigEndian.AppendUint32(b, l.count)
+	b = binary.BigEndian.AppendUint32(b, l.dirs)
 	b = append(b, l.storeID[:]...)
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
-// decodeLayout reads a version 1 or 2 LAYOUT.
+// decodeLayout reads a version 1, 2 or 3 LAYOUT.
 func decodeLayout(path string, b []byte) (layout, error) {
-	version, reason := checkFile(b, layoutMagic, layoutSizeV1, layoutSize)
+	version, reason := checkLayoutFile(b)
 	if reason != "" {
 		return layout{}, fmt.Errorf("%w: %s: %s", ErrCorrupt, path, reason)
 	}
 	l := layout{index: binary.BigEndian.Uint32(b[12:]), count: binary.BigEndian.Uint32(b[16:])}
-	if l.index >= l.count {
-		return layout{}, fmt.Errorf("%w: %s: ledger directory %d of %d", ErrCorrupt, path, l.index, l.count)
-	}
-	if version == fileVersion {
+	l.dirs = l.count
+	switch version {
+	case fileVersion:
 		copy(l.storeID[:], b[20:36])
-		if l.storeID == (StoreID{}) {
-			return layout{}, fmt.Errorf("%w: %s: zero store id", ErrCorrupt, path)
-		}
+	case layoutVersion:
+		l.dirs = binary.BigEndian.Uint32(b[20:])
+		copy(l.storeID[:], b[24:40])
+	}
+	switch {
+	case l.count == 0 || l.dirs < l.count:
+		return layout{}, fmt.Errorf("%w: %s: %d shards in %d ledger directories", ErrCorrupt, path, l.count, l.dirs)
+	case l.index >= l.dirs:
+		return layout{}, fmt.Errorf("%w: %s: ledger directory %d of %d", ErrCorrupt, path, l.index, l.dirs)
+	case version != fileVersionLegacy && l.storeID == (StoreID{}):
+		return layout{}, fmt.Errorf("%w: %s: zero store id", ErrCorrupt, path)
 	}
 	return l, nil
+}
+
+// checkLayoutFile is checkFile for the three LAYOUT versions.
+func checkLayoutFile(b []byte) (version uint32, reason string) {
+	if len(b) >= 12 && string(b[:8]) == layoutMagic && binary.BigEndian.Uint32(b[8:]) == layoutVersion {
+		switch {
+		case len(b) != layoutSize:
+			return 0, fmt.Sprintf("%d bytes, want %d for version %d", len(b), layoutSize, layoutVersion)
+		case crc32.Checksum(b[:layoutSize-4], castagnoli) != binary.BigEndian.Uint32(b[layoutSize-4:]):
+			return 0, "checksum mismatch"
+		}
+		return layoutVersion, ""
+	}
+	version, reason = checkFile(b, layoutMagic, layoutSizeV1, layoutSizeV2)
+	if reason != "" && len(b) >= 12 && string(b[:8]) == layoutMagic {
+		if v := binary.BigEndian.Uint32(b[8:]); v != fileVersion && v != fileVersionLegacy {
+			reason = fmt.Sprintf("unsupported version %d (this build reads versions %d to %d)", v, fileVersionLegacy, layoutVersion)
+		}
+	}
+	return version, reason
 }
 
 // checkFile verifies magic, version, the size that version has and the

@@ -28,7 +28,9 @@ func TestStoreFilesGolden(t *testing.T) {
 			"0000000000000005" + "0000000000000200" + "0102030405060708090a0b0c0d0e0f10" + "37082c66"},
 		{"CHECKPOINT v1", encodeCheckpointV1(c), "464f4c494f434b50" + "00000001" + "00000001" + "00000002" + "00000003" +
 			"0000000000000005" + "0000000000000200" + "5ff36f1e"},
-		{"LAYOUT v2", encodeLayout(layout{index: 1, count: 3, storeID: goldenID}), "464f4c494f4c4452" + "00000002" + "00000001" + "00000003" +
+		{"LAYOUT v3", encodeLayout(layout{index: 4, count: 3, dirs: 5, storeID: goldenID}), "464f4c494f4c4452" + "00000003" + "00000004" + "00000003" +
+			"00000005" + "0102030405060708090a0b0c0d0e0f10" + "daa102fa"},
+		{"LAYOUT v2", encodeLayoutV2(1, 3, goldenID), "464f4c494f4c4452" + "00000002" + "00000001" + "00000003" +
 			"0102030405060708090a0b0c0d0e0f10" + "28c825db"},
 		{"LAYOUT v1", encodeLayoutV1(1, 3), "464f4c494f4c4452" + "00000001" + "00000001" + "00000003" + "ccf11c10"},
 	} {
@@ -44,16 +46,20 @@ func TestStoreFilesGolden(t *testing.T) {
 	if back, err := decodeCheckpoint("c", encodeCheckpointV1(c)); err != nil || back != legacy {
 		t.Fatalf("CHECKPOINT v1: %+v %v", back, err)
 	}
-	l := layout{index: 1, count: 3, storeID: goldenID}
-	if back, err := decodeLayout("l", encodeLayout(l)); err != nil || back != l {
+	l := layout{index: 4, count: 3, dirs: 5, storeID: goldenID}
+	if back, err := decodeLayout("l", encodeLayout(l)); err != nil || back != l || !back.capacity() {
+		t.Fatalf("LAYOUT v3: %+v %v", back, err)
+	}
+	// Versions 1 and 2 read as a store without capacity directories.
+	if back, err := decodeLayout("l", encodeLayoutV2(1, 3, goldenID)); err != nil || back != (layout{index: 1, count: 3, dirs: 3, storeID: goldenID}) {
 		t.Fatalf("LAYOUT v2: %+v %v", back, err)
 	}
-	if back, err := decodeLayout("l", encodeLayoutV1(1, 3)); err != nil || back != (layout{index: 1, count: 3}) {
+	if back, err := decodeLayout("l", encodeLayoutV1(1, 3)); err != nil || back != (layout{index: 1, count: 3, dirs: 3}) {
 		t.Fatalf("LAYOUT v1: %+v %v", back, err)
 	}
 	for name, b := range map[string][]byte{
 		"CHECKPOINT v2": encodeCheckpoint(c), "CHECKPOINT v1": encodeCheckpointV1(c),
-		"LAYOUT v2": encodeLayout(l), "LAYOUT v1": encodeLayoutV1(1, 3),
+		"LAYOUT v3": encodeLayout(l), "LAYOUT v2": encodeLayoutV2(1, 3, goldenID), "LAYOUT v1": encodeLayoutV1(1, 3),
 	} {
 		decode := func(b []byte) error { _, err := decodeLayout("f", b); return err }
 		if name[0] == 'C' {
@@ -76,9 +82,13 @@ func TestStoreFilesGolden(t *testing.T) {
 // content Folio never writes are corrupt, not read.
 func TestStoreFilesRefuseNonsense(t *testing.T) {
 	for name, b := range map[string][]byte{
-		"zero store id":      encodeLayout(layout{index: 0, count: 1}),
-		"shard beyond count": encodeLayout(layout{index: 2, count: 2, storeID: goldenID}),
-		"version 3":          withVersion(encodeLayout(layout{index: 0, count: 1, storeID: goldenID}), 3),
+		"zero store id":          encodeLayout(layout{index: 0, count: 1, dirs: 1}),
+		"v2 zero store id":       encodeLayoutV2(0, 1, StoreID{}),
+		"directory beyond dirs":  encodeLayout(layout{index: 2, count: 2, dirs: 2, storeID: goldenID}),
+		"shard beyond count v2":  encodeLayoutV2(2, 2, goldenID),
+		"fewer dirs than shards": encodeLayout(layout{index: 0, count: 2, dirs: 1, storeID: goldenID}),
+		"no shards":              encodeLayout(layout{index: 0, count: 0, dirs: 1, storeID: goldenID}),
+		"version 4":              withVersion(encodeLayout(layout{index: 0, count: 1, dirs: 1, storeID: goldenID}), 4),
 	} {
 		if _, err := decodeLayout("LAYOUT", b); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("LAYOUT with %s: %v", name, err)

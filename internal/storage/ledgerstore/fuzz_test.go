@@ -56,9 +56,10 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 
 // FuzzDecodeLayout: as FuzzDecodeCheckpoint, for LAYOUT.
 func FuzzDecodeLayout(f *testing.F) {
-	f.Add(encodeLayout(layout{index: 1, count: 3, storeID: goldenID}), false)
+	f.Add(encodeLayout(layout{index: 4, count: 3, dirs: 5, storeID: goldenID}), false)
+	f.Add(encodeLayoutV2(1, 3, goldenID), false)
 	f.Add(encodeLayoutV1(1, 3), false)
-	f.Add(encodeLayout(layout{index: 0, count: 1, storeID: goldenID}), true)
+	f.Add(encodeLayout(layout{index: 0, count: 1, dirs: 1, storeID: goldenID}), true)
 	f.Add(encodeCheckpoint(checkpoint{journalCount: 1, ledgerDirCount: 1, storeID: goldenID}), true)
 	f.Fuzz(func(t *testing.T, b []byte, patch bool) {
 		if patch {
@@ -71,12 +72,15 @@ func FuzzDecodeLayout(f *testing.F) {
 			}
 			return
 		}
-		if got.index >= got.count {
+		if got.index >= got.dirs || got.count == 0 || got.count > got.dirs {
 			t.Fatalf("nonsense layout decoded: %+v", got)
 		}
 		again := encodeLayout(got)
-		if got.storeID == (StoreID{}) {
+		switch {
+		case got.storeID == (StoreID{}):
 			again = encodeLayoutV1(got.index, got.count)
+		case len(b) == layoutSizeV2:
+			again = encodeLayoutV2(got.index, got.count, got.storeID)
 		}
 		if !bytes.Equal(again, b) {
 			t.Fatalf("%x decodes to %+v, which encodes to %x", b, got, again)

@@ -309,7 +309,7 @@ func checkStamped(t *testing.T, fs vfs.FS, cfg Config, id StoreID) {
 			t.Fatalf("%s: %v %v", path, ok, err)
 		}
 		l, err := decodeLayout(path, b)
-		if err != nil || l != (layout{index: uint32(i), count: uint32(len(cfg.LedgerDirs)), storeID: id}) {
+		if err != nil || l != (layout{index: uint32(i), count: uint32(len(cfg.LedgerDirs)), dirs: uint32(len(cfg.LedgerDirs)), storeID: id}) {
 			t.Fatalf("%s: %+v %v, want store id %s", path, l, err, id)
 		}
 		ix, err := index.Open(fs, fs.PathJoin(dir, "index"), index.Options{MustExist: true})
@@ -353,6 +353,17 @@ func encodeLayoutV1(index, count uint32) []byte {
 	b = binary.BigEndian.AppendUint32(b, fileVersionLegacy)
 	b = binary.BigEndian.AppendUint32(b, index)
 	b = binary.BigEndian.AppendUint32(b, count)
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+// encodeLayoutV2 writes a version 2 LAYOUT exactly as Folio did before
+// capacity directories (pinned by TestStoreFilesGolden).
+func encodeLayoutV2(index, count uint32, id StoreID) []byte {
+	b := []byte(layoutMagic)
+	b = binary.BigEndian.AppendUint32(b, fileVersion)
+	b = binary.BigEndian.AppendUint32(b, index)
+	b = binary.BigEndian.AppendUint32(b, count)
+	b = append(b, id[:]...)
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 

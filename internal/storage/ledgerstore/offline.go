@@ -7,6 +7,7 @@ import (
 	iofs "io/fs"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -124,28 +125,38 @@ func CheckConsistency(fs vfs.FS, cfg Config) (CheckResult, error) {
 		return res, err
 	}
 	defer release()
-	for _, dir := range cfg.LedgerDirs {
-		if err := checkDir(fs, dir, &res); err != nil {
+	// The shard count, and the check that the directories are the store's.
+	ev, err := (&Store{fs: fs, cfg: cfg}).inspect()
+	if err != nil {
+		return res, err
+	}
+	for i, st := range ev.ledger {
+		if err := checkDir(fs, st.dir, shardLogDirs(fs, cfg.LedgerDirs, i), &res); err != nil {
 			return res, err
 		}
 	}
 	return res, nil
 }
 
-func checkDir(fs vfs.FS, dir string, res *CheckResult) error {
+// checkDir checks the index of the shard in dir against its entry logs
+// in logDirs (its own and its spill directories).
+func checkDir(fs vfs.FS, dir string, logDirs []string, res *CheckResult) error {
 	ixDir := fs.PathJoin(dir, "index")
 	ok, err := index.Exists(fs, ixDir)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		hasLogs, err := entrylog.HasLogs(fs, fs.PathJoin(dir, "entrylogs"))
-		if err != nil {
-			return err
-		}
-		if hasLogs {
-			res.Problems = append(res.Problems, Problem{LedgerDir: dir, LedgerID: -1, EntryID: -1,
-				Reason: ixDir + " is missing while the directory holds entry logs (rebuild it with `folio shell rebuild-index`)"})
+		for _, d := range logDirs {
+			hasLogs, err := entrylog.HasLogs(fs, d)
+			if err != nil {
+				return err
+			}
+			if hasLogs {
+				res.Problems = append(res.Problems, Problem{LedgerDir: dir, LedgerID: -1, EntryID: -1,
+					Reason: ixDir + " is missing while " + d + " holds entry logs of its ledgers (rebuild it with `folio shell rebuild-index`)"})
+				break
+			}
 		}
 		return nil
 	}
@@ -155,7 +166,7 @@ func checkDir(fs vfs.FS, dir string, res *CheckResult) error {
 		return nil
 	}
 	defer ix.Close()
-	rd := entrylog.NewFileReader(fs, fs.PathJoin(dir, "entrylogs"))
+	rd := entrylog.NewFileReader(fs, logDirs...)
 	defer rd.Close()
 	var ledgers []int64
 	if err := ix.Ledgers(func(id int64, st index.State) bool {
@@ -434,17 +445,17 @@ func RebuildIndex(fs vfs.FS, cfg Config, opts RebuildOptions) (RebuildReport, er
 	// is written.
 	type scanned struct {
 		plan
-		logs []uint64
+		logs []entrylog.LogFile
 	}
 	var todo []scanned
 	for _, p := range plans {
-		dir := ev.ledger[p.i].dir
-		ids, err := entrylog.LogIDs(fs, fs.PathJoin(dir, "entrylogs"))
+		// The shard's own logs and those it spilled into other directories.
+		ids, err := entrylog.LogFiles(fs, shardLogDirs(fs, cfg.LedgerDirs, p.i)...)
 		if err != nil {
 			return rep, err
 		}
-		for _, id := range ids {
-			path := fs.PathJoin(dir, "entrylogs", entrylog.LogFileName(id))
+		for _, lf := range ids {
+			path := lf.Path
 			var last entrylog.Record // the last verified record
 			seen := false
 			err := entrylog.ScanFile(fs, path, func(r entrylog.Record) error {
@@ -488,7 +499,7 @@ func RebuildIndex(fs vfs.FS, cfg Config, opts RebuildOptions) (RebuildReport, er
 		return rep, &DamageError{Damage: bad}
 	}
 	for _, t := range todo {
-		rd, err := rebuildDir(fs, ev, t.i, t.why, t.old, t.logs, jl, ensemble, len(cfg.LedgerDirs), opts.MasterKey)
+		rd, err := rebuildDir(fs, ev, t.i, t.why, t.old, t.logs, jl, ensemble, len(ev.ledger), opts.MasterKey)
 		if err != nil {
 			return rep, err
 		}
@@ -710,7 +721,7 @@ func judgeIndex(fs vfs.FS, dir string, ev *evidence, i int, all bool) (why strin
 
 // rebuildDir writes ledger directory i's new index from its logs and puts
 // it in place of the old one.
-func rebuildDir(fs vfs.FS, ev *evidence, i int, why string, old *oldIndex, logs []uint64,
+func rebuildDir(fs vfs.FS, ev *evidence, i int, why string, old *oldIndex, logs []entrylog.LogFile,
 	jl map[int64]*ledgerLog, ensemble []int64, shards int, keyOf func(int64) ([]byte, bool, error)) (RebuiltDir, error) {
 	dir := ev.ledger[i].dir
 	rd := RebuiltDir{Dir: dir, Why: why}
@@ -765,8 +776,8 @@ func rebuildDir(fs vfs.FS, ev *evidence, i int, why string, old *oldIndex, logs 
 		ps = ps[:0]
 		return err
 	}
-	for _, id := range logs {
-		path := fs.PathJoin(dir, "entrylogs", entrylog.LogFileName(id))
+	for _, lf := range logs {
+		id, path := lf.ID, lf.Path
 		rd.LogsScanned++
 		err := entrylog.ScanFile(fs, path, func(r entrylog.Record) error {
 			if r.LedgerID < 0 || r.EntryID < 0 || uint64(r.LedgerID)%uint64(shards) != uint64(i) {
@@ -946,4 +957,39 @@ func finishPending(fs vfs.FS, dir, marker string) (aside string, err error) {
 		return aside, fmt.Errorf("ledgerstore: remove %s: %w", marker, err)
 	}
 	return aside, syncDir(fs, dir)
+}
+
+// EntryLogDirs returns the directories in ledger directory dir that hold
+// entry logs (a missing one holds none): its shard's own "entrylogs" and
+// the spill directories "entrylogs-shard-<i>" of other shards, by name.
+// Tools that list a bookie's files (list_disk_file) use it, so that
+// spilled logs are listed too.
+func EntryLogDirs(fs vfs.FS, dir string) ([]string, error) {
+	names, err := fs.List(dir)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ledgerstore: list %s: %w", dir, err)
+	}
+	slices.Sort(names)
+	var out []string
+	for _, n := range names {
+		if n == ownLogsDir || (strings.HasPrefix(n, spillLogsPrefix) && isDecimal(n[len(spillLogsPrefix):])) {
+			out = append(out, fs.PathJoin(dir, n))
+		}
+	}
+	return out, nil
+}
+
+func isDecimal(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -153,6 +153,9 @@ func Open(fs vfs.FS, cfg Config) (*Store, error) {
 	s := &Store{fs: fs, cfg: cfg, failedCh: make(chan struct{}), stop: make(chan struct{}), gcTrigger: make(chan struct{}, 1)}
 	now := cfg.Clock.Now()
 	s.gcState.lastMinor, s.gcState.lastMajor = now, now
+	if cfg.openHook != nil {
+		s.setHook(cfg.openHook)
+	}
 	if err := s.open(); err != nil {
 		s.closeAll()
 		return nil, err
@@ -165,13 +168,14 @@ func Open(fs vfs.FS, cfg Config) (*Store, error) {
 
 func (s *Store) open() error {
 	var err error
-	s.shardCacheBytes = s.cfg.entrylogOptions().WriteCacheBytes
 	// Read what the directories hold and refuse lost parts before anything
 	// is created or replayed (see the package comment, "Lost data").
 	ev, err := s.inspect()
 	if err != nil {
 		return err
 	}
+	elOpts := s.cfg.entrylogOptions(len(ev.ledger))
+	s.shardCacheBytes = elOpts.WriteCacheBytes
 	// An index swap interrupted by a crash (see finishSwap) must be
 	// finished by rebuild-index: opening the old index, or none, and
 	// letting a later run swap in a rebuilt index that misses what the
@@ -206,7 +210,7 @@ func (s *Store) open() error {
 	}
 	s.storeID = ev.id
 	for _, sh := range s.shards {
-		if sh.el, err = entrylog.OpenDirs(s.fs, shardLogDirs(s.fs, s.cfg.LedgerDirs, sh.index), s.cfg.entrylogOptions()); err != nil {
+		if sh.el, err = entrylog.OpenDirs(s.fs, shardLogDirs(s.fs, s.cfg.LedgerDirs, sh.index), elOpts); err != nil {
 			return err
 		}
 	}
