@@ -16,6 +16,7 @@ import (
 
 	"github.com/foliodb/folio/internal/bookie/server"
 	"github.com/foliodb/folio/internal/storage/entrylog"
+	"github.com/foliodb/folio/internal/storage/ledgerstore"
 )
 
 func init() {
@@ -144,11 +145,10 @@ func newListFilesOnDiscCommand(o *ShellOptions) *cobra.Command {
 					// entrylogs/ holds the directory's own shard's logs;
 					// entrylogs-shard-<i>/, those other shards spilled here
 					// (a full directory, a storage expansion).
-					logDirs, err := filepath.Glob(filepath.Join(cur, "entrylogs*"))
+					logDirs, err := ledgerstore.EntryLogDirs(vfs.Default, cur)
 					if err != nil {
 						return err
 					}
-					slices.Sort(logDirs)
 					for _, ld := range logDirs {
 						if err := add("entrylog", ld); err != nil {
 							return err
