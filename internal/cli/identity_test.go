@@ -385,9 +385,9 @@ func TestShellReaddressBookie(t *testing.T) {
 	if !slices.Equal(uc.Directories, []string{extra}) {
 		t.Fatalf("updatecookie --expandstorage: %+v", uc)
 	}
-	// The stored cookie and every directory's list the new directory.
-	// (Whether the storage takes a new directory under a bookie with data
-	// is allowStorageExpansion's business, not the cookie's.)
+	// The stored cookie and every directory's list the new directory (the
+	// bookie's storage takes it at its next start: the server package's
+	// TestProcessExpandStorageOffline).
 	var cv cli.CookieView
 	mustJSON(t, mustShell(t, uri, "cookie", "get", string(newID), "-o", "json"), &cv)
 	if !slices.Equal(cv.LedgerDirs, []string{filepath.Join(b.Dir, "ledgers"), extra}) {
