@@ -340,3 +340,56 @@ func TestSpillGCRemovesSpilledLog(t *testing.T) {
 		t.Fatal("the removed log came back at Open")
 	}
 }
+
+// TestSpillConcurrentToggle: directories turning full and writable while
+// flushes and compactions run lose nothing (run with -race).
+func TestSpillConcurrentToggle(t *testing.T) {
+	fs := newFreeFS()
+	s, err := OpenDirs(fs, spillDirs, Options{Clock: newManualClock(), MaxLogBytes: 4 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := newFakeIndex()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			s.SetDirFull(i%3, i%2 == 0)
+		}
+	}()
+	for l := int64(1); l <= 6; l++ {
+		flushEntries(t, s, x, l, 0, 20)
+		if l%2 == 0 {
+			dead := l - 1
+			s.DropLedger(dead)
+			x.deleteLedger(dead)
+			if _, err := s.GC(0.9, func(id int64) bool { return id%2 == 0 }, x.relocate); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(stop)
+	wg.Wait()
+	check := func() {
+		t.Helper()
+		for l := int64(2); l <= 6; l += 2 {
+			for e := int64(0); e < 20; e++ {
+				mustReadBack(t, s, x, l, e, 100)
+			}
+		}
+	}
+	check()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openSpill(t, fs)
+	defer s.Close()
+	check()
+}

@@ -211,7 +211,9 @@ func OpenDirs(fs vfs.FS, dirs []string, opts Options) (*Store, error) {
 
 // makeDir creates d if needed and syncs its parent, so that a newly
 // created directory survives a crash (the logs' own directory entries are
-// synced as they are created). Once per directory and Open.
+// synced as they are created). Once per directory and Open, also for a
+// directory that exists: a crash may have come between its creation and
+// the parent's sync.
 func (s *Store) makeDir(d *logDir) error {
 	s.dirMu.Lock()
 	defer s.dirMu.Unlock()
@@ -237,11 +239,6 @@ func (s *Store) openDir(d *logDir) error {
 	}
 	if err != nil {
 		return fmt.Errorf("entrylog: list %s: %w", d.path, err)
-	}
-	if d.index > 0 {
-		s.dirMu.Lock()
-		d.made = true // it exists; its parent entry was synced when it was made
-		s.dirMu.Unlock()
 	}
 	slices.Sort(names)
 	changed := false

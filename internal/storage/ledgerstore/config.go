@@ -24,16 +24,21 @@ type Clock interface {
 
 // Config configures Open. Zero fields take the defaults named below. The
 // directory lists fix the sharding (ledger id mod count) and are recorded
-// on disk: reopening with a different number of journal or ledger
-// directories, or with them in another order, is refused.
+// on disk: reopening with a different number of journal directories, with
+// fewer ledger directories, or with directories in another order, is
+// refused; ledger directories may only be appended (AllowExpansion).
 type Config struct {
 	// JournalDirs are the journal directories, at least one. Ledgers are
 	// sharded over them by ledger id mod len(JournalDirs), one group-commit
 	// writer each; put them on separate devices to add fsync bandwidth.
 	JournalDirs []string
-	// LedgerDirs are the ledger directories, at least one. Each holds an
-	// entry-log store ("entrylogs/") and a Pebble index ("index/") for the
-	// ledgers with ledger id mod len(LedgerDirs) == its position.
+	// LedgerDirs are the ledger directories, at least one. The first N
+	// (their number when the store was created) are the shards: each holds
+	// the Pebble index ("index/") and the entry logs ("entrylogs/") of the
+	// ledgers with ledger id mod N == its position. Any directory may also
+	// hold entry logs that other shards spilled into it while their own
+	// directory was full ("entrylogs-shard-<i>/"); directories after the
+	// first N (capacity directories, AllowExpansion) hold only those.
 	LedgerDirs []string
 	// AllowExpansion lets Open add ledger directories appended to the end
 	// of LedgerDirs (the recorded ones unchanged, in the same order) to an

@@ -56,8 +56,8 @@
 // The order is crash-safe: every new directory's LAYOUT is written (file
 // fsync, rename, directory fsync), then every existing directory's LAYOUT
 // is rewritten with D' (shard directories first, in position order), and
-// no entry log is written to a new directory
-// before every LAYOUT records D' (entry logs open only after). A crash
+// no entry log is written to a new directory before every LAYOUT records
+// D' (entry logs open only after). A crash
 // part-way leaves new directories with LAYOUTs nobody relies on: the next
 // Open with the same configuration completes the expansion; one with the
 // old configuration opens as long as no old LAYOUT records D' yet, and is
@@ -66,8 +66,8 @@
 //
 //   - more directories than the store records, without AllowExpansion
 //     (ErrLayout; the message names allowStorageExpansion);
-//   - fewer directories than the largest directory count any LAYOUT
-//     records: a removed directory takes its entry logs with it (a
+//   - fewer directories than the store's directory count (see "Lost
+//     data"): a removed directory takes its entry logs with it (a
 //     *LostError matching ErrDataLost and ErrLayout);
 //   - a new directory that is not empty: it may hold only a LAYOUT of this
 //     store at its position (an interrupted expansion), the bookie's
@@ -122,8 +122,9 @@
 //     open. So a LAYOUT with the id proves every CHECKPOINT and index had
 //     it, and a CHECKPOINT with the id proves every index had it. A crash
 //     part-way leaves a prefix of this order, which the next Open completes.
-//   - Entry logs in a ledger directory prove its index existed (it is
-//     created before the first flush), journal files prove the journal
+//   - A shard's entry logs, in its own directory or spilled into another,
+//     prove its index existed (it is created before the first flush),
+//     journal files prove the journal
 //     directory's CHECKPOINT existed (written before the journal opens),
 //     and a CHECKPOINT with a non-zero position proves every index existed.
 //     These hold for stores written before store ids existed as well.

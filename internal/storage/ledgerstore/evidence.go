@@ -236,8 +236,8 @@ func (s *Store) inspect() (*evidence, error) {
 			because = shardsFrom
 		}
 		return nil, &LostError{Path: strings.Join(s.cfg.LedgerDirs, ","), Layout: true,
-			What: fmt.Sprintf("%d ledger directories are configured, but the store has %d (positions %d to %d are missing from the list): "+
-				"removing a ledger directory loses the entry logs and the index on it", nc, ev.dirs, nc, ev.dirs-1),
+			What: fmt.Sprintf("%d ledger directories are configured, but the store has %d (%s missing from the list): "+
+				"removing a ledger directory loses the entry logs and the index on it", nc, ev.dirs, missingPositions(nc, ev.dirs)),
 			Evidence: fmt.Sprintf("%s records %d ledger directories", because, ev.dirs)}
 	}
 	for p, dir := range s.cfg.LedgerDirs {
@@ -289,12 +289,42 @@ func (s *Store) inspect() (*evidence, error) {
 			"to add them to the store as capacity directories, set allowStorageExpansion=true",
 			ErrLayout, strings.Join(added, ", "), ev.dirs, recorded)
 	}
-	for _, dir := range added {
-		if err := checkNewDir(s.fs, dir); err != nil {
+	for _, c := range ev.capacity {
+		if !c.added {
+			continue
+		}
+		if err := checkNewDir(s.fs, c.dir); err != nil {
 			return nil, err
+		}
+		// A LAYOUT left by an interrupted expansion was written after every
+		// CHECKPOINT carried the store id: without a CHECKPOINT carrying
+		// its id it belongs to another store (whose id must not be adopted
+		// by a store that has none yet).
+		if c.hasLayout && !ev.checkpointHasID(c.layout.storeID) {
+			return nil, fmt.Errorf("%w: %s holds a LAYOUT of store %s, which no CHECKPOINT of this store records: "+
+				"a ledger directory added to a store must be empty", ErrLayout, c.dir, c.layout.storeID)
 		}
 	}
 	return ev, nil
+}
+
+// missingPositions names positions [from, to) in words.
+func missingPositions(from, to int) string {
+	if to-from == 1 {
+		return fmt.Sprintf("position %d is", from)
+	}
+	return fmt.Sprintf("positions %d to %d are", from, to-1)
+}
+
+// checkpointHasID reports whether some journal directory's CHECKPOINT
+// carries store id id.
+func (ev *evidence) checkpointHasID(id StoreID) bool {
+	for _, j := range ev.journal {
+		if j.hasCkpt && id != (StoreID{}) && j.ckpt.storeID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // checkNewDir refuses a directory that expansion would add unless it is

@@ -515,7 +515,8 @@ func (s *Store) DeleteLedger(ctx context.Context, ledgerID int64) error {
 
 // DiskUsage implements storage.Store. Directories may share a volume and
 // vfs does not say which, so it reports the fullest volume holding any of
-// the store's directories: the one a read-only threshold must watch.
+// the store's directories. Per-directory verdicts (a full ledger directory
+// only stops taking entry logs) need DirUsages.
 func (s *Store) DiskUsage() (storage.DiskUsage, error) {
 	var best storage.DiskUsage
 	var bestFrac float64 = -1

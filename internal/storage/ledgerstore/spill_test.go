@@ -313,6 +313,30 @@ func TestExpansionRefusesNonEmptyDir(t *testing.T) {
 	if _, err := Open(mem2, expanded(cfg2)); !errors.Is(err, ErrLayout) {
 		t.Fatalf("a foreign LAYOUT in the new directory: %v", err)
 	}
+	// A store written before store ids has no id to compare with: a
+	// LAYOUT at the new position is still refused unless a CHECKPOINT of
+	// the store records its id (it would otherwise adopt another store's).
+	mem3, cfg3 := expandBase(t)
+	makeLegacy(t, mem3, cfg3)
+	if err := mem3.MkdirAll("/l2", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	foreign := encodeLayout(layout{index: 2, count: 2, dirs: 3, storeID: goldenID})
+	if err := writeFileAtomic(mem3, "/l2", layoutFile, foreign); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(mem3, expanded(cfg3)); !errors.Is(err, ErrLayout) || !strings.Contains(err.Error(), "which no CHECKPOINT of this store records") {
+		t.Fatalf("a foreign LAYOUT in the new directory of a legacy store: %v", err)
+	}
+	if err := mem3.Remove("/l2/" + layoutFile); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, mem3, expanded(cfg3)) // the legacy store expands
+	defer s.Close()
+	spillReadAll(t, s, []int64{1, 2, 3}, 0, 10)
+	if l := readLayout(t, mem3, "/l2"); l != (layout{index: 2, count: 2, dirs: 3, storeID: s.StoreID()}) {
+		t.Fatalf("legacy store's new LAYOUT %+v", l)
+	}
 }
 
 // TestExpansionCrash: a crash after any step of the expansion leaves a
@@ -430,5 +454,33 @@ func TestExpansionInterruptedThenFewer(t *testing.T) {
 	spillReadAll(t, s, []int64{1, 2, 3}, 0, 10)
 	if l := readLayout(t, snap, "/l2"); l.dirs != 3 {
 		t.Fatalf("/l2 LAYOUT after adding it alone: %+v", l)
+	}
+}
+
+// TestSpillSurvivesCrash: a spill directory created by a flush and the log
+// in it are durable once the checkpoint that covers them is: after a crash
+// (only synced data survives) the entries read back from the spilled log,
+// not from journal replay (the checkpoint passed their records).
+func TestSpillSurvivesCrash(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	cfg := testConfig()
+	s := mustOpen(t, mem, cfg)
+	s.SetLedgerDirFull(0, true)
+	spillEntries(t, s, []int64{2, 4}, 0, 10)
+	if err := s.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if d := logDirOf(t, s, 2, 0); d != "/l1/entrylogs-shard-0" {
+		t.Fatalf("ledger 2: %s", d)
+	}
+	crashed := mem.CrashClone(vfs.CrashCloneCfg{})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, crashed, cfg)
+	defer s.Close()
+	spillReadAll(t, s, []int64{2, 4}, 0, 10)
+	if d := logDirOf(t, s, 4, 9); d != "/l1/entrylogs-shard-0" {
+		t.Fatalf("after the crash ledger 4's entries are in %s (replayed?), want the spilled log", d)
 	}
 }
