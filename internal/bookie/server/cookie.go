@@ -139,8 +139,8 @@ func expansionRefused(id metadata.BookieID, added []string) error {
 // cookie lists: the entry logs on a removed ledger directory would be lost.
 func shrinkRefused(md metadata.Driver, id metadata.BookieID, stored *metadata.Cookie, removed []string) error {
 	return &CookieError{
-		Why: fmt.Sprintf("the configuration lacks directories %s that the cookie of %s (%s) lists: the bookie's entry logs may be on them "+
-			"(the cookie lists ledger directories %v), and starting without them could answer \"no such entry\" for entries it acknowledged",
+		Why: fmt.Sprintf("the configuration lacks directories %s that the cookie of %s (%s) lists: any ledger directory may hold entry logs of every ledger "+
+			"(the cookie lists ledger directories %v), and starting without one could answer \"no such entry\" for entries it acknowledged",
 			strings.Join(removed, ", "), id, metadata.CookieKeyOf(md, id), stored.LedgerDirs),
 		Hint: "put the directories back in the configuration (a bookie's directories can be added, never removed); " +
 			"to retire a disk, decommission the bookie (`folio shell recover " + string(id) + "` or AutoRecovery), " +
@@ -339,7 +339,11 @@ func ValidateCookies(ctx context.Context, md metadata.Driver, cfg *Config, id me
 	if err := cookiesMatch(storeCookie, master); err != nil {
 		d := diffCookies(storeCookie, master)
 		switch {
-		case d.other || len(d.added) == 0 && len(d.removed) == 0:
+		case len(d.removed) > 0 && !d.other:
+			return res, shrinkRefused(md, id, storeCookie, d.removed)
+		case d.reordered && !d.other:
+			return res, reorderRefused(id, storeCookie, master)
+		case d.other || len(d.added) == 0:
 			return res, &CookieError{
 				Why: fmt.Sprintf("the metadata store's cookie of %s (%s) does not match this bookie's configuration (%v): "+
 					"the directories, the address or the cluster changed since the bookie was first started", id, metadata.CookieKeyOf(md, id), err),
@@ -347,10 +351,6 @@ func ValidateCookies(ctx context.Context, md metadata.Driver, cfg *Config, id me
 					"if the change is deliberate, update the cookie with `folio shell cookie update " + string(id) + "`, " +
 					"or decommission the bookie and reset it with `folio shell bookieformat --force`",
 			}
-		case len(d.removed) > 0:
-			return res, shrinkRefused(md, id, storeCookie, d.removed)
-		case d.reordered:
-			return res, reorderRefused(id, storeCookie, master)
 		case !opts.AllowExpansion:
 			return res, expansionRefused(id, d.added)
 		}
