@@ -687,6 +687,9 @@ func (p *Process) ServerConfig() map[string]string {
 		"forceReadOnlyBookie": strconv.FormatBool(c.ForceReadOnly),
 		"diskUsageThreshold":  strconv.FormatFloat(c.DiskUsageThreshold, 'f', -1, 64),
 		"diskCheckInterval":   strconv.FormatInt(c.DiskCheckInterval.Milliseconds(), 10),
+
+		"readOnlyModeOnAnyDiskFullEnabled": strconv.FormatBool(c.ReadOnlyModeOnAnyDiskFull),
+		"allowStorageExpansion":            strconv.FormatBool(c.AllowStorageExpansion),
 	})
 	if c.AdvertisedAddress != "" {
 		out["advertisedAddress"] = c.AdvertisedAddress
