@@ -403,6 +403,17 @@ func TestShellReaddressBookie(t *testing.T) {
 			t.Fatalf("cookie in %s: %q (%v), want the stored one %q", dir, local, err, stored)
 		}
 	}
+	// The bookie starts with the added directory without
+	// allowStorageExpansion (the cookie lists it) and serves its data.
+	b.Start(expanded...)
+	b.WaitRegistered(false)
+	readBackLedgers(ctx, t, uri, ends)
+	if _, err := os.Stat(filepath.Join(extra, "current", "LAYOUT")); err != nil {
+		t.Fatalf("the storage did not take the added directory: %v", err)
+	}
+	b.Terminate()
+	b.WaitUnregistered()
+
 	if code, _, _ := shell(t, uri, append([]string{"updatecookie", "--conf", b.ConfPath, "--delete"}, expanded...)...); code != 2 {
 		t.Fatalf("updatecookie --delete without --force: exit %d", code)
 	}
