@@ -1,6 +1,7 @@
 package server
 
 import (
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -407,7 +408,7 @@ func newStorageCollector(p *Process, constLabels prometheus.Labels) *storageColl
 // scope, sanitised as its Prometheus provider does (every character other
 // than a letter, digit, "_" or ":" becomes "_").
 func javaDirUsageName(dir string) string {
-	name := []byte("bookie_ledger_dir_" + strings.ReplaceAll(dir, "/", "_") + "_usage")
+	name := []byte("bookie_ledger_dir_" + strings.ReplaceAll(filepath.Clean(dir), "/", "_") + "_usage")
 	for i, ch := range name {
 		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '_' || ch == ':') {
 			name[i] = '_'

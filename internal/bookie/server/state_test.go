@@ -295,3 +295,17 @@ func TestStateManagerAnyDiskFull(t *testing.T) {
 		t.Fatalf("all full with readOnlyModeEnabled=false: %v", fatal)
 	}
 }
+
+// TestJavaDirUsageName: BookKeeper's per-directory usage gauge name, as the
+// Pulsar chart's dashboard queries it for its ledger directory.
+func TestJavaDirUsageName(t *testing.T) {
+	for dir, want := range map[string]string{
+		"/pulsar/data/bookkeeper/ledgers-0":  "bookie_ledger_dir__pulsar_data_bookkeeper_ledgers_0_usage",
+		"/pulsar/data/bookkeeper/ledgers-0/": "bookie_ledger_dir__pulsar_data_bookkeeper_ledgers_0_usage",
+		"data/bk.ledgers":                    "bookie_ledger_dir_data_bk_ledgers_usage",
+	} {
+		if got := javaDirUsageName(dir); got != want {
+			t.Errorf("javaDirUsageName(%q) = %q, want %q", dir, got, want)
+		}
+	}
+}
