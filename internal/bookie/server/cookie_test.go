@@ -269,3 +269,41 @@ func TestCookieExpansionCrashAtEveryWrite(t *testing.T) {
 		t.Fatalf("the losing expansion changed the stored cookie: %v", s.LedgerDirs)
 	}
 }
+
+// TestCookieExpansionIndexDirs: index directories (stamped, unused by
+// Folio's storage) follow BookKeeper's superset rule: an added one is
+// accepted in any position; a removed one is refused.
+func TestCookieExpansionIndexDirs(t *testing.T) {
+	ctx := context.Background()
+	md := memory.NewStore(memory.Options{}).Open()
+	defer md.Close()
+	if _, err := md.InitNewCluster(ctx); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	cfg := DefaultConfig()
+	cfg.JournalDirs = []string{filepath.Join(root, "journal")}
+	cfg.LedgerDirs = []string{filepath.Join(root, "ledgers")}
+	cfg.IndexDirs = []string{filepath.Join(root, "index0")}
+	if _, err := ValidateCookies(ctx, md, &cfg, cookieTestID, CookieOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	grown := cfg
+	grown.IndexDirs = []string{filepath.Join(root, "index1"), cfg.IndexDirs[0]}
+	res, err := ValidateCookies(ctx, md, &grown, cookieTestID, CookieOptions{AllowExpansion: true})
+	if err != nil || !slices.Equal(res.Added, grown.IndexDirs[:1]) {
+		t.Fatalf("index directory added first: %+v %v", res, err)
+	}
+	b := &cookieBookie{md: md}
+	b.wantCookies(t, &grown)
+	if s := b.stored(t); !slices.Equal(s.IndexDirs, grown.IndexDirs) {
+		t.Fatalf("stored cookie's index directories %v, want %v", s.IndexDirs, grown.IndexDirs)
+	}
+	shrunk := grown
+	shrunk.IndexDirs = grown.IndexDirs[:1]
+	_, err = ValidateCookies(ctx, md, &shrunk, cookieTestID, CookieOptions{AllowExpansion: true})
+	var ce *CookieError
+	if !errors.As(err, &ce) || !strings.Contains(ce.Why, "lacks directories "+cfg.IndexDirs[0]) {
+		t.Fatalf("index directory removed: %v", err)
+	}
+}
