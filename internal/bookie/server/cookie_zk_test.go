@@ -47,22 +47,35 @@ func TestCookieMismatchOnZooKeeper(t *testing.T) {
 	}
 }
 
-// TestCookieExpansionOnZooKeeper: a storage expansion replaces the cookie
-// znode by compare-and-set on its version; a writer that changed it
-// meanwhile makes the expansion fail.
-func TestCookieExpansionOnZooKeeper(t *testing.T) {
-	srv := zktest.Start(t)
-	uri := zktest.URI(srv, zktest.Scope(t))
+// TestCookieExpansionCAS: a storage expansion replaces the stored cookie
+// by compare-and-set on its version, on ZooKeeper (the znode's version) and
+// on etcd (the key's revision); a writer that changed it meanwhile makes
+// the expansion fail, and the next check completes it.
+func TestCookieExpansionCAS(t *testing.T) {
+	t.Run("zookeeper", func(t *testing.T) {
+		srv := zktest.Start(t)
+		uri := zktest.URI(srv, zktest.Scope(t))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		md, err := metadata.Open(ctx, uri, metadata.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer md.Close()
+		if _, err := md.InitNewCluster(ctx); err != nil {
+			t.Fatal(err)
+		}
+		testExpansionCAS(t, uri, md)
+	})
+	t.Run("etcd", func(t *testing.T) {
+		uri, md := procEtcd(t)
+		testExpansionCAS(t, uri, md)
+	})
+}
+
+func testExpansionCAS(t *testing.T, uri string, md metadata.Driver) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	md, err := metadata.Open(ctx, uri, metadata.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer md.Close()
-	if _, err := md.InitNewCluster(ctx); err != nil {
-		t.Fatal(err)
-	}
 	const id = metadata.BookieID("127.0.0.1:3181")
 	cfg := procConfig(t, uri)
 	cfg.LedgerDirs = cfg.LedgerDirs[:1]
@@ -84,7 +97,7 @@ func TestCookieExpansionOnZooKeeper(t *testing.T) {
 		_, err = md.WriteCookie(ctx, id, data, v)
 		return err
 	}
-	_, err = ValidateCookies(ctx, md, &grown, id, CookieOptions{AllowExpansion: true, beforeWrite: race})
+	_, err := ValidateCookies(ctx, md, &grown, id, CookieOptions{AllowExpansion: true, beforeWrite: race})
 	var ce *CookieError
 	if !errors.As(err, &ce) || !strings.Contains(ce.Why, "changed while this bookie was adding directories") {
 		t.Fatalf("expansion racing a writer: %v", err)
