@@ -16,6 +16,7 @@ import (
 
 	"github.com/foliodb/folio/internal/bookie/server"
 	"github.com/foliodb/folio/internal/storage/entrylog"
+	"github.com/foliodb/folio/internal/storage/ledgerstore"
 )
 
 func init() {
@@ -108,7 +109,8 @@ func newListFilesOnDiscCommand(o *ShellOptions) *cobra.Command {
 		Short: "List a bookie's journal, entry log and index files",
 		Long: "List the files of the bookie whose configuration is given: journal files\n" +
 			"(and CHECKPOINT) in each journalDirectories entry's current/, entry logs in\n" +
-			"each ledgerDirectories entry's current/entrylogs/, and the Pebble index files\n" +
+			"each ledgerDirectories entry's current/entrylogs/ (and entrylogs-shard-<i>/:\n" +
+			"other shards' logs spilled there), and the Pebble index files\n" +
 			"in current/index/ (Folio keeps the index with the ledgers; indexDirectories\n" +
 			"only carry a cookie). Without a selection flag, all three are listed. Read\n" +
 			"only; the metadata store is not used. For a standalone bookie:\n" +
@@ -140,8 +142,17 @@ func newListFilesOnDiscCommand(o *ShellOptions) *cobra.Command {
 			for _, d := range cfg.LedgerDirs {
 				cur := server.CurrentDir(d)
 				if entrylogs {
-					if err := add("entrylog", filepath.Join(cur, "entrylogs")); err != nil {
+					// entrylogs/ holds the directory's own shard's logs;
+					// entrylogs-shard-<i>/, those other shards spilled here
+					// (a full directory, a storage expansion).
+					logDirs, err := ledgerstore.EntryLogDirs(vfs.Default, cur)
+					if err != nil {
 						return err
+					}
+					for _, ld := range logDirs {
+						if err := add("entrylog", ld); err != nil {
+							return err
+						}
 					}
 				}
 				if index {

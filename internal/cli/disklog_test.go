@@ -137,3 +137,67 @@ func TestListFilesOnDiscAndReadLog(t *testing.T) {
 		t.Fatalf("no argument: exit %d %s", code, errOut)
 	}
 }
+
+// TestListFilesOnDiscSpilledLogs: with its own ledger directory full, a
+// shard's entry logs go to the other ledger directory
+// (entrylogs-shard-<i>/); listfilesondisc lists them, and readlog reads
+// them.
+func TestListFilesOnDiscSpilledLogs(t *testing.T) {
+	root := t.TempDir()
+	jd := filepath.Join(root, "journal")
+	lds := []string{filepath.Join(root, "ledgers0"), filepath.Join(root, "ledgers1")}
+	st, err := ledgerstore.Open(vfs.Default, ledgerstore.Config{
+		JournalDirs: []string{server.CurrentDir(jd)},
+		LedgerDirs:  []string{server.CurrentDir(lds[0]), server.CurrentDir(lds[1])},
+		Clock:       clock.NewManual(time.Unix(1_000_000, 0)),
+		Manual:      true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SetLedgerDirFull(0, true)
+	key := make([]byte, 20)
+	const ledger = 8 // shard 0
+	for e := int64(0); e < 3; e++ {
+		body := make([]byte, 32, 40)
+		binary.BigEndian.PutUint64(body[0:], ledger)
+		binary.BigEndian.PutUint64(body[8:], uint64(e))
+		binary.BigEndian.PutUint64(body[16:], uint64(e-1))
+		body = append(body, "spilled!"...)
+		done := make(addDone, 1)
+		st.AddEntry(ledger, e, key, body, storage.AddOptions{}, done)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dirs := []string{"--set", "journalDirectories=" + jd, "--set", "ledgerDirectories=" + strings.Join(lds, ",")}
+	code, out, errOut := run(t, nil, append([]string{"shell", "listfilesondisc", "--entrylog", "-o", "json"}, dirs...)...)
+	if code != ExitOK {
+		t.Fatalf("listfilesondisc: exit %d: %s", code, errOut)
+	}
+	var files []DiskFileView
+	if err := json.Unmarshal([]byte(out), &files); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	spillDir := filepath.Join(server.CurrentDir(lds[1]), "entrylogs-shard-0") + string(filepath.Separator)
+	var spilled string
+	for _, f := range files {
+		if strings.HasPrefix(f.Path, spillDir) && f.Size > 0 {
+			spilled = f.Path
+		}
+	}
+	if spilled == "" {
+		t.Fatalf("no entry log under %s in %s", spillDir, out)
+	}
+	var recs []EntryLogRecordView
+	code, out, errOut = run(t, nil, "shell", "readlog", spilled, "-o", "json")
+	if code != ExitOK {
+		t.Fatalf("readlog: exit %d: %s", code, errOut)
+	}
+	if err := json.Unmarshal([]byte(out), &recs); err != nil || len(recs) != 3 || recs[0].LedgerID != ledger {
+		t.Fatalf("readlog of the spilled log: %v: %s", err, out)
+	}
+}

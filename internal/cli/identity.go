@@ -215,7 +215,10 @@ func newUpdateCookieCommand(o *ShellOptions) *cobra.Command {
 			"                          new IP): move the cookie as --bookieid does. Then\n" +
 			"                          `updateBookieInLedger --srcBookie OLD --destBookie NEW`.\n" +
 			"  --expandstorage         add the configuration's new (empty) ledger or index\n" +
-			"                          directories to the cookie.\n" +
+			"                          directories to the cookie (new ledger directories\n" +
+			"                          go after the existing ones); the bookie's storage\n" +
+			"                          takes them at its next start. Same as starting it\n" +
+			"                          once with allowStorageExpansion=true.\n" +
 			"  --list                  print the cookie files and whether the store has one.\n" +
 			"  --delete --force        delete the cookie files and the stored cookie (the\n" +
 			"                          data stays; the bookie will refuse it until formatted).\n" +
@@ -282,11 +285,11 @@ func newUpdateCookieCommand(o *ShellOptions) *cobra.Command {
 				view.StoredCookie, view.StoredCookieKey = true, metadata.CookieKeyOf(d, id)
 			case expand:
 				view.Action = "expandstorage"
-				added, err := server.ExpandStorage(ctx, d, &cfg, id)
+				res, err := server.ExpandStorage(ctx, d, &cfg, id)
 				if err != nil {
 					return cookieHint(fmt.Errorf("expanding the storage of %s: %w", id, err))
 				}
-				view.Directories = append(view.Directories, added...)
+				view.Directories = append(view.Directories, res.Added...)
 				view.StoredCookie, view.StoredCookieKey = true, metadata.CookieKeyOf(d, id)
 			case list:
 				view.Action = "list"
@@ -335,7 +338,11 @@ func (v UpdateCookieView) writeText(w io.Writer) error {
 		_, err = fmt.Fprintf(w, "cookie of %s is now the cookie of %s (%d directories rewritten, stored at %s)\n",
 			v.OldBookieID, v.BookieID, len(v.Directories), v.StoredCookieKey)
 	case "expandstorage":
-		_, err = fmt.Fprintf(w, "cookie of %s now lists the added directories %s\n", v.BookieID, strings.Join(v.Directories, ", "))
+		if len(v.Directories) == 0 {
+			_, err = fmt.Fprintf(w, "cookie of %s already lists every configured directory: nothing to add\n", v.BookieID)
+			break
+		}
+		_, err = fmt.Fprintf(w, "cookie of %s now lists the added directories %s; the bookie uses them from its next start\n", v.BookieID, strings.Join(v.Directories, ", "))
 	case "list", "delete":
 		verb := "found"
 		if v.Action == "delete" {

@@ -385,9 +385,9 @@ func TestShellReaddressBookie(t *testing.T) {
 	if !slices.Equal(uc.Directories, []string{extra}) {
 		t.Fatalf("updatecookie --expandstorage: %+v", uc)
 	}
-	// The stored cookie and every directory's list the new directory.
-	// (Whether the storage takes a new directory under a bookie with data
-	// is allowStorageExpansion's business, not the cookie's.)
+	// The stored cookie and every directory's list the new directory (the
+	// bookie's storage takes it at its next start: the server package's
+	// TestProcessExpandStorageOffline).
 	var cv cli.CookieView
 	mustJSON(t, mustShell(t, uri, "cookie", "get", string(newID), "-o", "json"), &cv)
 	if !slices.Equal(cv.LedgerDirs, []string{filepath.Join(b.Dir, "ledgers"), extra}) {
@@ -403,6 +403,17 @@ func TestShellReaddressBookie(t *testing.T) {
 			t.Fatalf("cookie in %s: %q (%v), want the stored one %q", dir, local, err, stored)
 		}
 	}
+	// The bookie starts with the added directory without
+	// allowStorageExpansion (the cookie lists it) and serves its data.
+	b.Start(expanded...)
+	b.WaitRegistered(false)
+	readBackLedgers(ctx, t, uri, ends)
+	if _, err := os.Stat(filepath.Join(extra, "current", "LAYOUT")); err != nil {
+		t.Fatalf("the storage did not take the added directory: %v", err)
+	}
+	b.Terminate()
+	b.WaitUnregistered()
+
 	if code, _, _ := shell(t, uri, append([]string{"updatecookie", "--conf", b.ConfPath, "--delete"}, expanded...)...); code != 2 {
 		t.Fatalf("updatecookie --delete without --force: exit %d", code)
 	}

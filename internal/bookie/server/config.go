@@ -159,18 +159,18 @@ type Config struct {
 	ForceReadOnlyBookie bool
 	// ReadOnlyModeOnAnyDiskFull: the bookie turns read-only as soon as any
 	// ledger directory is full (readOnlyModeOnAnyDiskFullEnabled, default
-	// false). Folio places a ledger's entries in one ledger directory (ledger
-	// id mod count), so a full directory cannot hand its ledgers to another
-	// one: Folio turns read-only when any directory is full either way. With
-	// a single ledger directory "any" and "all" are the same; with several,
-	// false is a documented deviation (Folio turns read-only earlier than
-	// Java, never later) and draws a warning at start.
+	// false: only when all are). Either way a full ledger directory takes
+	// no new entry logs (its shards' logs spill into the others; see
+	// StateManager), and a full journal directory makes the bookie
+	// read-only.
 	ReadOnlyModeOnAnyDiskFull bool
 	// AllowStorageExpansion accepts a configuration that adds ledger or
 	// index directories to a bookie with data (allowStorageExpansion,
-	// default false). Folio cannot spread existing ledgers over new
-	// directories, so an expansion is refused at start naming the key;
-	// without the key the cookie mismatch is refused, as in Java.
+	// default false), as BookKeeper does: the new directories must be empty
+	// and, for ledger directories, appended after the existing ones; the
+	// cookies are updated at start (ValidateCookies) and the storage takes
+	// the new ledger directories as capacity for every shard's entry logs.
+	// Without the key such a start is refused naming it.
 	AllowStorageExpansion bool
 
 	// Storage keys (BookKeeper's names and units).

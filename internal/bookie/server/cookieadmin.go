@@ -124,84 +124,28 @@ func UpdateCookieBookieID(ctx context.Context, md metadata.Driver, cfg *Config, 
 	return res, nil
 }
 
-// ExpandStorage is `updatecookie -expandstorage`: the configuration names
-// ledger (or index) directories the bookie's cookie does not list yet. Every
-// directory the cookie lists must carry it, the journal directories must be
-// the same, and every new directory must be empty; then the cookie with the
-// configuration's directories is written into every directory and replaces
-// the stored one by compare-and-set. It returns the added directories.
-func ExpandStorage(ctx context.Context, md metadata.Driver, cfg *Config, id metadata.BookieID) ([]string, error) {
+// ExpandStorage is `updatecookie -expandstorage`, with the bookie stopped:
+// BookKeeper's cookie validation with allowStorageExpansion=true
+// (ValidateCookies). The configuration appends ledger (or index)
+// directories to those of the bookie's cookie; every directory the cookie
+// lists must carry it, every new one must be empty; the cookie with the
+// configuration's directories is written into every directory, then
+// replaces the stored one by compare-and-set. The storage takes the new
+// directories at the bookie's next start (the cookie then lists them). A
+// bookie the metadata store does not know is refused (start it instead).
+// It returns the added directories (none when the cookie already lists
+// every configured one: a repeated run) and those whose uncommitted
+// expansion was rolled back.
+func ExpandStorage(ctx context.Context, md metadata.Driver, cfg *Config, id metadata.BookieID) (CookieResult, error) {
 	if err := refuseRunning(ctx, md, id); err != nil {
-		return nil, err
+		return CookieResult{}, err
 	}
-	stored, version, err := md.ReadCookie(ctx, id)
-	if errors.Is(err, metadata.ErrNoSuchCookie) {
-		return nil, &CookieError{Why: fmt.Sprintf("the metadata store has no cookie for %s", id), Hint: "a new bookie needs no expansion: start it"}
+	if _, _, err := md.ReadCookie(ctx, id); errors.Is(err, metadata.ErrNoSuchCookie) {
+		return CookieResult{}, &CookieError{Why: fmt.Sprintf("the metadata store has no cookie for %s", id), Hint: "a new bookie needs no expansion: start it"}
+	} else if err != nil {
+		return CookieResult{}, fmt.Errorf("read the cookie of %s: %w", id, err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read the cookie of %s: %w", id, err)
-	}
-	cur, err := metadata.ParseCookie(stored)
-	if err != nil {
-		return nil, fmt.Errorf("the metadata store's cookie of %s is unreadable: %w", id, err)
-	}
-	next := MasterCookie(cfg, id, cur.InstanceID)
-	if !slices.Equal(cur.JournalDirs, next.JournalDirs) {
-		return nil, &CookieError{Why: fmt.Sprintf("journal directories %v differ from the cookie's %v", next.JournalDirs, cur.JournalDirs),
-			Hint: "only ledger and index directories can be added"}
-	}
-	curIndex := cur.IndexDirs
-	for _, pair := range [][2][]string{{cur.LedgerDirs, next.LedgerDirs}, {curIndex, next.IndexDirs}} {
-		for _, d := range pair[0] {
-			if !slices.Contains(pair[1], d) {
-				return nil, &CookieError{Why: fmt.Sprintf("directory %s of the cookie is not in the configuration", d),
-					Hint: "directories can be added, not removed"}
-			}
-		}
-	}
-	listed := slices.Concat(cur.JournalDirs, cur.LedgerDirs, cur.IndexDirs)
-	var added []string
-	for _, dir := range cfg.AllDirs() {
-		c, err := readDirCookie(dir)
-		if err != nil {
-			return nil, err
-		}
-		if slices.Contains(listed, dir) {
-			if c == nil || cookiesMatch(c, cur) != nil && cookiesMatch(c, next) != nil {
-				return nil, &CookieError{Why: fmt.Sprintf("%s is listed in the cookie but does not carry it", dir),
-					Hint: "put the bookie's disk back in place"}
-			}
-			continue
-		}
-		if c != nil && cookiesMatch(c, next) == nil {
-			added = append(added, dir) // written by an earlier run
-			continue
-		}
-		empty, err := dirIsEmpty(dir)
-		if err != nil {
-			return nil, fmt.Errorf("check directory %s: %w", dir, err)
-		}
-		if !empty {
-			return nil, &CookieError{Why: fmt.Sprintf("new directory %s is not empty", dir), Hint: "add empty directories only"}
-		}
-		added = append(added, dir)
-	}
-	if len(added) == 0 {
-		return nil, &CookieError{Why: "the configuration adds no directory to the cookie", Hint: "add the new directories to ledgerDirectories (or indexDirectories) first"}
-	}
-	nextBytes, err := next.MarshalText()
-	if err != nil {
-		return nil, err
-	}
-	for _, dir := range cfg.AllDirs() {
-		if err := writeFileSync(filepath.Join(CurrentDir(dir), VersionFile), nextBytes); err != nil {
-			return nil, fmt.Errorf("write the cookie to %s: %w", dir, err)
-		}
-	}
-	if _, err := md.WriteCookie(ctx, id, nextBytes, version); err != nil {
-		return nil, fmt.Errorf("store the expanded cookie of %s: %w", id, err)
-	}
-	return added, nil
+	return ValidateCookies(ctx, md, cfg, id, CookieOptions{AllowExpansion: true})
 }
 
 // CookieFiles lists the VERSION files present in cfg's directories.

@@ -206,7 +206,7 @@ func TestBKBookieRoutes(t *testing.T) {
 
 	var conf map[string]string
 	getJSON(t, base+"/api/v1/config/server_config", &conf)
-	for _, k := range []string{"bookiePort", "journalDirectories", "ledgerDirectories", "metadataServiceUri", "httpServerEnabled"} {
+	for _, k := range []string{"bookiePort", "journalDirectories", "ledgerDirectories", "metadataServiceUri", "httpServerEnabled", "readOnlyModeOnAnyDiskFullEnabled", "allowStorageExpansion"} {
 		if conf[k] == "" {
 			t.Errorf("server_config lacks %s: %v", k, conf)
 		}

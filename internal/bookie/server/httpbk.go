@@ -249,8 +249,9 @@ func bkRoutes(mux *http.ServeMux, targets func() []AdminTarget, opts AdminOption
 
 // diskFiles lists a bookie's files as BookKeeper's list_disk_file does:
 // journal files (*.jnl in the journal directories), entry logs (*.log in
-// the ledger directories) and index files (the files of each ledger
-// directory's index), by name, sorted.
+// the ledger directories: by name in entrylogs/, as
+// "entrylogs-shard-<i>/<name>" for another shard's log spilled there) and
+// index files (the files of each ledger directory's index), sorted.
 func diskFiles(cfg *Config) (map[string][]string, error) {
 	out := map[string][]string{"journal": {}, "entrylog": {}, "index": {}}
 	for _, d := range cfg.JournalDirs {
@@ -277,8 +278,12 @@ func diskFiles(cfg *Config) (map[string][]string, error) {
 			switch {
 			case strings.HasPrefix(rel, "index"+string(filepath.Separator)):
 				out["index"] = append(out["index"], e.Name())
-			case strings.HasSuffix(e.Name(), ".log"):
+			case strings.HasSuffix(e.Name(), ".log") && filepath.Dir(rel) == "entrylogs":
 				out["entrylog"] = append(out["entrylog"], e.Name())
+			case strings.HasSuffix(e.Name(), ".log"):
+				// Another shard's log spilled here (entrylogs-shard-<i>/):
+				// its name alone could repeat one of this directory's own.
+				out["entrylog"] = append(out["entrylog"], filepath.ToSlash(rel))
 			}
 			return nil
 		})

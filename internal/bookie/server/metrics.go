@@ -1,6 +1,8 @@
 package server
 
 import (
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,12 +37,16 @@ import (
 //   - storageCollector's, read at scrape time: bookie_ledgers_count,
 //     bookie_MINOR_COMPACTION_TOTAL, bookie_MAJOR_COMPACTION_TOTAL,
 //     bookie_RECLAIMED_COMPACTION_SPACE_BYTES, bookie_ledger_writable_dirs,
+//     bookie_ledger_num_dirs, bookie_ledger_dir_<path>_usage (per ledger
+//     directory, from the StateManager's last disk check),
 //     bookie_journal_JOURNAL_QUEUE_SIZE.
 //
 // Folio's own (no BookKeeper equivalent): bookkeeper_server_REQUESTS_IN_PROGRESS and
 // bookkeeper_server_LONG_POLL_READS_IN_PROGRESS (bookie.InFlight),
 // bookie_gc_PASSES{outcome}, bookie_READ_ONLY_CAUSE{cause},
-// bookkeeper_server_READS_PAUSED (connections at their in-flight limit).
+// bookkeeper_server_READS_PAUSED (connections at their in-flight limit),
+// folio_bookie_dir_full{kind,dir} and folio_bookie_dir_usage{kind,dir}
+// (storageCollector: the per-directory disk verdicts).
 //
 // It implements bookie.Metrics. In `folio standalone` every bookie's
 // collectors carry the constant label bookie="<bookie id>". The
@@ -349,9 +355,15 @@ type storageCollector struct {
 	// scope, as BookKeeper 4.17 names them (bookie_gc_…); the unscoped
 	// names are the ones stock dashboards query.
 	gcMinor, gcMajor, gcReclaimed, numDirs *prometheus.Desc
-	mu                                     sync.Mutex
-	ledgerCount                            int
-	countedAt                              time.Time
+	// dirFull and dirUsage are Folio's per-directory verdicts
+	// (folio_bookie_dir_full, folio_bookie_dir_usage{kind,dir});
+	// javaUsage[i] is BookKeeper's bookie_ledger_dir_<path>_usage of ledger
+	// directory i (nil when its name repeats an earlier one's).
+	dirFull, dirUsage *prometheus.Desc
+	javaUsage         []*prometheus.Desc
+	mu                sync.Mutex
+	ledgerCount       int
+	countedAt         time.Time
 }
 
 // ledgerCountTTL bounds how often a scrape counts the store's ledgers.
@@ -359,20 +371,50 @@ const ledgerCountTTL = 10 * time.Second
 
 func newStorageCollector(p *Process, constLabels prometheus.Labels) *storageCollector {
 	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, constLabels) }
-	return &storageCollector{
+	c := &storageCollector{
 		p:         p,
 		ledgers:   d("bookie_ledgers_count", "Ledgers held by this bookie's storage (recounted at most every 10 s; DbLedgerStorage's, without its ledgerDir/indexDir labels)."),
 		minor:     d("bookie_MINOR_COMPACTION_TOTAL", "Compaction passes of entry logs (Folio's single compaction level)."),
 		major:     d("bookie_MAJOR_COMPACTION_TOTAL", "Major compaction passes (always 0: Folio has one compaction level, counted as minor)."),
 		reclaimed: d("bookie_RECLAIMED_COMPACTION_SPACE_BYTES", "Bytes reclaimed by compaction (read from old entry logs minus rewritten)."),
-		writable:  d("bookie_ledger_writable_dirs", "Ledger directories new entries may be written to (0 while the bookie is read-only for a full disk)."),
+		writable:  d("bookie_ledger_writable_dirs", "Ledger directories that take new entry logs (not above diskUsageThreshold)."),
 		jqueue:    d("bookie_journal_JOURNAL_QUEUE_SIZE", "Journal records queued or being written, not yet durable."),
 
 		gcMinor:     d("bookie_gc_MINOR_COMPACTION_TOTAL", "As bookie_MINOR_COMPACTION_TOTAL (BookKeeper 4.17's gc-scoped name)."),
 		gcMajor:     d("bookie_gc_MAJOR_COMPACTION_TOTAL", "As bookie_MAJOR_COMPACTION_TOTAL (BookKeeper 4.17's gc-scoped name)."),
 		gcReclaimed: d("bookie_gc_RECLAIMED_COMPACTION_SPACE_BYTES", "As bookie_RECLAIMED_COMPACTION_SPACE_BYTES (BookKeeper 4.17's gc-scoped name)."),
 		numDirs:     d("bookie_ledger_num_dirs", "Ledger directories configured."),
+
+		dirFull: prometheus.NewDesc("folio_bookie_dir_full", "1 for a ledger or journal directory above diskUsageThreshold (until it falls below diskUsageLwmThreshold): a full ledger directory takes no new entry logs.",
+			[]string{"kind", "dir"}, constLabels),
+		dirUsage: prometheus.NewDesc("folio_bookie_dir_usage", "Used fraction of the volume of a ledger or journal directory, at the last disk check.",
+			[]string{"kind", "dir"}, constLabels),
 	}
+	seen := map[string]bool{}
+	for _, dir := range p.cfg.LedgerDirs {
+		name := javaDirUsageName(dir)
+		if seen[name] {
+			c.javaUsage = append(c.javaUsage, nil)
+			continue
+		}
+		seen[name] = true
+		c.javaUsage = append(c.javaUsage, d(name, "Used percentage of the volume of ledger directory "+dir+" (BookKeeper's LedgerDirsManager gauge)."))
+	}
+	return c
+}
+
+// javaDirUsageName is BookKeeper's name of a ledger directory's usage
+// gauge: "dir_" + the directory with "/" as "_" + "_usage" in the ledger
+// scope, sanitised as its Prometheus provider does (every character other
+// than a letter, digit, "_" or ":" becomes "_").
+func javaDirUsageName(dir string) string {
+	name := []byte("bookie_ledger_dir_" + strings.ReplaceAll(filepath.Clean(dir), "/", "_") + "_usage")
+	for i, ch := range name {
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '_' || ch == ':') {
+			name[i] = '_'
+		}
+	}
+	return string(name)
 }
 
 func (c *storageCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -386,6 +428,13 @@ func (c *storageCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.gcMajor
 	ch <- c.gcReclaimed
 	ch <- c.numDirs
+	ch <- c.dirFull
+	ch <- c.dirUsage
+	for _, d := range c.javaUsage {
+		if d != nil {
+			ch <- d
+		}
+	}
 }
 
 func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
@@ -418,9 +467,20 @@ func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, reclaimed)
 	}
 	ch <- prometheus.MustNewConstMetric(c.numDirs, prometheus.GaugeValue, float64(len(c.p.cfg.LedgerDirs)))
-	writable := len(c.p.cfg.LedgerDirs)
-	if _, diskFull, _ := c.p.state.Causes(); diskFull {
-		writable = 0
+	ch <- prometheus.MustNewConstMetric(c.writable, prometheus.GaugeValue, float64(c.p.state.WritableLedgerDirs()))
+	for _, d := range c.p.state.Dirs() {
+		kind := "ledger"
+		if d.Journal {
+			kind = "journal"
+		}
+		full := 0.0
+		if d.Full {
+			full = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.dirFull, prometheus.GaugeValue, full, kind, d.Dir)
+		ch <- prometheus.MustNewConstMetric(c.dirUsage, prometheus.GaugeValue, d.Usage, kind, d.Dir)
+		if !d.Journal && d.Position < len(c.javaUsage) && c.javaUsage[d.Position] != nil && d.Dir == c.p.cfg.LedgerDirs[d.Position] {
+			ch <- prometheus.MustNewConstMetric(c.javaUsage[d.Position], prometheus.GaugeValue, d.Usage*100)
+		}
 	}
-	ch <- prometheus.MustNewConstMetric(c.writable, prometheus.GaugeValue, float64(writable))
 }

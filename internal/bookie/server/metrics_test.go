@@ -229,7 +229,7 @@ var dashboardNotExported = map[string]string{
 	"bookkeeper_server_READ_ENTRY_IN_PROGRESS":                  "as ADD_ENTRY_IN_PROGRESS",
 	"bookkeeper_server_ADD_ENTRY_BLOCKED":                       "Folio pauses reading a connection instead: bookkeeper_server_READS_PAUSED",
 	"bookkeeper_server_READ_ENTRY_BLOCKED":                      "as ADD_ENTRY_BLOCKED",
-	"bookie_ledger_dir__pulsar_data_bookkeeper_ledgers_0_usage": "a per-directory name built from a path; Folio reports bookie info (free/total) instead",
+	"bookie_ledger_dir__pulsar_data_bookkeeper_ledgers_0_usage": "a per-directory name built from the path: Folio exports it for its own ledger directories (javaDirUsageName), not for the chart's path",
 }
 
 // TestBusyBookieServesDashboardSeries scrapes a bookie under real traffic

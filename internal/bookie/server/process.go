@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -53,6 +54,10 @@ type ProcessOptions struct {
 	// timeOuts; default clock.Real. (The storage engine keeps the system
 	// clock.)
 	Clock clock.Clock
+	// FS, if set, is the file system of the bookie's storage instead of
+	// the OS's (tests: a wrapper reporting a directory full; the cookies
+	// are read and written on the OS's).
+	FS vfs.FS
 	// ClusterAdmin, if set, makes the admin HTTP server's cluster
 	// operations (ledger/read, ledger/delete, autorecovery/bookie, ...)
 	// from the process's metadata store; the process closes it (when it
@@ -217,23 +222,24 @@ func (s *processStart) resolveID(context.Context) error {
 	return nil
 }
 
-// checkCookies checks (or, for a new bookie, writes) the cookies, before
-// the storage touches the directories.
 func (s *processStart) checkCookies(ctx context.Context) error {
 	p, cfg := s.p, s.cfg
-	created, err := CheckCookies(ctx, p.md, cfg, p.id)
+	cookies, err := ValidateCookies(ctx, p.md, cfg, p.id, CookieOptions{AllowExpansion: cfg.AllowStorageExpansion})
 	if err != nil {
 		return err
 	}
-	if created {
+	switch {
+	case cookies.Created:
 		p.log.Info("new bookie: cookies written", "dirs", cfg.AllDirs())
+	case len(cookies.Added) > 0:
+		p.log.Info("storage expansion: the cookies now list the added directories (allowStorageExpansion=true)", "added", cookies.Added)
+	}
+	if len(cookies.RolledBack) > 0 {
+		p.log.Warn("directories carried the cookie of a storage expansion the metadata store never committed (interrupted, and the configuration no longer adds its directories): their cookie is the stored one again",
+			"dirs", cookies.RolledBack)
 	}
 	if len(cfg.IndexDirs) > 0 {
 		p.log.Warn("indexDirectories are stamped with cookies but unused: Folio keeps the index in the ledger directories")
-	}
-	if len(cfg.LedgerDirs) > 1 && !cfg.ReadOnlyModeOnAnyDiskFull {
-		p.log.Warn("readOnlyModeOnAnyDiskFullEnabled=false: Folio keeps each ledger in one ledger directory, so the bookie turns read-only when ANY ledger directory is full, not only when all are (BookKeeper's behaviour with readOnlyModeOnAnyDiskFullEnabled=true)",
-			"ledgerDirectories", cfg.LedgerDirs)
 	}
 	return nil
 }
@@ -263,7 +269,7 @@ func (s *processStart) openStorage(context.Context) error {
 	p := s.p
 	openStart := time.Now()
 	var err error
-	if p.store, p.closeSt, err = openStore(s.cfg, p.log, p.metrics); err != nil {
+	if p.store, p.closeSt, err = openStore(s.cfg, p.log, p.metrics, s.opts.FS); err != nil {
 		return fmt.Errorf("open storage: %w", err)
 	}
 	s.cleanups = append(s.cleanups, func() { _ = p.closeSt(context.Background()) })
@@ -731,10 +737,15 @@ func (p *Process) CompactionSuspended() (major, minor bool) {
 	return false, false
 }
 
-// ExpandStorage implements AdminTarget: the start-up cookie check again,
-// which stamps directories added since (with allowStorageExpansion).
+// ExpandStorage implements AdminTarget (PUT /api/v1/bookie/expand_storage):
+// the start-up cookie check again with the bookie's configuration, as
+// BookKeeper's ExpandStorageService does. The running bookie's directories
+// are those it started with, so this stamps nothing new: directories are
+// added by a restart with allowStorageExpansion=true, or by `folio shell
+// updatecookie --expandstorage` with the bookie stopped. It fails when the
+// cookies no longer match (a directory's or the stored cookie changed).
 func (p *Process) ExpandStorage(ctx context.Context) error {
-	_, err := CheckCookies(ctx, p.md, &p.cfg, p.id)
+	_, err := ValidateCookies(ctx, p.md, &p.cfg, p.id, CookieOptions{AllowExpansion: p.cfg.AllowStorageExpansion})
 	return err
 }
 
@@ -759,6 +770,9 @@ func (p *Process) ServerConfig() map[string]string {
 		"forceReadOnlyBookie": strconv.FormatBool(c.ForceReadOnly),
 		"diskUsageThreshold":  strconv.FormatFloat(c.DiskUsageThreshold, 'f', -1, 64),
 		"diskCheckInterval":   strconv.FormatInt(c.DiskCheckInterval.Milliseconds(), 10),
+
+		"readOnlyModeOnAnyDiskFullEnabled": strconv.FormatBool(c.ReadOnlyModeOnAnyDiskFull),
+		"allowStorageExpansion":            strconv.FormatBool(c.AllowStorageExpansion),
 	})
 	if c.AdvertisedAddress != "" {
 		out["advertisedAddress"] = c.AdvertisedAddress

@@ -42,6 +42,7 @@ func StorageConfig(cfg *Config) (ledgerstore.Config, error) {
 	for _, d := range cfg.LedgerDirs {
 		sc.LedgerDirs = append(sc.LedgerDirs, CurrentDir(d))
 	}
+	sc.AllowExpansion = cfg.AllowStorageExpansion
 	sc.MaxEntryLogBytes = cfg.EntryLogSizeLimit
 	sc.JournalMaxFileBytes = cfg.JournalMaxSizeMB << 20
 	sc.JournalMaxBackups = cfg.JournalMaxBackups
@@ -83,21 +84,46 @@ type compactionControl interface {
 	JournalQueuedRecords() int
 }
 
-// openStore opens the bookie's storage on the OS file system (replaying
-// the journals; obs receives the journal's measurements) and returns it with its close function (flush, checkpoint,
-// close).
-func openStore(cfg *Config, log *slog.Logger, obs ledgerstore.Observer) (storage.Store, func(context.Context) error, error) {
+// openStore opens the bookie's storage on fs (the OS file system if nil),
+// replaying the journals (obs receives the journal's measurements), and
+// returns it with its close function (flush, checkpoint, close). It runs
+// after the cookie check, whose cookie lists exactly the configured
+// directories: directories appended since the storage was created were
+// accepted there (allowStorageExpansion=true at this or an earlier start,
+// or `updatecookie --expandstorage`, as in BookKeeper, where the key only
+// relaxes the cookie check), so the storage takes them
+// (ledgerstore.Config.AllowExpansion). It still refuses a removed or
+// reordered directory, or a new one that is not empty.
+func openStore(cfg *Config, log *slog.Logger, obs ledgerstore.Observer, fs vfs.FS) (storage.Store, func(context.Context) error, error) {
 	sc, err := StorageConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
 	sc.Observer = obs
+	sc.AllowExpansion = true
+	if fs == nil {
+		fs = vfs.Default
+	}
 	for _, d := range append(append([]string(nil), sc.JournalDirs...), sc.LedgerDirs...) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, nil, err
 		}
 	}
-	st, err := ledgerstore.Open(vfs.Default, sc)
+	// Ledger directories already full take no entry logs from the start,
+	// journal replay included (the state manager's checks take over once
+	// the store is open).
+	for i, d := range sc.LedgerDirs {
+		u, err := fs.GetDiskUsage(d)
+		if err != nil {
+			log.Warn("reading a ledger directory's disk usage failed; it is taken as writable until the first disk check", "dir", d, "err", err)
+			continue
+		}
+		if u.TotalBytes > 0 && float64(u.TotalBytes-min(u.AvailBytes, u.TotalBytes))/float64(u.TotalBytes) >= cfg.DiskUsageThreshold {
+			sc.FullLedgerDirs = append(sc.FullLedgerDirs, i)
+			log.Warn("ledger directory full at start: it takes no new entry logs", "dir", d, "threshold", cfg.DiskUsageThreshold)
+		}
+	}
+	st, err := ledgerstore.Open(fs, sc)
 	if err != nil {
 		return nil, nil, err
 	}
