@@ -829,11 +829,14 @@ func (s *Store) Flush(apply func([]Placement) error) error {
 	// marked full and the generation is written again from its start into
 	// another writable directory: it is still frozen in memory, and the
 	// records of the failed attempt (in the abandoned log, or in a log it
-	// sealed) are indexed nowhere, so GC removes them. Each retry marks one
-	// more directory full, so the loop ends; with no writable directory
-	// left the error is returned as any other.
+	// sealed) are indexed nowhere, so GC removes them. A directory is
+	// retried away from at most once per Flush (failed), whether or not
+	// the disk checker marked it full meanwhile (its verdict can land
+	// between picking the directory and the ENOSPC), so the loop ends;
+	// with no writable directory left the error is returned as any other.
 	var placements []Placement
 	var usage map[*logFile]map[int64]int64
+	failed := make(map[*logDir]bool, len(s.dirs))
 	for {
 		var err error
 		placements, usage, err = s.writeFrozen(order)
@@ -841,9 +844,10 @@ func (s *Store) Flush(apply func([]Placement) error) error {
 			break
 		}
 		var de *dirError
-		if !errors.As(err, &de) || !s.markNoSpace(de.dir, err) {
+		if !errors.As(err, &de) || failed[de.dir] || !s.markNoSpace(de.dir, err) {
 			return err
 		}
+		failed[de.dir] = true
 	}
 	s.mu.Lock()
 	for lf, u := range usage {
@@ -919,9 +923,11 @@ func (s *Store) writeFrozen(order []cachedEntry) ([]Placement, map[*logFile]map[
 }
 
 // markNoSpace marks d full if err says it is out of space (ENOSPC) and
-// another directory takes new logs; it reports whether it did.
+// another directory takes new logs; it reports whether d is now marked
+// (it may have been already: the disk checker's verdict can race the
+// ENOSPC).
 func (s *Store) markNoSpace(d *logDir, err error) bool {
-	if !vfs.IsNoSpaceError(err) || d.full.Load() || !s.writableElsewhere(d) {
+	if !vfs.IsNoSpaceError(err) || !s.writableElsewhere(d) {
 		return false
 	}
 	d.full.Store(true)
