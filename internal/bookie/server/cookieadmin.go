@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/foliodb/folio/internal/metadata"
 )
@@ -61,6 +64,11 @@ func UpdateCookieBookieID(ctx context.Context, md metadata.Driver, cfg *Config, 
 	if err := refuseRunning(ctx, md, oldID, newID); err != nil {
 		return res, err
 	}
+	lock, err := LockCookies(cfg)
+	if err != nil {
+		return res, err
+	}
+	defer lock.Close()
 	stored, oldVersion, err := md.ReadCookie(ctx, oldID)
 	if errors.Is(err, metadata.ErrNoSuchCookie) {
 		return res, &CookieError{
@@ -140,6 +148,11 @@ func ExpandStorage(ctx context.Context, md metadata.Driver, cfg *Config, id meta
 	if err := refuseRunning(ctx, md, id); err != nil {
 		return CookieResult{}, err
 	}
+	lock, err := LockCookies(cfg)
+	if err != nil {
+		return CookieResult{}, err
+	}
+	defer lock.Close()
 	if _, _, err := md.ReadCookie(ctx, id); errors.Is(err, metadata.ErrNoSuchCookie) {
 		return CookieResult{}, &CookieError{Why: fmt.Sprintf("the metadata store has no cookie for %s", id), Hint: "a new bookie needs no expansion: start it"}
 	} else if err != nil {
@@ -174,6 +187,11 @@ func DeleteCookies(ctx context.Context, md metadata.Driver, cfg *Config, id meta
 	if err := refuseRunning(ctx, md, id); err != nil {
 		return nil, false, err
 	}
+	lock, err := LockCookies(cfg)
+	if err != nil {
+		return nil, false, err
+	}
+	defer lock.Close()
 	files, err := CookieFiles(cfg)
 	if err != nil {
 		return nil, false, err
@@ -209,4 +227,37 @@ func syncDir(dir string) error {
 		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
+}
+
+// CookieLockFile is the lock, in the first journal directory (beside
+// current/, whose contents the cookie checks judge), that serialises
+// everything that reads and rewrites a bookie's cookies: a bookie process
+// holds it from before its cookie check for its whole life, and the
+// offline cookie operations hold it while they run. Without it a start
+// with the old directories could roll back the directory cookies of an
+// expansion that then commits in the metadata store, leaving a bookie no
+// configuration starts.
+const CookieLockFile = "folio-cookies.lock"
+
+// LockCookies takes the bookie's cookie lock (see CookieLockFile),
+// creating the journal directory if needed. It fails at once, naming the
+// file, if another process (or another bookie of this process) holds it:
+// the bookie is running or another cookie operation is under way.
+func LockCookies(cfg *Config) (io.Closer, error) {
+	if len(cfg.JournalDirs) == 0 {
+		return nil, errors.New("no journal directory configured")
+	}
+	dir := cfg.JournalDirs[0]
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	p := filepath.Join(dir, CookieLockFile)
+	l, err := vfs.Default.Lock(p)
+	if err != nil {
+		return nil, &CookieError{
+			Why:  fmt.Sprintf("the cookie lock %s is held: the bookie is running, or another cookie operation is under way (%v)", p, err),
+			Hint: "stop the bookie (or wait for the other operation) first",
+		}
+	}
+	return l, nil
 }

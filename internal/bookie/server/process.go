@@ -82,28 +82,30 @@ type Process struct {
 	stopServeWait context.CancelFunc
 	serveWaited   chan struct{}
 
-	cfg      Config
-	sec      Security
-	id       metadata.BookieID
-	log      *slog.Logger
-	md       metadata.Driver
-	ownMD    bool
-	store    storage.Store
-	closeSt  func(context.Context) error
-	bk       *bookie.Bookie
-	srv      *Server
-	ln       net.Listener
-	reg      *Registrar
-	state    *StateManager
-	gc       *GC
-	metrics  *PrometheusMetrics
-	registry *prometheus.Registry
-	inflight prometheus.Collector
-	storageC prometheus.Collector
-	http     *http.Server
-	httpLn   net.Listener
-	cluster  ClusterAdmin
-	stats    *metricsServer // the Prometheus provider's listener, if any
+	cfg Config
+	sec Security
+	id  metadata.BookieID
+	// cookieLock is held for the process's life (CookieLockFile).
+	cookieLock io.Closer
+	log        *slog.Logger
+	md         metadata.Driver
+	ownMD      bool
+	store      storage.Store
+	closeSt    func(context.Context) error
+	bk         *bookie.Bookie
+	srv        *Server
+	ln         net.Listener
+	reg        *Registrar
+	state      *StateManager
+	gc         *GC
+	metrics    *PrometheusMetrics
+	registry   *prometheus.Registry
+	inflight   prometheus.Collector
+	storageC   prometheus.Collector
+	http       *http.Server
+	httpLn     net.Listener
+	cluster    ClusterAdmin
+	stats      *metricsServer // the Prometheus provider's listener, if any
 
 	cancelLoops context.CancelFunc
 	loops       sync.WaitGroup
@@ -224,6 +226,14 @@ func (s *processStart) resolveID(context.Context) error {
 
 func (s *processStart) checkCookies(ctx context.Context) error {
 	p, cfg := s.p, s.cfg
+	// Held for the process's life (see CookieLockFile): no other start and
+	// no offline cookie operation rewrites the cookies under this bookie.
+	lock, err := LockCookies(cfg)
+	if err != nil {
+		return err
+	}
+	p.cookieLock = lock
+	s.cleanups = append(s.cleanups, func() { _ = lock.Close() })
 	cookies, err := ValidateCookies(ctx, p.md, cfg, p.id, CookieOptions{AllowExpansion: cfg.AllowStorageExpansion})
 	if err != nil {
 		return err
@@ -622,6 +632,7 @@ func (p *Process) shutdown(ctx context.Context) error {
 	if err := p.closeSt(context.WithoutCancel(ctx)); err != nil {
 		errs = append(errs, fmt.Errorf("close storage: %w", err))
 	}
+	_ = p.cookieLock.Close()
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	if err := p.reg.Deregister(dctx); err != nil {
 		errs = append(errs, fmt.Errorf("deregister: %w", err))
