@@ -30,7 +30,8 @@ type Client struct {
 	tr      *transport.Transport
 	metrics *Metrics
 	health  *bookieHealth
-	// clock times the machines' Ticks (speculative reads, explicit LAC).
+	// clock is Config.clock: it times the machines' Ticks (speculative
+	// reads, explicit LAC) and the client's own waits.
 	clock clock.Clock
 	// racks are the configured bookie locations; nil: random placement.
 	racks map[metadata.BookieID]string
@@ -87,6 +88,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		StartTLSTimeout:      cfg.StartTLSTimeout,
 		MaxFrameSize:         cfg.MaxFrameSize,
 		Resolve:              metadata.NewResolver(md).Resolve,
+		Clock:                cfg.clock,
 	})
 	if err != nil {
 		md.Close()
@@ -98,7 +100,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		md:       md,
 		metrics:  newMetrics(),
 		health:   newBookieHealth(),
-		clock:    clock.Real{},
+		clock:    cfg.clock,
 		addSlots: make(chan struct{}, cfg.MaxOutstandingAdds),
 		tr:       tr,
 	}
@@ -183,10 +185,8 @@ func (c *Client) watchBookies(events <-chan metadata.BookiesEvent) {
 			c.setWritable(ev.Writable)
 		}
 		for events = nil; events == nil; {
-			select {
-			case <-c.ctx.Done():
+			if clock.Sleep(c.ctx, c.clock, backoff) != nil {
 				return
-			case <-time.After(backoff):
 			}
 			backoff = min(2*backoff, 5*time.Second)
 			var err error

@@ -8,6 +8,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/wire"
 )
 
@@ -132,6 +133,13 @@ type Config struct {
 
 	// Logger receives the client's logs; nil means slog.Default().
 	Logger *slog.Logger
+
+	// clock times everything the client waits for: the machines' Ticks,
+	// the transport's timeout sweep, the bookie-watch backoff and the
+	// pauses of long polls and Tail; nil means clock.Real. Unexported, so
+	// the public API shows no internal type: only the package's own tests
+	// set it (to a clock.Manual).
+	clock clock.Clock
 }
 
 // Validate reports the first setting New would refuse (wrapping
@@ -165,6 +173,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.clock == nil {
+		c.clock = clock.Real{}
 	}
 	return nil
 }

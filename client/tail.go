@@ -7,6 +7,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/ledger"
 	"github.com/foliodb/folio/internal/metadata"
 )
@@ -26,6 +27,10 @@ const tailPollTimeout = time.Second
 // v2PollInterval is how often the v2 fallback of
 // ReadLastAddConfirmedAndEntry asks for the LAC.
 const v2PollInterval = 50 * time.Millisecond
+
+// tailRetryPause is how long Tail waits before it retries after a read
+// error its caller went on from.
+const tailRetryPause = 100 * time.Millisecond
 
 // ReadLastAddConfirmedAndEntry waits up to timeout for entry next to be
 // confirmed and returns it with the LAC (BookKeeper's
@@ -52,7 +57,7 @@ func (r *ReadHandle) ReadLastAddConfirmedAndEntry(ctx context.Context, next int6
 	if next < 0 {
 		return LACAndEntry{}, fmt.Errorf("client: ledger %d: bad entry id %d", r.id, next)
 	}
-	deadline := time.Now().Add(timeout)
+	deadline := r.c.clock.Now().Add(timeout)
 	for {
 		md, lac := r.snapshot()
 		if next <= lac {
@@ -70,7 +75,7 @@ func (r *ReadHandle) ReadLastAddConfirmedAndEntry(ctx context.Context, next int6
 		if md.IsClosed() {
 			return LACAndEntry{LAC: lac}, nil
 		}
-		wait := time.Until(deadline)
+		wait := deadline.Sub(r.c.clock.Now())
 		if wait <= 0 {
 			return LACAndEntry{LAC: lac}, nil
 		}
@@ -109,14 +114,7 @@ func (r *ReadHandle) pollV2(ctx context.Context, next int64, pause time.Duration
 	if err != nil || lac >= next {
 		return err
 	}
-	t := time.NewTimer(pause)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clock.Sleep(ctx, r.c.clock, pause)
 }
 
 func (r *ReadHandle) longPoll(ctx context.Context, md *metadata.LedgerMetadata, prev int64, wait time.Duration) (ledger.LongPollComplete, error) {
@@ -156,14 +154,7 @@ func (r *ReadHandle) Tail(ctx context.Context, from int64) iter.Seq2[Entry, erro
 			if ctx.Err() != nil || !yield(Entry{}, err) {
 				return false
 			}
-			t := time.NewTimer(100 * time.Millisecond)
-			defer t.Stop()
-			select {
-			case <-t.C:
-				return true
-			case <-ctx.Done():
-				return false
-			}
+			return clock.Sleep(ctx, r.c.clock, tailRetryPause) == nil
 		}
 		for ctx.Err() == nil {
 			md, lac := r.snapshot()

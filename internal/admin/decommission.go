@@ -11,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/foliodb/folio/client"
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/ledger/placement"
 	"github.com/foliodb/folio/internal/ledger/quorum"
 	"github.com/foliodb/folio/internal/metadata"
@@ -329,6 +330,8 @@ type DecommissionOptions struct {
 	// ledgers that still store entries on the bookie and the number of
 	// under-replicated records that still list it.
 	Progress func(ledgers, underReplicated int)
+	// Clock times InitialWait and the pauses; nil means clock.Real.
+	Clock clock.Clock
 }
 
 // DecommissionBookie drains bookie (BookKeeper's decommissionBookie, spec
@@ -349,6 +352,9 @@ func DecommissionBookie(ctx context.Context, md metadata.Driver, bookie metadata
 	if o.MaxPollInterval <= 0 {
 		o.MaxPollInterval = 5 * time.Minute
 	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
 	reg, err := ListBookies(ctx, md, true, true)
 	if err != nil {
 		return err
@@ -361,7 +367,7 @@ func DecommissionBookie(ctx context.Context, md metadata.Driver, bookie metadata
 	if err := TriggerAudit(ctx, ar); err != nil {
 		return fmt.Errorf("triggering an audit: %w", err)
 	}
-	if err := sleep(ctx, o.InitialWait); err != nil {
+	if err := sleep(ctx, o.Clock, o.InitialWait); err != nil {
 		return err
 	}
 	for pause := o.PollInterval; ; pause = min(2*pause, o.MaxPollInterval) {
@@ -393,7 +399,7 @@ func DecommissionBookie(ctx context.Context, md metadata.Driver, bookie metadata
 		if len(ids) == 0 && urs == 0 {
 			break
 		}
-		if err := sleep(ctx, pause); err != nil {
+		if err := sleep(ctx, o.Clock, pause); err != nil {
 			return err
 		}
 	}
@@ -414,16 +420,11 @@ func DecommissionBookie(ctx context.Context, md metadata.Driver, bookie metadata
 	return nil
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
+// sleep waits d on c (clock.Sleep); a d ≤ 0 does not wait and returns
+// ctx's error if it has ended.
+func sleep(ctx context.Context, c clock.Clock, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clock.Sleep(ctx, c, d)
 }

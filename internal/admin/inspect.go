@@ -8,6 +8,7 @@ import (
 
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger/quorum"
+	"github.com/foliodb/folio/internal/ledgerexec"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/rereplication"
 	"github.com/foliodb/folio/internal/wire"
@@ -231,8 +232,8 @@ func inspectBookie(ctx context.Context, b *rereplication.Bookies, v *BookieLedge
 	v.Reachable, v.HasLedger = true, true
 	v.Entries, v.EntryCount = append(v.Entries, a.Runs...), a.Count()
 
-	readLAC := &wire.Request{Header: wire.Header{Op: wire.OpReadLAC}, Has: wire.BodyReadLAC, ReadLACLedgerID: id}
-	err = b.Call(ctx, v.ID, id, readLAC, func(r *wire.Response) error {
+	readLAC := ledgerexec.ReadLACRequest(id)
+	err = b.Call(ctx, v.ID, id, &readLAC, func(r *wire.Response) error {
 		if err := r.ReadLAC.Status.Err(); err != nil {
 			return err
 		}

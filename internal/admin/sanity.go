@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/foliodb/folio/internal/digest"
+	"github.com/foliodb/folio/internal/ledgerexec"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/rereplication"
 	"github.com/foliodb/folio/internal/wire"
@@ -61,17 +62,15 @@ func BookieSanity(ctx context.Context, md metadata.LedgerManager, bk *rereplicat
 		payload := simpleTestPayload(int(e), 64)
 		length += int64(len(payload))
 		body := dig.AppendEntry(nil, id, e, e-1, length, payload)
-		req := &wire.Request{Header: wire.Header{Op: wire.OpAddEntry}, Has: wire.BodyAdd,
-			Add: wire.AddRequest{LedgerID: id, EntryID: e, MasterKey: mk[:], Body: body}}
-		if err := bk.Call(ctx, bookie, id, req, func(r *wire.Response) error { return r.Add.Status.Err() }); err != nil {
+		req := ledgerexec.AddRequest(id, e, mk[:], body, 0)
+		if err := bk.Call(ctx, bookie, id, &req, func(r *wire.Response) error { return r.Add.Status.Err() }); err != nil {
 			return res, fmt.Errorf("bookie %s: adding entry %d of ledger %d: %w", bookie, e, id, err)
 		}
 		res.EntriesWritten++
 	}
 	for e := range int64(entries) {
-		req := &wire.Request{Header: wire.Header{Op: wire.OpReadEntry}, Has: wire.BodyRead,
-			Read: wire.ReadRequest{LedgerID: id, EntryID: e}}
-		err := bk.Call(ctx, bookie, id, req, func(r *wire.Response) error {
+		req := ledgerexec.ReadRequest(id, e)
+		err := bk.Call(ctx, bookie, id, &req, func(r *wire.Response) error {
 			if err := r.Read.Status.Err(); err != nil {
 				return err
 			}

@@ -182,20 +182,16 @@ func (x *Executor) sendAdd(e ledger.SendAdd) {
 	// here and once per bookie, never more.
 	body := x.cfg.Digester.AppendEntry(x.body[:0], id, e.EntryID, e.LAC, e.Length, e.Payload)
 	x.body = nil
+	var flags AddFlags
+	if e.DeferredSync {
+		flags |= AddDeferredSync
+	}
+	if e.Recovery {
+		flags |= AddRecovery
+	}
 	req := x.takeReq()
 	for _, b := range e.Bookies {
-		*req = wire.Request{
-			Header: wire.Header{Op: wire.OpAddEntry},
-			Has:    wire.BodyAdd,
-			Add:    wire.AddRequest{LedgerID: id, EntryID: e.EntryID, MasterKey: x.cfg.MasterKey, Body: body},
-		}
-		if e.DeferredSync {
-			req.Add.WriteFlags, req.Add.HasWriteFlags = wire.WriteFlagDeferredSync, true
-		}
-		if e.Recovery {
-			req.Add.Flag = wire.AddFlagRecoveryAdd
-			req.Header.Priority = wire.HighPriority
-		}
+		*req = AddRequest(id, e.EntryID, x.cfg.MasterKey, body, flags)
 		bookie, entryID, emit := b, e.EntryID, x.cfg.Emit
 		x.cfg.Bookies.Send(string(b), id, req, func(resp *wire.Response, err error) {
 			if err == nil {
@@ -213,16 +209,10 @@ func (x *Executor) sendAdd(e ledger.SendAdd) {
 func (x *Executor) sendRead(b metadata.BookieID, entryID int64, fence bool) {
 	req := x.takeReq()
 	defer x.putReq(req)
-	*req = wire.Request{
-		Header: wire.Header{Op: wire.OpReadEntry},
-		Has:    wire.BodyRead,
-		Read:   wire.ReadRequest{LedgerID: x.cfg.LedgerID, EntryID: entryID},
-	}
 	if fence {
-		req.Read.Flag = wire.ReadFlagFenceLedger
-		req.Read.MasterKey = x.cfg.MasterKey
-		req.Read.HasMasterKey = true
-		req.Header.Priority = wire.HighPriority
+		*req = FenceReadRequest(x.cfg.LedgerID, entryID, x.cfg.MasterKey)
+	} else {
+		*req = ReadRequest(x.cfg.LedgerID, entryID)
 	}
 	emit, slow := x.cfg.Emit, x.cfg.Slow
 	x.cfg.Bookies.Send(string(b), x.cfg.LedgerID, req, func(resp *wire.Response, err error) {
@@ -248,11 +238,7 @@ func (x *Executor) sendRead(b metadata.BookieID, entryID int64, fence bool) {
 func (x *Executor) sendReadLAC(b metadata.BookieID) {
 	req := x.takeReq()
 	defer x.putReq(req)
-	*req = wire.Request{
-		Header:          wire.Header{Op: wire.OpReadLAC},
-		Has:             wire.BodyReadLAC,
-		ReadLACLedgerID: x.cfg.LedgerID,
-	}
+	*req = ReadLACRequest(x.cfg.LedgerID)
 	emit := x.cfg.Emit
 	x.cfg.Bookies.Send(string(b), x.cfg.LedgerID, req, func(resp *wire.Response, err error) {
 		ev := ledger.ReadLACResponse{Bookie: b, Err: err}
@@ -274,12 +260,7 @@ func (x *Executor) sendReadLAC(b metadata.BookieID) {
 func (x *Executor) sendLongPoll(b metadata.BookieID, prev, timeoutMs int64) {
 	req := x.takeReq()
 	defer x.putReq(req)
-	*req = wire.Request{
-		Header: wire.Header{Op: wire.OpReadEntry},
-		Has:    wire.BodyRead,
-		Read: wire.ReadRequest{LedgerID: x.cfg.LedgerID, EntryID: -1, Flag: wire.ReadFlagEntryPiggyback,
-			PreviousLAC: prev, HasPreviousLAC: true, TimeoutMs: timeoutMs, HasTimeout: true},
-	}
+	*req = LongPollRequest(x.cfg.LedgerID, prev, timeoutMs)
 	emit := x.cfg.Emit
 	x.cfg.Bookies.Send(string(b), x.cfg.LedgerID, req, func(resp *wire.Response, err error) {
 		ev := ledger.LongPollResponse{Bookie: b, EntryID: -1, Err: err}
@@ -300,7 +281,7 @@ func (x *Executor) sendLongPoll(b metadata.BookieID, prev, timeoutMs int64) {
 func (x *Executor) sendForce(b metadata.BookieID, forceID int64) {
 	req := x.takeReq()
 	defer x.putReq(req)
-	*req = wire.Request{Header: wire.Header{Op: wire.OpForceLedger}, Has: wire.BodyForceLedger, ForceLedgerID: x.cfg.LedgerID}
+	*req = forceRequest(x.cfg.LedgerID)
 	emit := x.cfg.Emit
 	x.cfg.Bookies.Send(string(b), x.cfg.LedgerID, req, func(resp *wire.Response, err error) {
 		if err == nil {
@@ -318,11 +299,7 @@ func (x *Executor) sendWriteLAC(e ledger.SendWriteLAC) {
 	req := x.takeReq()
 	defer x.putReq(req)
 	for _, b := range e.Bookies {
-		*req = wire.Request{
-			Header:   wire.Header{Op: wire.OpWriteLAC},
-			Has:      wire.BodyWriteLAC,
-			WriteLAC: wire.WriteLACRequest{LedgerID: id, LAC: e.LAC, MasterKey: x.cfg.MasterKey, Body: body},
-		}
+		*req = writeLACRequest(id, e.LAC, x.cfg.MasterKey, body)
 		log, lac := x.cfg.Log, e.LAC
 		x.cfg.Bookies.Send(string(b), id, req, func(resp *wire.Response, err error) {
 			if err == nil {

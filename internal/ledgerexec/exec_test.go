@@ -336,3 +336,35 @@ func TestRunAgain(t *testing.T) {
 		x.Do(ledger.SendReadLAC{Bookies: []metadata.BookieID{"b1"}})
 	}()
 }
+
+// TestRequestConstructors: the constructors the tools outside a machine
+// use set each option only when asked; a plain add or read carries no
+// flag and no priority.
+func TestRequestConstructors(t *testing.T) {
+	mk, body := []byte("key"), []byte("body")
+	plain := AddRequest(3, 4, mk, body, 0)
+	if plain.Header.Op != wire.OpAddEntry || plain.Has != wire.BodyAdd || plain.Add.LedgerID != 3 || plain.Add.EntryID != 4 ||
+		string(plain.Add.MasterKey) != "key" || string(plain.Add.Body) != "body" ||
+		plain.Add.Flag != 0 || plain.Add.HasWriteFlags || plain.Header.Priority != 0 {
+		t.Errorf("plain add %+v", plain)
+	}
+	both := AddRequest(3, 4, mk, body, AddRecovery|AddDeferredSync)
+	if both.Add.Flag != wire.AddFlagRecoveryAdd || both.Header.Priority != wire.HighPriority ||
+		!both.Add.HasWriteFlags || both.Add.WriteFlags != wire.WriteFlagDeferredSync {
+		t.Errorf("recovery deferred-sync add %+v", both)
+	}
+	read := ReadRequest(3, 4)
+	if read.Header.Op != wire.OpReadEntry || read.Has != wire.BodyRead || read.Read.LedgerID != 3 || read.Read.EntryID != 4 ||
+		read.Read.Flag != 0 || read.Read.HasMasterKey || read.Header.Priority != 0 || read.Read.HasPreviousLAC {
+		t.Errorf("read %+v", read)
+	}
+	fence := FenceReadRequest(3, 4, mk)
+	if fence.Read.Flag != wire.ReadFlagFenceLedger || !fence.Read.HasMasterKey || string(fence.Read.MasterKey) != "key" ||
+		fence.Header.Priority != wire.HighPriority || fence.Read.EntryID != 4 {
+		t.Errorf("fence read %+v", fence)
+	}
+	lac := ReadLACRequest(3)
+	if lac.Header.Op != wire.OpReadLAC || lac.Has != wire.BodyReadLAC || lac.ReadLACLedgerID != 3 {
+		t.Errorf("read LAC %+v", lac)
+	}
+}

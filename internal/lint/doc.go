@@ -8,5 +8,6 @@
 // every file that starts goroutines is named in docs/design/threads.md. And
 // constructors and configuration checks return errors, never panic
 // (config_test.go); `make test` builds with the invariants tag
-// (make_test.go). It has no code of its own.
+// (make_test.go). Only internal/ledgerexec builds ADD, READ and READ_LAC
+// requests (request_test.go). It has no code of its own.
 package lint

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/foliodb/folio/internal/digest"
+	"github.com/foliodb/folio/internal/ledgerexec"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/transport"
 	"github.com/foliodb/folio/internal/wire"
@@ -119,9 +120,8 @@ func (b *Bookies) Call(ctx context.Context, bookie string, key int64, req *wire.
 // copy of the stored body (not verified).
 func (b *Bookies) ReadStoredEntry(ctx context.Context, bookie metadata.BookieID, id, e int64) ([]byte, error) {
 	var body []byte
-	req := &wire.Request{Header: wire.Header{Op: wire.OpReadEntry}, Has: wire.BodyRead,
-		Read: wire.ReadRequest{LedgerID: id, EntryID: e}}
-	err := b.Call(ctx, string(bookie), id, req, func(r *wire.Response) error {
+	req := ledgerexec.ReadRequest(id, e)
+	err := b.Call(ctx, string(bookie), id, &req, func(r *wire.Response) error {
 		if err := r.Read.Status.Err(); err != nil {
 			return err
 		}
@@ -147,8 +147,8 @@ func (b *Bookies) ReadLAC(ctx context.Context, id int64, m *metadata.LedgerMetad
 	for k, bk := range ens {
 		lacs[k] = -1
 		wg.Go(func() {
-			req := &wire.Request{Header: wire.Header{Op: wire.OpReadLAC}, Has: wire.BodyReadLAC, ReadLACLedgerID: id}
-			_ = b.Call(ctx, string(bk), id, req, func(r *wire.Response) error {
+			req := ledgerexec.ReadLACRequest(id)
+			_ = b.Call(ctx, string(bk), id, &req, func(r *wire.Response) error {
 				if err := r.ReadLAC.Status.Err(); err != nil {
 					return err
 				}

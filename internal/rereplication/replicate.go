@@ -10,6 +10,7 @@ import (
 
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger/quorum"
+	"github.com/foliodb/folio/internal/ledgerexec"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/wire"
 )
@@ -122,9 +123,8 @@ func (b *Bookies) ReplicateFragment(ctx context.Context, md metadata.LedgerManag
 				return res, err
 			}
 		}
-		req := &wire.Request{Header: wire.Header{Op: wire.OpAddEntry}, Has: wire.BodyAdd,
-			Add: wire.AddRequest{LedgerID: id, EntryID: e, MasterKey: mk[:], Body: body, Flag: wire.AddFlagRecoveryAdd}}
-		if err := b.Call(ctx, string(target), id, req, func(r *wire.Response) error { return r.Add.Status.Err() }); err != nil {
+		req := ledgerexec.AddRequest(id, e, mk[:], body, ledgerexec.AddRecovery)
+		if err := b.Call(ctx, string(target), id, &req, func(r *wire.Response) error { return r.Add.Status.Err() }); err != nil {
 			return res, fmt.Errorf("ledger %d entry %d: recovery add to %s: %w", id, e, target, err)
 		}
 		res.Entries++
@@ -186,9 +186,8 @@ func (b *Bookies) readVerified(ctx context.Context, id, e int64, ensemble []meta
 			continue
 		}
 		var body []byte
-		req := &wire.Request{Header: wire.Header{Op: wire.OpReadEntry}, Has: wire.BodyRead,
-			Read: wire.ReadRequest{LedgerID: id, EntryID: e}}
-		err := b.Call(ctx, string(src), id, req, func(r *wire.Response) error {
+		req := ledgerexec.ReadRequest(id, e)
+		err := b.Call(ctx, string(src), id, &req, func(r *wire.Response) error {
 			if err := r.Read.Status.Err(); err != nil {
 				return err
 			}

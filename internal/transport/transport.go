@@ -195,10 +195,11 @@ type Config struct {
 	// error fails the connect like a refused dial (ErrBookieUnavailable).
 	Resolve func(ctx context.Context, bookie string) (string, error)
 	// Clock reads the time for request deadlines and the reconnect
-	// backoff; nil means the wall clock. The sweeper still wakes every
-	// TimeoutTick of real time and then compares deadlines with Clock.Now,
-	// so a test with a clock.Manual decides when a request times out. Dial
-	// and write deadlines are on the wall clock (they are the socket's).
+	// backoff, and ticks the timeout sweeper (every TimeoutTick on it);
+	// nil means the wall clock. So a test with a clock.Manual decides when
+	// a request times out (or, with a TimeoutTick it never reaches, sweeps
+	// itself). Dial and write deadlines are on the wall clock (they are the
+	// socket's).
 	Clock clock.Clock
 }
 
@@ -414,13 +415,13 @@ func (t *Transport) peer(bookie string, key int64, ln lane) (*peer, error) {
 
 func (t *Transport) sweepLoop() {
 	defer t.wg.Done()
-	tick := time.NewTicker(t.cfg.TimeoutTick)
+	tick := t.cfg.Clock.NewTicker(t.cfg.TimeoutTick)
 	defer tick.Stop()
 	for {
 		select {
 		case <-t.stop:
 			return
-		case <-tick.C:
+		case <-tick.C():
 			t.sweep(t.cfg.Clock.Now())
 		}
 	}

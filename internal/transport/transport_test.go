@@ -262,6 +262,44 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
+// TestSweeperOnClock: the timeout sweeper ticks on Config.Clock, not on the
+// wall clock: with a tick of an hour, a request the bookie never answers
+// times out when a manual clock is advanced by the hour, and not before.
+func TestSweeperOnClock(t *testing.T) {
+	received := make(chan struct{}, 1)
+	b := newFakeBookie(t, func(*fakeConn, *wire.Request) { received <- struct{}{} }) // never answers
+	clk := clock.NewManual(time.Unix(1000, 0))
+	tr := newTransport(t, Config{AddTimeout: 200 * time.Millisecond, TimeoutTick: time.Hour, Clock: clk})
+	defer tr.Close()
+	waitForClock(t, "the sweeper to arm its ticker", func() bool { return clk.Waiters() == 1 })
+	ch := make(chan result, 1)
+	tr.Send(b.addr(), 1, addRequest(1, 0), collect(ch))
+	<-received
+	clk.Advance(time.Hour - time.Nanosecond) // past the deadline, before the tick
+	select {
+	case r := <-ch:
+		t.Fatalf("answered before the sweeper ticked: %+v", r)
+	default:
+	}
+	clk.Advance(time.Nanosecond)
+	if r := recv(t, ch); !errors.Is(r.err, ErrTimeout) {
+		t.Fatalf("got %+v, want ErrTimeout", r)
+	}
+}
+
+// waitForClock polls cond (a manual clock's Waiters) until it holds or
+// 10 s pass.
+func waitForClock(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestDisconnectFailsInFlight: when the bookie drops the connection every
 // outstanding request fails with ErrBookieUnavailable, and the next Send
 // reconnects.
