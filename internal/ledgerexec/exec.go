@@ -187,7 +187,7 @@ func (x *Executor) sendAdd(e ledger.SendAdd) {
 		flags |= AddDeferredSync
 	}
 	if e.Recovery {
-		flags |= AddRecovery
+		flags |= AddRecovery | AddHighPriority
 	}
 	req := x.takeReq()
 	for _, b := range e.Bookies {

@@ -349,9 +349,15 @@ func TestRequestConstructors(t *testing.T) {
 		t.Errorf("plain add %+v", plain)
 	}
 	both := AddRequest(3, 4, mk, body, AddRecovery|AddDeferredSync)
-	if both.Add.Flag != wire.AddFlagRecoveryAdd || both.Header.Priority != wire.HighPriority ||
+	if both.Add.Flag != wire.AddFlagRecoveryAdd || both.Header.Priority != 0 ||
 		!both.Add.HasWriteFlags || both.Add.WriteFlags != wire.WriteFlagDeferredSync {
 		t.Errorf("recovery deferred-sync add %+v", both)
+	}
+	// Re-replication's RECOVERY_ADD has no priority (Java's
+	// LedgerFragmentReplicator); the recovery's write-back asks for it.
+	high := AddRequest(3, 4, mk, body, AddRecovery|AddHighPriority)
+	if high.Add.Flag != wire.AddFlagRecoveryAdd || high.Header.Priority != wire.HighPriority || high.Add.HasWriteFlags {
+		t.Errorf("high-priority recovery add %+v", high)
 	}
 	read := ReadRequest(3, 4)
 	if read.Header.Op != wire.OpReadEntry || read.Has != wire.BodyRead || read.Read.LedgerID != 3 || read.Read.EntryID != 4 ||

@@ -14,14 +14,18 @@ import "github.com/foliodb/folio/internal/wire"
 type AddFlags uint8
 
 const (
-	// AddRecovery marks a recovery add (RECOVERY_ADD, sent at
-	// wire.HighPriority as the Java client sends it): recovery and
-	// re-replication rewrite entries a fenced or read-only bookie must
-	// still take.
+	// AddRecovery marks a recovery add (RECOVERY_ADD): recovery and
+	// re-replication rewrite entries a fenced bookie must still take.
 	AddRecovery AddFlags = 1 << iota
 	// AddDeferredSync asks for DEFERRED_SYNC (the bookie acknowledges
 	// before the journal sync; FORCE_LEDGER syncs).
 	AddDeferredSync
+	// AddHighPriority sends the add at wire.HighPriority, which a Java
+	// bookie that is read-only but takes high-priority writes accepts.
+	// The ledger recovery's write-back sets it with AddRecovery, as the
+	// Java client does; re-replication (Java's LedgerFragmentReplicator)
+	// sends RECOVERY_ADD without it.
+	AddHighPriority
 )
 
 // AddRequest returns the ADD_ENTRY request storing body (a digested entry,
@@ -38,6 +42,8 @@ func AddRequest(ledgerID, entryID int64, masterKey, body []byte, flags AddFlags)
 	}
 	if flags&AddRecovery != 0 {
 		req.Add.Flag = wire.AddFlagRecoveryAdd
+	}
+	if flags&AddHighPriority != 0 {
 		req.Header.Priority = wire.HighPriority
 	}
 	return req
