@@ -235,7 +235,7 @@ func (c *Client) CreateLedger(ctx context.Context, o LedgerOptions) (_ *WriteHan
 	c.mu.Lock()
 	if c.mu.closed {
 		c.mu.Unlock()
-		return nil, errClientClosed
+		return nil, ErrClientClosed
 	}
 	ensemble, err := c.mu.placement.NewEnsemble(opts.EnsembleSize, c.mu.writable)
 	c.mu.Unlock()
@@ -359,8 +359,6 @@ func (c *Client) DeleteLedger(ctx context.Context, id int64) (err error) {
 	}
 	return nil
 }
-
-var errClientClosed = errors.New("client: closed")
 
 // recoveryError is a failed recovery whose public error is more specific
 // than ErrLedgerRecovery: it matches both.
