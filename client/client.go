@@ -28,7 +28,7 @@ type Client struct {
 	log     *slog.Logger
 	md      metadata.Driver
 	tr      *transport.Transport
-	metrics *Metrics
+	metrics *clientMetrics
 	health  *bookieHealth
 	// clock times the machines' Ticks (speculative reads, explicit LAC).
 	clock clock.Clock
@@ -96,7 +96,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		cfg:      cfg,
 		log:      cfg.Logger,
 		md:       md,
-		metrics:  newMetrics(),
+		metrics:  newMetrics(cfg.Metrics),
 		health:   newBookieHealth(),
 		clock:    clock.Real{},
 		addSlots: make(chan struct{}, cfg.MaxOutstandingAdds),
@@ -164,9 +164,13 @@ func (c *Client) Close() error {
 	return err
 }
 
-// Metrics returns the client's Prometheus collectors, for the application
-// to register.
-func (c *Client) Metrics() *Metrics { return c.metrics }
+// Metrics returns the Metrics the client records into: Config.Metrics, or
+// NopMetrics when it was nil.
+//
+// Until the client stopped depending on Prometheus it returned the
+// client's Prometheus collectors for the application to register; now
+// Config.Metrics takes clientprom.New(registerer), which registers them.
+func (c *Client) Metrics() Metrics { return c.metrics.m }
 
 // watchBookies keeps the writable set current and tells the write handles,
 // whose ensemble changes choose from it. A failed watch is restarted.

@@ -132,6 +132,10 @@ type Config struct {
 
 	// Logger receives the client's logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Metrics receives the client's operation latencies and counts; nil
+	// records nothing (NopMetrics). clientprom.New records them in
+	// Prometheus under BookKeeper's bookkeeper_client_* names.
+	Metrics Metrics
 }
 
 // Validate reports the first setting New would refuse (wrapping
