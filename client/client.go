@@ -224,7 +224,7 @@ func (c *Client) writable() []metadata.BookieID {
 // CreateLedger creates a ledger on an ensemble chosen at random among the
 // writable bookies and returns its write handle.
 func (c *Client) CreateLedger(ctx context.Context, o LedgerOptions) (_ *WriteHandle, err error) {
-	defer func(start time.Time) { observe(c.metrics.create, start, err) }(time.Now())
+	defer func(start time.Time) { err = c.closedError(err); observe(c.metrics.create, start, err) }(time.Now())
 	opts, err := o.withDefaults()
 	if err != nil {
 		return nil, err
@@ -278,7 +278,7 @@ func (c *Client) CreateLedger(ctx context.Context, o LedgerOptions) (_ *WriteHan
 // the ledger (fences it, finds its end, closes it) unless it is closed
 // already; without, it reads the LAC from the bookies of an open ledger.
 func (c *Client) OpenLedger(ctx context.Context, id int64, o OpenOptions) (_ *ReadHandle, err error) {
-	defer func(start time.Time) { observe(c.metrics.open, start, err) }(time.Now())
+	defer func(start time.Time) { err = c.closedError(err); observe(c.metrics.open, start, err) }(time.Now())
 	md, version, err := c.md.ReadLedger(ctx, id)
 	if err != nil {
 		return nil, publicError(fmt.Errorf("client: open ledger %d: %w", id, err))
@@ -357,7 +357,7 @@ func (c *Client) recover(ctx context.Context, r *ReadHandle, md *metadata.Ledger
 // entries later. Deleting an open ledger does not stop its writer: fence it
 // first (OpenLedger with Recovery) if one may be running.
 func (c *Client) DeleteLedger(ctx context.Context, id int64) (err error) {
-	defer func(start time.Time) { observe(c.metrics.del, start, err) }(time.Now())
+	defer func(start time.Time) { err = c.closedError(err); observe(c.metrics.del, start, err) }(time.Now())
 	if err := c.md.DeleteLedger(ctx, id, metadata.VersionAny); err != nil {
 		return publicError(fmt.Errorf("client: delete ledger %d: %w", id, err))
 	}

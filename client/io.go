@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger"
@@ -97,4 +98,21 @@ func (c *Client) run(ctx context.Context, x *ledgerexec.Executor, m ledger.Machi
 		return ErrClientClosed
 	}
 	return err
+}
+
+// closedError gives err, an operation's failure, the meaning
+// ErrClientClosed too when the client is closed: an operation started
+// after Close, or running when it came, fails on the released metadata
+// driver or connections with their own errors, which say nothing of why.
+func (c *Client) closedError(err error) error {
+	if err == nil || errors.Is(err, ErrClientClosed) {
+		return err
+	}
+	c.mu.Lock()
+	closed := c.mu.closed
+	c.mu.Unlock()
+	if !closed {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrClientClosed, err)
 }
