@@ -28,7 +28,7 @@ type Client struct {
 	log     *slog.Logger
 	md      metadata.Driver
 	tr      *transport.Transport
-	metrics *Metrics
+	metrics *clientMetrics
 	health  *bookieHealth
 	// clock is Config.clock: it times the machines' Ticks (speculative
 	// reads, explicit LAC) and the client's own waits.
@@ -98,7 +98,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		cfg:      cfg,
 		log:      cfg.Logger,
 		md:       md,
-		metrics:  newMetrics(),
+		metrics:  newMetrics(cfg.Metrics),
 		health:   newBookieHealth(),
 		clock:    cfg.clock,
 		addSlots: make(chan struct{}, cfg.MaxOutstandingAdds),
@@ -166,9 +166,13 @@ func (c *Client) Close() error {
 	return err
 }
 
-// Metrics returns the client's Prometheus collectors, for the application
-// to register.
-func (c *Client) Metrics() *Metrics { return c.metrics }
+// Metrics returns the Metrics the client records into: Config.Metrics, or
+// NopMetrics when it was nil.
+//
+// Until the client stopped depending on Prometheus it returned the
+// client's Prometheus collectors for the application to register; now
+// Config.Metrics takes clientprom.New(registerer), which registers them.
+func (c *Client) Metrics() Metrics { return c.metrics.m }
 
 // watchBookies keeps the writable set current and tells the write handles,
 // whose ensemble changes choose from it. A failed watch is restarted.
@@ -220,7 +224,7 @@ func (c *Client) writable() []metadata.BookieID {
 // CreateLedger creates a ledger on an ensemble chosen at random among the
 // writable bookies and returns its write handle.
 func (c *Client) CreateLedger(ctx context.Context, o LedgerOptions) (_ *WriteHandle, err error) {
-	defer func(start time.Time) { observe(c.metrics.create, start, err) }(time.Now())
+	defer func(start time.Time) { err = c.closedError(err); observe(c.metrics.create, start, err) }(time.Now())
 	opts, err := o.withDefaults()
 	if err != nil {
 		return nil, err
@@ -235,7 +239,7 @@ func (c *Client) CreateLedger(ctx context.Context, o LedgerOptions) (_ *WriteHan
 	c.mu.Lock()
 	if c.mu.closed {
 		c.mu.Unlock()
-		return nil, errClientClosed
+		return nil, ErrClientClosed
 	}
 	ensemble, err := c.mu.placement.NewEnsemble(opts.EnsembleSize, c.mu.writable)
 	c.mu.Unlock()
@@ -274,7 +278,7 @@ func (c *Client) CreateLedger(ctx context.Context, o LedgerOptions) (_ *WriteHan
 // the ledger (fences it, finds its end, closes it) unless it is closed
 // already; without, it reads the LAC from the bookies of an open ledger.
 func (c *Client) OpenLedger(ctx context.Context, id int64, o OpenOptions) (_ *ReadHandle, err error) {
-	defer func(start time.Time) { observe(c.metrics.open, start, err) }(time.Now())
+	defer func(start time.Time) { err = c.closedError(err); observe(c.metrics.open, start, err) }(time.Now())
 	md, version, err := c.md.ReadLedger(ctx, id)
 	if err != nil {
 		return nil, publicError(fmt.Errorf("client: open ledger %d: %w", id, err))
@@ -353,14 +357,12 @@ func (c *Client) recover(ctx context.Context, r *ReadHandle, md *metadata.Ledger
 // entries later. Deleting an open ledger does not stop its writer: fence it
 // first (OpenLedger with Recovery) if one may be running.
 func (c *Client) DeleteLedger(ctx context.Context, id int64) (err error) {
-	defer func(start time.Time) { observe(c.metrics.del, start, err) }(time.Now())
+	defer func(start time.Time) { err = c.closedError(err); observe(c.metrics.del, start, err) }(time.Now())
 	if err := c.md.DeleteLedger(ctx, id, metadata.VersionAny); err != nil {
 		return publicError(fmt.Errorf("client: delete ledger %d: %w", id, err))
 	}
 	return nil
 }
-
-var errClientClosed = errors.New("client: closed")
 
 // recoveryError is a failed recovery whose public error is more specific
 // than ErrLedgerRecovery: it matches both.

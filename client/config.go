@@ -134,6 +134,11 @@ type Config struct {
 	// Logger receives the client's logs; nil means slog.Default().
 	Logger *slog.Logger
 
+	// Metrics receives the client's operation latencies and counts; nil
+	// records nothing (NopMetrics). clientprom.New records them in
+	// Prometheus under BookKeeper's bookkeeper_client_* names.
+	Metrics Metrics
+
 	// clock times everything the client waits for: the machines' Ticks,
 	// the transport's timeout sweep, the bookie-watch backoff and the
 	// pauses of long polls and Tail; nil means clock.Real. Unexported, so

@@ -34,6 +34,14 @@
 //
 // # Logging and metrics
 //
-// Config.Logger (slog) receives connection and ledger events. Metrics
-// returns Prometheus collectors for the application to register.
+// Config.Logger (slog) receives connection and ledger events.
+// Config.Metrics receives operation latencies and counts through the
+// Metrics interface; the client itself depends on no metrics library.
+// Package clientprom records them in Prometheus under BookKeeper's
+// bookkeeper_client_* names:
+//
+//	c, err := client.New(ctx, client.Config{
+//		MetadataServiceURI: uri,
+//		Metrics:            clientprom.New(prometheus.DefaultRegisterer),
+//	})
 package client

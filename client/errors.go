@@ -68,6 +68,13 @@ var (
 	// ErrReadBeyondLAC: Read asked for entries past the last add confirmed
 	// (use ReadUnconfirmed to read what bookies have).
 	ErrReadBeyondLAC = errors.New("read beyond the last add confirmed")
+	// ErrClientClosed: the Client was closed (Client.Close). Operations
+	// started after the close fail with it (CreateLedger, OpenLedger,
+	// AppendAsync, a handle's Close and the metadata requests of a
+	// recovery still running); appends pending when the client closed fail
+	// with it and with ErrLedgerClosed (both match: their outcome is
+	// unknown). Code gives -19, Java's BKClientClosedException.
+	ErrClientClosed = errors.New("client closed")
 )
 
 // errorTable is the one table mapping the client's errors to BookKeeper's
@@ -81,6 +88,7 @@ var errorTable = []struct {
 	causes []error
 }{
 	{ErrReadBeyondLAC, -1, nil},                                                           // ReadException
+	{ErrClientClosed, -19, nil},                                                           // BKClientClosedException
 	{ErrNotEnoughBookies, -6, []error{ledger.ErrNotEnoughBookies}},                        // NotEnoughBookiesException
 	{ErrLedgerFenced, -101, []error{ledger.ErrLedgerFenced}},                              // LedgerFencedException
 	{ErrUnauthorized, -102, []error{ledger.ErrUnauthorized}},                              // UnauthorizedAccessException

@@ -41,6 +41,9 @@ func TestErrorTable(t *testing.T) {
 			t.Errorf("Code(%v) = %d, want %d", err, got, tc.code)
 		}
 	}
+	if Code(ErrClientClosed) != -19 || Code(fmt.Errorf("%w: %w", ErrClientClosed, ErrLedgerClosed)) != -19 {
+		t.Error("Code of ErrClientClosed (alone or with ErrLedgerClosed) is not -19, BKClientClosedException")
+	}
 	if Code(nil) != 0 || Code(ErrReadBeyondLAC) != -1 || Code(fmt.Errorf("x: %w", transport.ErrBookieUnavailable)) != -8 {
 		t.Error("Code of nil, ErrReadBeyondLAC or a lost connection is wrong")
 	}

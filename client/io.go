@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger"
@@ -30,7 +31,7 @@ func (b bookies) Send(bookie string, ledgerID int64, req *wire.Request, cb func(
 // the executor. The machines ask for one metadata operation at a time.
 //
 // An operation asked for once the client is closing fails with
-// errClientClosed and never reaches the driver: a ledger loop (a recovery
+// ErrClientClosed and never reaches the driver: a ledger loop (a recovery
 // in OpenLedger) may still drain and step after Close, and Close releases
 // the driver once the goroutines it waits for are done.
 type store struct{ c *Client }
@@ -38,14 +39,14 @@ type store struct{ c *Client }
 func (s store) WriteLedger(id int64, md *metadata.LedgerMetadata, expected metadata.Version, done func(metadata.Version, error)) {
 	c := s.c
 	if !c.goMetadata(func(ctx context.Context) { done(c.md.WriteLedger(ctx, id, md, expected)) }) {
-		done(0, errClientClosed)
+		done(0, ErrClientClosed)
 	}
 }
 
 func (s store) ReadLedger(id int64, done func(*metadata.LedgerMetadata, metadata.Version, error)) {
 	c := s.c
 	if !c.goMetadata(func(ctx context.Context) { done(c.md.ReadLedger(ctx, id)) }) {
-		done(nil, 0, errClientClosed)
+		done(nil, 0, ErrClientClosed)
 	}
 }
 
@@ -90,11 +91,28 @@ func (c *Client) newExecutor(id int64, dig *digest.Digester, password []byte, em
 
 // run drives machine m of ledger id to completion on the calling goroutine
 // (ledgerexec.Executor.Run): it returns ctx's error if ctx ends first, or
-// errClientClosed if the client closes.
+// ErrClientClosed if the client closes.
 func (c *Client) run(ctx context.Context, x *ledgerexec.Executor, m ledger.Machine, start func(), deliver func(ledger.Effect)) error {
 	err := x.Run(ctx, c.clock, c.ctx.Done(), m, start, deliver)
 	if errors.Is(err, ledgerexec.ErrStopped) {
-		return errClientClosed
+		return ErrClientClosed
 	}
 	return err
+}
+
+// closedError gives err, an operation's failure, the meaning
+// ErrClientClosed too when the client is closed: an operation started
+// after Close, or running when it came, fails on the released metadata
+// driver or connections with their own errors, which say nothing of why.
+func (c *Client) closedError(err error) error {
+	if err == nil || errors.Is(err, ErrClientClosed) {
+		return err
+	}
+	c.mu.Lock()
+	closed := c.mu.closed
+	c.mu.Unlock()
+	if !closed {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrClientClosed, err)
 }

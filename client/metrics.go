@@ -1,82 +1,111 @@
 package client
 
 import (
+	"strconv"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics are the client's Prometheus collectors. The client updates them;
-// the application may register them (Metrics implements
-// prometheus.Collector) on any registry, once.
-//
-// Names, types and labels are BookKeeper's client stats as its Prometheus
-// provider exports them (scope bookkeeper_client; an OpStatsLogger is a
-// summary in milliseconds with success="true|false", both present from
-// the start):
-//
-//   - bookkeeper_client_ADD_ENTRY: appends, from AppendAsync to
-//     acknowledgement (or failure);
-//   - bookkeeper_client_READ_ENTRY: read operations (one per chunk of a
-//     Read, as Java counts one per readEntries call);
-//   - bookkeeper_client_LEDGER_CREATE, _LEDGER_OPEN, _LEDGER_DELETE:
-//     the metadata operations.
-//
-// Folio's own: folio_client_read_entries_total (entries read and
-// verified).
-type Metrics struct {
-	add         [2]prometheus.Observer // by success: 0 false, 1 true
-	read        [2]prometheus.Observer
-	create      [2]prometheus.Observer
-	open        [2]prometheus.Observer
-	del         [2]prometheus.Observer
-	entriesRead prometheus.Counter
+// Op is a kind of client operation, as Metrics records it.
+type Op int
 
-	collectors []prometheus.Collector
-}
+// The operations the client records; String gives BookKeeper's name of
+// each client stat (its Prometheus provider exports bookkeeper_client_<name>).
+const (
+	// OpAddEntry: an append, from AppendAsync to its acknowledgement (or
+	// failure).
+	OpAddEntry Op = iota
+	// OpReadEntry: a read operation (one per chunk of a Read, as Java
+	// counts one per readEntries call).
+	OpReadEntry
+	// OpLedgerCreate: CreateLedger.
+	OpLedgerCreate
+	// OpLedgerOpen: OpenLedger (with recovery when asked).
+	OpLedgerOpen
+	// OpLedgerDelete: DeleteLedger.
+	OpLedgerDelete
+)
 
-var summaryObjectives = map[float64]float64{0.5: 0.05, 0.75: 0.01, 0.95: 0.005, 0.99: 0.001, 0.999: 0.0001}
-
-func newMetrics() *Metrics {
-	m := &Metrics{}
-	opStats := func(name, help string) [2]prometheus.Observer {
-		v := prometheus.NewSummaryVec(prometheus.SummaryOpts{Name: "bookkeeper_client_" + name, Help: help,
-			Objectives: summaryObjectives, MaxAge: time.Minute}, []string{"success"})
-		m.collectors = append(m.collectors, v)
-		return [2]prometheus.Observer{v.WithLabelValues("false"), v.WithLabelValues("true")}
+// String returns BookKeeper's stat name of op: ADD_ENTRY, READ_ENTRY,
+// LEDGER_CREATE, LEDGER_OPEN or LEDGER_DELETE.
+func (op Op) String() string {
+	switch op {
+	case OpAddEntry:
+		return "ADD_ENTRY"
+	case OpReadEntry:
+		return "READ_ENTRY"
+	case OpLedgerCreate:
+		return "LEDGER_CREATE"
+	case OpLedgerOpen:
+		return "LEDGER_OPEN"
+	case OpLedgerDelete:
+		return "LEDGER_DELETE"
 	}
-	m.add = opStats("ADD_ENTRY", "Latency of appends, from AppendAsync to acknowledgement, in milliseconds.")
-	m.read = opStats("READ_ENTRY", "Latency of read operations, in milliseconds.")
-	m.create = opStats("LEDGER_CREATE", "Latency of ledger creation, in milliseconds.")
-	m.open = opStats("LEDGER_OPEN", "Latency of ledger opens (with recovery when asked), in milliseconds.")
-	m.del = opStats("LEDGER_DELETE", "Latency of ledger deletion, in milliseconds.")
-	m.entriesRead = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "folio", Subsystem: "client", Name: "read_entries_total",
-		Help: "Entries read and verified.",
-	})
-	m.collectors = append(m.collectors, m.entriesRead)
-	return m
+	return "Op(" + strconv.Itoa(int(op)) + ")"
 }
+
+// Metrics receives what the client measures (Config.Metrics). The client
+// calls it from many goroutines at once, on its own paths (an append's
+// acknowledgement, a read's completion): an implementation must be safe
+// for concurrent use and must not block.
+//
+// The client package depends on no metrics library; package clientprom
+// implements Metrics with Prometheus under BookKeeper's names
+// (bookkeeper_client_ADD_ENTRY, …).
+type Metrics interface {
+	// Operation records one operation of kind op that took latency; err
+	// is its outcome (nil: success).
+	Operation(op Op, latency time.Duration, err error)
+	// EntriesRead records n entries read and verified (by Read, Entries,
+	// ReadUnconfirmed or a tail).
+	EntriesRead(n int)
+}
+
+// NopMetrics records nothing: the client's Metrics when Config.Metrics is
+// nil.
+type NopMetrics struct{}
+
+// Operation implements Metrics; it does nothing.
+func (NopMetrics) Operation(Op, time.Duration, error) {}
+
+// EntriesRead implements Metrics; it does nothing.
+func (NopMetrics) EntriesRead(int) {}
+
+// clientMetrics is the client's recording side of its Metrics: one
+// recorder per operation kind.
+type clientMetrics struct {
+	m                            Metrics
+	add, read, create, open, del opMetric
+	entriesRead                  entriesCounter
+}
+
+func newMetrics(m Metrics) *clientMetrics {
+	if m == nil {
+		m = NopMetrics{}
+	}
+	return &clientMetrics{
+		m:           m,
+		add:         opMetric{m, OpAddEntry},
+		read:        opMetric{m, OpReadEntry},
+		create:      opMetric{m, OpLedgerCreate},
+		open:        opMetric{m, OpLedgerOpen},
+		del:         opMetric{m, OpLedgerDelete},
+		entriesRead: entriesCounter{m},
+	}
+}
+
+// opMetric records the operations of one kind.
+type opMetric struct {
+	m  Metrics
+	op Op
+}
+
+// entriesCounter counts entries read.
+type entriesCounter struct{ m Metrics }
+
+// Add records n entries read.
+func (e entriesCounter) Add(n float64) { e.m.EntriesRead(int(n)) }
 
 // observe records one operation that started at start.
-func observe(o [2]prometheus.Observer, start time.Time, err error) {
-	i := 1
-	if err != nil {
-		i = 0
-	}
-	o[i].Observe(float64(time.Since(start)) / float64(time.Millisecond))
-}
-
-// Describe implements prometheus.Collector.
-func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, c := range m.collectors {
-		c.Describe(ch)
-	}
-}
-
-// Collect implements prometheus.Collector.
-func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
-	for _, c := range m.collectors {
-		c.Collect(ch)
-	}
+func observe(o opMetric, start time.Time, err error) {
+	o.m.Operation(o.op, time.Since(start), err)
 }

@@ -106,12 +106,13 @@ func (r *ReadHandle) refresh(ctx context.Context) (*metadata.LedgerMetadata, err
 func (r *ReadHandle) ReadLastAddConfirmed(ctx context.Context) (int64, error) {
 	md, err := r.refresh(ctx)
 	if err != nil {
-		return -1, err
+		return -1, r.c.closedError(err)
 	}
 	if md.IsClosed() {
 		return md.LastEntryID, nil
 	}
-	return r.readLAC(ctx, md)
+	lac, err := r.readLAC(ctx, md)
+	return lac, r.c.closedError(err)
 }
 
 func (r *ReadHandle) readLAC(ctx context.Context, md *metadata.LedgerMetadata) (int64, error) {
@@ -165,7 +166,7 @@ func (r *ReadHandle) read(ctx context.Context, first, last int64, confirmed bool
 		var err error
 		out, err = r.readChunk(ctx, lo, hi, out, confirmed)
 		if err != nil {
-			return out, err
+			return out, r.c.closedError(err)
 		}
 	}
 	return out, nil

@@ -50,7 +50,7 @@ func (d *closeWatch) ReadLedger(ctx context.Context, id int64) (*metadata.Ledger
 
 // TestStoreAfterClose: a ledger loop still running when Close returns (a
 // recovery inside OpenLedger drains once more and asks for a metadata
-// write or read) gets errClientClosed, and the metadata driver, which
+// write or read) gets ErrClientClosed, and the metadata driver, which
 // Close released, is not used.
 func TestStoreAfterClose(t *testing.T) {
 	// The client as New makes it, with what Close releases: its context,
@@ -76,8 +76,8 @@ func TestStoreAfterClose(t *testing.T) {
 	read := make(chan error, 1)
 	s.ReadLedger(1, func(_ *metadata.LedgerMetadata, _ metadata.Version, err error) { read <- err })
 	for op, ch := range map[string]chan error{"WriteLedger": wrote, "ReadLedger": read} {
-		if err := <-ch; !errors.Is(err, errClientClosed) {
-			t.Errorf("%s after Close: %v, want %v", op, err, errClientClosed)
+		if err := <-ch; !errors.Is(err, ErrClientClosed) {
+			t.Errorf("%s after Close: %v, want %v", op, err, ErrClientClosed)
 		}
 	}
 	watch.mu.Lock()

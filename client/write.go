@@ -126,7 +126,7 @@ func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version m
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mu.closed {
-		return nil, errClientClosed
+		return nil, ErrClientClosed
 	}
 	m, err := ledger.NewWriter(ledger.WriterConfig{
 		LedgerID:  id,
@@ -214,7 +214,13 @@ func (w *WriteHandle) appendAsync(ctx context.Context, payload []byte) *AppendFu
 	return f
 }
 
+// exitErr is the error of an append the executor can no longer take: the
+// handle is closed, or the client closed (then it matches ErrClientClosed
+// too).
 func (w *WriteHandle) exitErr() error {
+	if w.stopOnce.Load() {
+		return fmt.Errorf("%w: %w: ledger %d", ErrClientClosed, ErrLedgerClosed, w.id)
+	}
 	return fmt.Errorf("%w: ledger %d: write handle closed", ErrLedgerClosed, w.id)
 }
 
@@ -249,7 +255,7 @@ func (w *WriteHandle) closedResult() error {
 	if w.closeResult != nil {
 		return publicError(w.closeResult.Err)
 	}
-	return fmt.Errorf("%w: ledger %d: client closed before the ledger was closed", errClientClosed, w.id)
+	return fmt.Errorf("%w: ledger %d: client closed before the ledger was closed", ErrClientClosed, w.id)
 }
 
 // stop ends the executor without closing the ledger (Client.Close).
@@ -278,7 +284,7 @@ func (w *WriteHandle) loop() {
 		case <-w.q.Signal():
 		case <-w.stopped:
 			w.q.Close()
-			w.failAll(fmt.Errorf("%w: ledger %d: client closed", ErrLedgerClosed, w.id))
+			w.failAll(fmt.Errorf("%w: %w: ledger %d", ErrClientClosed, ErrLedgerClosed, w.id))
 			return
 		}
 		for _, it := range w.q.Drain() {

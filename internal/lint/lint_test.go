@@ -37,6 +37,7 @@ var layers = map[string][]string{
 	"internal/ledger":                {"internal/wire", "internal/digest", "internal/metadata"},
 	"internal/ledgerexec":            {"internal/ledger", "internal/wire", "internal/digest", "internal/metadata"},
 	"client":                         {"internal/ledger", "internal/ledgerexec", "internal/transport", "internal/metadata", "internal/wire", "internal/digest"},
+	"client/clientprom":              {"client"}, // the Prometheus adapter of client.Metrics
 	"internal/storage":               {},
 	"internal/bookie":                {"internal/storage", "internal/wire", "internal/digest"},
 	"internal/bookie/server":         {"internal/bookie", "internal/storage", "internal/wire", "internal/digest", "internal/metadata", "internal/pki"},
@@ -58,6 +59,7 @@ var layers = map[string][]string{
 
 	// Test helpers below a layer that need more than it.
 	"internal/metadata/etcd/etcdtest": {"internal/metadata", "internal/pki"}, // a TLS etcd with a test CA
+	"client/foliotest":                {"client", "internal/standalone"},     // the public in-process cluster for users' tests
 }
 
 // universal lists packages every package may import: leaf utilities with

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/foliodb/folio/client"
+	"github.com/foliodb/folio/client/clientprom"
 	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/autorecovery"
 	"github.com/foliodb/folio/internal/metadata"
@@ -86,13 +87,12 @@ func TestMetricsAtStartup(t *testing.T) {
 	// The client's, at 0 too.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := client.New(ctx, client.Config{MetadataServiceURI: uri})
+	creg := prometheus.NewRegistry()
+	c, err := client.New(ctx, client.Config{MetadataServiceURI: uri, Metrics: clientprom.New(creg)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	creg := prometheus.NewRegistry()
-	creg.MustRegister(c.Metrics())
 	mfs, err := creg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -257,12 +257,11 @@ func TestBusyBookieServesDashboardSeries(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := client.New(ctx, client.Config{MetadataServiceURI: uri})
+	c, err := client.New(ctx, client.Config{MetadataServiceURI: uri, Metrics: clientprom.New(reg)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	reg.MustRegister(c.Metrics())
 	waitFor(t, "four writable bookies", func() bool { w, err := md.WritableBookies(ctx); return err == nil && len(w) == 4 })
 
 	// AutoRecovery in this process, under the first bookie's id.
