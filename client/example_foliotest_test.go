@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/foliodb/folio/client"
 	"github.com/foliodb/folio/client/foliotest"
@@ -149,6 +150,13 @@ func ExampleClient_Close() {
 	fmt.Println("read:", errors.Is(err, client.ErrClientClosed))
 	_, err = r.ReadLastAddConfirmed(ctx)
 	fmt.Println("read LAC:", errors.Is(err, client.ErrClientClosed))
+	_, err = r.ReadLastAddConfirmedAndEntry(ctx, 1, time.Second)
+	fmt.Println("long poll:", errors.Is(err, client.ErrClientClosed))
+	tailed := 0
+	for _, err := range r.Tail(ctx, 0) { // yields the error, then ends
+		tailed++
+		fmt.Println("tail:", errors.Is(err, client.ErrClientClosed), tailed)
+	}
 	err = w.Force(ctx)
 	fmt.Println("force:", errors.Is(err, client.ErrClientClosed))
 	err = w.Close(ctx)
@@ -160,6 +168,8 @@ func ExampleClient_Close() {
 	// delete: true
 	// read: true
 	// read LAC: true
+	// long poll: true
+	// tail: true 1
 	// force: true
 	// close ledger: true
 }

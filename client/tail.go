@@ -53,7 +53,8 @@ const tailRetryPause = 100 * time.Millisecond
 //
 // For a CLOSED ledger it returns at once: the entry if next ≤ the last
 // entry, otherwise Entry nil with the last entry id as LAC.
-func (r *ReadHandle) ReadLastAddConfirmedAndEntry(ctx context.Context, next int64, timeout time.Duration) (LACAndEntry, error) {
+func (r *ReadHandle) ReadLastAddConfirmedAndEntry(ctx context.Context, next int64, timeout time.Duration) (_ LACAndEntry, err error) {
+	defer func() { err = r.c.closedError(err) }()
 	if next < 0 {
 		return LACAndEntry{}, fmt.Errorf("client: ledger %d: bad entry id %d", r.id, next)
 	}
@@ -146,12 +147,14 @@ func (r *ReadHandle) longPoll(ctx context.Context, md *metadata.LedgerMetadata, 
 // whenever a poll comes back empty. It ends after the last entry once the
 // ledger is CLOSED, or when ctx is done (without yielding ctx's error). A
 // read error is yielded with a zero Entry; if the caller goes on, Tail
-// retries after a short pause.
+// retries after a short pause. Once the client is closed, Tail yields an
+// error matching ErrClientClosed and ends.
 func (r *ReadHandle) Tail(ctx context.Context, from int64) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
 		next := max(from, 0)
 		fail := func(err error) bool {
-			if ctx.Err() != nil || !yield(Entry{}, err) {
+			err = r.c.closedError(err)
+			if ctx.Err() != nil || !yield(Entry{}, err) || errors.Is(err, ErrClientClosed) {
 				return false
 			}
 			return clock.Sleep(ctx, r.c.clock, tailRetryPause) == nil
