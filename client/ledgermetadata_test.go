@@ -120,7 +120,7 @@ func TestLedgerMetadata(t *testing.T) {
 	if !closed.IsClosed() || closed.State() != client.LedgerStateClosed || closed.LastEntryID() != 9 || closed.Length() != length {
 		t.Fatalf("closed: %v, want last entry 9, length %d", closed, length)
 	}
-	if closed.CtimeMillis() != m.CtimeMillis() || string(closed.CustomMetadata()["application"]) != "wal" {
+	if closed.CtimeMillis() != m.CtimeMillis() || len(closed.CustomMetadata()) != 2 || string(closed.CustomMetadata()["application"]) != "wal" {
 		t.Fatalf("close lost ctime or custom metadata: %v %q", closed.Ctime(), closed.CustomMetadata())
 	}
 	v, err, ok := watch()

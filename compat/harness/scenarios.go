@@ -168,6 +168,16 @@ func javaSeesFolioMetadata(t *testing.T, e interopEnv, ids []int64, seed, n int6
 				t.Errorf("Java's metadata of Folio ledger %d: bookie %v is not one of %v", id, b, e.bookies)
 			}
 		}
+		// Folio stores the creation time (Java's
+		// storeSystemTimeAsLedgerCreationTime): Java reads the same value.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		fm, err := e.fc.LedgerMetadata(ctx, id)
+		cancel()
+		if err != nil {
+			t.Errorf("Folio's metadata of ledger %d: %v", id, err)
+		} else if ct := fmt.Sprint(md["ctime"]); fm.CtimeMillis() <= 0 || ct != fmt.Sprint(fm.CtimeMillis()) {
+			t.Errorf("Java's ctime of Folio ledger %d: %s, Folio stored %d", id, ct, fm.CtimeMillis())
+		}
 	}
 }
 
