@@ -223,7 +223,7 @@ func (m LedgerMetadata) String() string {
 }
 
 // LedgerMetadata reads a ledger's metadata from the metadata store (Java's
-// LedgerManager.readLedgerMetadata, as BookKeeper.getLedgerMetadata). It
+// BookKeeper.getLedgerMetadata, over LedgerManager.readLedgerMetadata). It
 // needs no password. An absent ledger gives ErrNoSuchLedger.
 func (c *Client) LedgerMetadata(ctx context.Context, id int64) (LedgerMetadata, error) {
 	if id < 0 {

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/foliodb/folio/client"
+	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/metadata/etcd/etcdtest"
+	"github.com/foliodb/folio/internal/metadata/zk/zktest"
 	"github.com/foliodb/folio/internal/testcluster"
 )
 
@@ -248,5 +251,79 @@ func TestListLedgersClient(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("listed %v, want %v", got, want)
+	}
+}
+
+// TestWatchLedgerMetadataDrivers watches a ledger through each metadata
+// driver's own watch (etcd and ZooKeeper, real servers): the value written
+// by another party is seen, and the CLOSED value ends the watch.
+func TestWatchLedgerMetadataDrivers(t *testing.T) {
+	t.Parallel()
+	stores := map[string]func(t *testing.T) string{
+		"etcd": func(t *testing.T) string { return etcdtest.URI(etcdtest.Start(t), etcdtest.Scope(t)) },
+		"zk":   func(t *testing.T) string { return zktest.URI(zktest.Start(t), zktest.Scope(t)) },
+	}
+	for _, name := range []string{"etcd", "zk"} {
+		t.Run(name, func(t *testing.T) {
+			ctx := testCtx(t)
+			uri := stores[name](t)
+			d, err := metadata.Open(ctx, uri, metadata.Options{DialTimeout: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			c, err := client.New(ctx, client.Config{MetadataServiceURI: uri})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+
+			md := &metadata.LedgerMetadata{
+				EnsembleSize: 2, WriteQuorum: 2, AckQuorum: 1, State: metadata.LedgerOpen, LastEntryID: -1,
+				Ensembles:   []metadata.Segment{{FirstEntryID: 0, Ensemble: []metadata.BookieID{"127.0.0.1:3181", "127.0.0.1:3182"}}},
+				HasPassword: true, DigestType: metadata.DigestCRC32, Password: []byte("pw"),
+				CustomMetadata: map[string][]byte{"k": []byte("v")}, Ctime: 1_700_000_000_123, StoreCtime: true,
+			}
+			id, version, err := d.CreateLedger(ctx, md)
+			if err != nil {
+				t.Fatal(err)
+			}
+			watch, stop := iter.Pull2(c.WatchLedgerMetadata(ctx, id))
+			defer stop()
+			first, err, ok := watch()
+			if !ok || err != nil || first.State() != client.LedgerStateOpen || first.WriteQuorumSize() != 2 || first.AckQuorumSize() != 1 ||
+				first.DigestType() != client.DigestCRC32 || first.CtimeMillis() != 1_700_000_000_123 ||
+				string(first.CustomMetadata()["k"]) != "v" || first.FormatVersion() != 3 {
+				t.Fatalf("first value %v, %v, %v", first, err, ok)
+			}
+
+			changed := md.Clone()
+			changed.Ensembles = append(changed.Ensembles, metadata.Segment{FirstEntryID: 7, Ensemble: []metadata.BookieID{"127.0.0.1:3181", "127.0.0.1:3183"}})
+			if version, err = d.WriteLedger(ctx, id, changed, version); err != nil {
+				t.Fatal(err)
+			}
+			v, err, ok := watch()
+			if !ok || err != nil || len(v.Ensembles()) != 2 || v.Ensembles()[1].FirstEntryID != 7 ||
+				!slices.Equal(v.EnsembleAt(7), []string{"127.0.0.1:3181", "127.0.0.1:3183"}) {
+				t.Fatalf("after the ensemble change: %v, %v, %v", v, err, ok)
+			}
+
+			closed := changed.Clone()
+			closed.State, closed.LastEntryID, closed.Length = metadata.LedgerClosed, 11, 1234
+			if _, err := d.WriteLedger(ctx, id, closed, version); err != nil {
+				t.Fatal(err)
+			}
+			v, err, ok = watch()
+			if !ok || err != nil || !v.IsClosed() || v.LastEntryID() != 11 || v.Length() != 1234 {
+				t.Fatalf("closed value: %v, %v, %v", v, err, ok)
+			}
+			if _, _, ok := watch(); ok {
+				t.Fatal("the watch went on after the CLOSED value")
+			}
+			got, err := c.LedgerMetadata(ctx, id)
+			if err != nil || !got.Equal(v) {
+				t.Fatalf("LedgerMetadata %v, %v; watched %v", got, err, v)
+			}
+		})
 	}
 }

@@ -16,7 +16,8 @@ type ledgerLister interface {
 }
 
 // ListLedgers yields the id of every ledger in the cluster in ascending
-// order (Java's BookKeeperAdmin.listLedgers / LedgerManager.getLedgerRanges).
+// order (Java's BookKeeper.newListLedgersOp, BookKeeperAdmin.listLedgers,
+// LedgerManager.getLedgerRanges).
 // It streams: ids are read from the metadata store in pages of a thousand
 // (an etcd range with a limit; ZooKeeper's hierarchical layout walked one
 // level at a time), so a cluster of millions of ledgers is listed in
