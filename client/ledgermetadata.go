@@ -25,6 +25,7 @@ const (
 	LedgerStateClosed     LedgerState = 3
 )
 
+// String returns the state as Java names it: OPEN, IN_RECOVERY, CLOSED.
 func (s LedgerState) String() string { return metadata.LedgerState(s).String() }
 
 // Ensemble is one segment of a ledger: the bookies that store the entries
