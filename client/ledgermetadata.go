@@ -225,7 +225,8 @@ func (m LedgerMetadata) String() string {
 
 // LedgerMetadata reads a ledger's metadata from the metadata store (Java's
 // BookKeeper.getLedgerMetadata, over LedgerManager.readLedgerMetadata). It
-// needs no password. An absent ledger gives ErrNoSuchLedger.
+// needs no password. An absent ledger, or a negative id, gives
+// ErrNoSuchLedger (Java's NoSuchLedgerExistsException, code -7).
 func (c *Client) LedgerMetadata(ctx context.Context, id int64) (LedgerMetadata, error) {
 	if id < 0 {
 		return LedgerMetadata{}, fmt.Errorf("%w: ledger id %d is negative", ErrNoSuchLedger, id)
@@ -250,7 +251,8 @@ func (c *Client) LedgerMetadata(ctx context.Context, id int64) (LedgerMetadata, 
 // The sequence ends after it yields the CLOSED metadata, when the ledger is
 // deleted (after yielding ErrNoSuchLedger), when ctx ends (yielding
 // ctx.Err()), when the watch fails (yielding the error), or when the loop
-// stops. A ledger absent at the start yields ErrNoSuchLedger.
+// stops. A ledger absent at the start (or a negative id) yields
+// ErrNoSuchLedger; a closed client, an error.
 func (c *Client) WatchLedgerMetadata(ctx context.Context, id int64) iter.Seq2[LedgerMetadata, error] {
 	return func(yield func(LedgerMetadata, error) bool) {
 		if id < 0 {
@@ -281,7 +283,7 @@ func (c *Client) WatchLedgerMetadata(ctx context.Context, id int64) iter.Seq2[Le
 			}
 			switch {
 			case !ok:
-				// The driver closes the channel only when ctx ends.
+				// The driver closes the channel when ctx ends or it is closed.
 				yield(LedgerMetadata{}, c.watchErr(ctx, id, fmt.Errorf("metadata watch ended")))
 				return
 			case ev.Err != nil:
