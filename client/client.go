@@ -257,7 +257,11 @@ func (c *Client) CreateLedger(ctx context.Context, o LedgerOptions) (_ *WriteHan
 		DigestType:     metadata.DigestType(opts.DigestType),
 		Password:       slices.Clone(opts.Password),
 		CustomMetadata: opts.CustomMetadata,
-		Ctime:          -1,
+		// Always stored, as Java stores it with
+		// storeSystemTimeAsLedgerCreationTime=true; Java readers of any
+		// setting read it (spec/metadata.md §1.4).
+		Ctime:      time.Now().UnixMilli(),
+		StoreCtime: true,
 	}
 	if md.Password == nil {
 		md.Password = []byte{}

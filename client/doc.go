@@ -12,6 +12,16 @@
 //	r, err := c.OpenLedger(ctx, w.ID(), client.OpenOptions{Password: pw})
 //	entries, err := r.Read(ctx, 0, id)
 //
+// # Ledger metadata and listing
+//
+// LedgerMetadata reads a ledger's metadata as an immutable value (ensembles,
+// quorums, state, last entry, length, digest type, custom metadata, ctime,
+// format version); WriteHandle.Metadata and ReadHandle.Metadata give the
+// handle's view without a store round trip. WatchLedgerMetadata follows a
+// ledger's changes until it is closed or deleted (Java's
+// LedgerMetadataListener), and ListLedgers streams every ledger id in
+// ascending order, a page at a time.
+//
 // # Design
 //
 // The protocol lives in internal/ledger as pure state machines (the writer

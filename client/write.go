@@ -36,6 +36,10 @@ type WriteHandle struct {
 	stopOnce atomic.Bool
 
 	forceIDs atomic.Int64
+	// meta is the writer's metadata as Metadata returns it, replaced by the
+	// executor goroutine whenever the writer's metadata changes.
+	meta     atomic.Pointer[LedgerMetadata]
+	metaFrom *metadata.LedgerMetadata // executor-owned: what meta was made from
 
 	// Owned by the executor goroutine:
 	w *ledger.Writer
@@ -147,6 +151,7 @@ func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version m
 		exited: make(chan struct{}), stopped: make(chan struct{}),
 		forceWaiters: map[int64]chan error{}}
 	w.lac.Store(-1)
+	w.publishMetadata()
 	c.mu.writers[w] = struct{}{}
 	c.wg.Add(1)
 	go w.loop()
@@ -316,11 +321,22 @@ func (w *WriteHandle) loop() {
 	}
 }
 
+// publishMetadata refreshes meta when the writer's metadata changed. The
+// writer replaces its metadata value on each change, never edits it.
+func (w *WriteHandle) publishMetadata() {
+	if md, _ := w.w.Metadata(); md != w.metaFrom {
+		m := newLedgerMetadata(w.id, md)
+		w.meta.Store(&m)
+		w.metaFrom = md
+	}
+}
+
 // userClosed: Close was called and answered; the handle is finished.
 func (w *WriteHandle) userClosed() bool { return w.closeDelivered }
 
 // drive carries out the writer's effects in order.
 func (w *WriteHandle) drive() {
+	defer w.publishMetadata()
 	for _, eff := range w.w.Ready() {
 		if w.io.Do(eff) {
 			continue

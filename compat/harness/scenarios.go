@@ -50,7 +50,8 @@ func javaWritesFolioReads(t *testing.T, e interopEnv, seed int64, n int64) []int
 	defer cancel()
 	ops := runDriver(t, e.classpath, e.uri, e.mode, "write", "--digest", strings.Join(allDigestNames(), ","),
 		"--password", password, "--entries", fmt.Sprint(n), "--seed", fmt.Sprint(seed),
-		"--ensemble", "3", "--write-quorum", "2", "--ack-quorum", "2")
+		"--ensemble", "3", "--write-quorum", "2", "--ack-quorum", "2",
+		"--custom", "application=compat;seed="+fmt.Sprint(seed), "--store-ctime", "true")
 	if len(ops) != len(digests) {
 		t.Fatalf("java write: %d results, want %d: %v", len(ops), len(digests), ops)
 	}
@@ -66,8 +67,35 @@ func javaWritesFolioReads(t *testing.T, e interopEnv, seed int64, n int64) []int
 			t.Errorf("folio read of Java ledger %d (%s) on %s: LAC %d, want %d", id, r.str("digest"), e.where, lac, n-1)
 		}
 		checkPayloads(t, "folio read of Java "+r.str("digest")+" ledger on "+e.where, id, seed, got, n)
+		javaMetadataInFolio(ctx, t, e, id, seed, n)
 	}
 	return ids
+}
+
+// javaMetadataInFolio: Folio's LedgerMetadata of a ledger Java wrote with
+// custom metadata and storeSystemTimeAsLedgerCreationTime says what Java
+// stored.
+func javaMetadataInFolio(ctx context.Context, t *testing.T, e interopEnv, id, seed, n int64) {
+	t.Helper()
+	md, err := e.fc.LedgerMetadata(ctx, id)
+	if err != nil {
+		t.Errorf("folio metadata of Java ledger %d: %v", id, err)
+		return
+	}
+	var total int64
+	for i := range n {
+		total += int64(len(payload(seed, i)))
+	}
+	custom := md.CustomMetadata()
+	if !md.IsClosed() || md.LastEntryID() != n-1 || md.Length() != total || md.EnsembleSize() != 3 ||
+		md.WriteQuorumSize() != 2 || md.AckQuorumSize() != 2 || !md.HasPassword() || md.FormatVersion() != 3 ||
+		len(md.Ensembles()) != 1 || len(md.Ensembles()[0].Bookies) != 3 ||
+		len(custom) != 2 || string(custom["application"]) != "compat" || string(custom["seed"]) != fmt.Sprint(seed) {
+		t.Errorf("folio metadata of Java ledger %d: %v, custom %q; want closed at %d, length %d, custom application=compat seed=%d", id, md, custom, n-1, total, seed)
+	}
+	if ct := md.Ctime(); ct.IsZero() || time.Since(ct) > time.Hour || time.Until(ct) > time.Hour {
+		t.Errorf("folio metadata of Java ledger %d: ctime %v, want the creation time Java stored", id, ct)
+	}
 }
 
 // folioWrite writes n entries of seed to a new closed ledger with digest d.
@@ -167,6 +195,16 @@ func javaSeesFolioMetadata(t *testing.T, e interopEnv, ids []int64, seed, n int6
 			if !slices.Contains(e.bookies, b.(string)) {
 				t.Errorf("Java's metadata of Folio ledger %d: bookie %v is not one of %v", id, b, e.bookies)
 			}
+		}
+		// Folio stores the creation time (Java's
+		// storeSystemTimeAsLedgerCreationTime): Java reads the same value.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		fm, err := e.fc.LedgerMetadata(ctx, id)
+		cancel()
+		if err != nil {
+			t.Errorf("Folio's metadata of ledger %d: %v", id, err)
+		} else if ct := fmt.Sprint(md["ctime"]); fm.CtimeMillis() <= 0 || ct != fmt.Sprint(fm.CtimeMillis()) {
+			t.Errorf("Java's ctime of Folio ledger %d: %s, Folio stored %d", id, ct, fm.CtimeMillis())
 		}
 	}
 }

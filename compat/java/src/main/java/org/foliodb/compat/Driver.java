@@ -137,6 +137,9 @@ public final class Driver {
         conf.setReadEntryTimeout(10);
         // Every ledger in these tests has 3 bookies: keep rack awareness out of the way.
         conf.setEnforceMinNumRacksPerWriteQuorum(false);
+        // --store-ctime true: Java's storeSystemTimeAsLedgerCreationTime (the ledger's
+        // metadata records its creation time).
+        conf.setStoreSystemtimeAsLedgerCreationTime(Boolean.parseBoolean(opt("store-ctime", "false")));
         String clientConf = opts.get("client-conf");
         if (clientConf != null) {
             conf.loadConf(new java.io.File(clientConf).toURI().toURL());
@@ -191,6 +194,20 @@ public final class Driver {
         return b;
     }
 
+    /** The --custom option, key=value pairs separated by ';', values as UTF-8 bytes. */
+    private Map<String, byte[]> customMetadata() {
+        Map<String, byte[]> m = new java.util.HashMap<>();
+        String spec = opt("custom", "");
+        for (String kv : spec.isEmpty() ? new String[0] : spec.split(";")) {
+            int eq = kv.indexOf('=');
+            if (eq < 0) {
+                usage("--custom wants key=value pairs separated by ';': " + kv);
+            }
+            m.put(kv.substring(0, eq), kv.substring(eq + 1).getBytes(StandardCharsets.UTF_8));
+        }
+        return m;
+    }
+
     private void write(BookKeeper bk, byte[] password, String digest) throws Exception {
         long n = num("entries", 20);
         long seed = num("seed", 1);
@@ -204,6 +221,7 @@ public final class Driver {
                     .withAckQuorumSize((int) num("ack-quorum", 2))
                     .withDigestType(DigestType.valueOf(digest))
                     .withPassword(password)
+                    .withCustomMetadata(customMetadata())
                     .execute().get(30, TimeUnit.SECONDS);
         } catch (Exception e) {
             printError("write", -1, e);
