@@ -232,7 +232,7 @@ func (c *Client) LedgerMetadata(ctx context.Context, id int64) (LedgerMetadata, 
 		return LedgerMetadata{}, fmt.Errorf("%w: ledger id %d is negative", ErrNoSuchLedger, id)
 	}
 	if c.isClosed() {
-		return LedgerMetadata{}, errClientClosed
+		return LedgerMetadata{}, ErrClientClosed
 	}
 	md, _, err := c.md.ReadLedger(ctx, id)
 	if err != nil {
@@ -260,7 +260,7 @@ func (c *Client) WatchLedgerMetadata(ctx context.Context, id int64) iter.Seq2[Le
 			return
 		}
 		if c.isClosed() {
-			yield(LedgerMetadata{}, errClientClosed)
+			yield(LedgerMetadata{}, ErrClientClosed)
 			return
 		}
 		ctx, cancel := context.WithCancel(ctx)
@@ -302,10 +302,10 @@ func (c *Client) WatchLedgerMetadata(ctx context.Context, id int64) iter.Seq2[Le
 }
 
 // watchErr names the ledger in a watch error, reporting a closed client as
-// errClientClosed rather than as the cancellation it caused.
+// ErrClientClosed rather than as the cancellation it caused.
 func (c *Client) watchErr(ctx context.Context, id int64, err error) error {
 	if c.ctx.Err() != nil && ctx.Err() != nil {
-		return errClientClosed
+		return ErrClientClosed
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err

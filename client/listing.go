@@ -30,7 +30,7 @@ type ledgerLister interface {
 func (c *Client) ListLedgers(ctx context.Context) iter.Seq2[int64, error] {
 	return func(yield func(int64, error) bool) {
 		if c.isClosed() {
-			yield(0, errClientClosed)
+			yield(0, ErrClientClosed)
 			return
 		}
 		for id, err := range listLedgers(ctx, c.md, listPageSize) {
