@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -314,6 +315,7 @@ func shellsAgree(t *testing.T, classpath, uri string, d metadata.Driver, ids []i
 				FirstEntryID int64 `json:"firstEntryId"`
 				Bookies      []string
 			}
+			CustomMetadata map[string][]byte `json:"customMetadata"`
 		}
 		folioShell(t, uri, &v, "ledgermetadata", fmt.Sprint(id))
 		var ens []string
@@ -324,7 +326,14 @@ func shellsAgree(t *testing.T, classpath, uri string, d metadata.Driver, ids []i
 			fmt.Sprintf("ledgerID: %d\n", id),
 			fmt.Sprintf("LedgerMetadata{formatVersion=%d, ensembleSize=%d, writeQuorumSize=%d, ackQuorumSize=%d, state=%s, length=%d, lastEntryId=%d, digestType=%s, password=",
 				v.FormatVersion, v.EnsembleSize, v.WriteQuorumSize, v.AckQuorumSize, v.State, v.Length, v.LastEntryID, javaDigestName(v.DigestType)),
-			fmt.Sprintf(", ensembles={%s}, customMetadata={}}", strings.Join(ens, ", ")),
+			fmt.Sprintf(", ensembles={%s}, customMetadata={", strings.Join(ens, ", ")),
+		}
+		// Java prints each custom metadata value as base64:<std base64>.
+		for k, val := range v.CustomMetadata {
+			wantParts = append(wantParts, fmt.Sprintf("%s=base64:%s", k, base64.StdEncoding.EncodeToString(val)))
+		}
+		if len(v.CustomMetadata) == 0 {
+			wantParts = append(wantParts, "customMetadata={}}")
 		}
 		out := outs[5+i]
 		for _, w := range wantParts {
