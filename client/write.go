@@ -336,8 +336,14 @@ func (w *WriteHandle) userClosed() bool { return w.closeDelivered }
 
 // drive carries out the writer's effects in order.
 func (w *WriteHandle) drive() {
+	// Metadata is published before any completion is delivered, so that a
+	// caller whose append or Close returned reads metadata at least as new
+	// (the writer's metadata changes in Step, Append, Close and Force,
+	// all before drive); and again after, for changes the effects made.
 	defer w.publishMetadata()
-	for _, eff := range w.w.Ready() {
+	effs := w.w.Ready()
+	w.publishMetadata()
+	for _, eff := range effs {
 		if w.io.Do(eff) {
 			continue
 		}
