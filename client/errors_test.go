@@ -62,3 +62,32 @@ func TestErrorTable(t *testing.T) {
 		seen[row.err] = true
 	}
 }
+
+// TestClosedErrorKeepsRealOutcome: after Client.Close, a failure that says
+// nothing of its cause (a lost connection, a released driver) is given the
+// meaning ErrClientClosed, while an answer with a meaning of its own (the
+// ledger does not exist) stays what it is, with its own code.
+func TestClosedErrorKeepsRealOutcome(t *testing.T) {
+	c := &Client{}
+	c.mu.closed = true
+	for _, tc := range []struct {
+		err        error
+		wantClosed bool
+		wantCode   int
+	}{
+		{publicError(fmt.Errorf("open: %w", metadata.ErrNoSuchLedger)), false, -7},
+		{publicError(fmt.Errorf("read: %w", ledger.ErrUnauthorized)), false, -102},
+		{fmt.Errorf("read: %w", transport.ErrBookieUnavailable), true, -19},
+		{errors.New("etcd client is closed"), true, -19},
+	} {
+		got := c.closedError(tc.err)
+		if errors.Is(got, ErrClientClosed) != tc.wantClosed || Code(got) != tc.wantCode || !errors.Is(got, tc.err) {
+			t.Errorf("closedError(%v) = %v (code %d), want closed=%v code %d, still matching the cause",
+				tc.err, got, Code(got), tc.wantClosed, tc.wantCode)
+		}
+	}
+	c.mu.closed = false
+	if err := errors.New("x"); c.closedError(err) != err {
+		t.Error("closedError changed an error of an open client")
+	}
+}

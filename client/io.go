@@ -104,8 +104,15 @@ func (c *Client) run(ctx context.Context, x *ledgerexec.Executor, m ledger.Machi
 // ErrClientClosed too when the client is closed: an operation started
 // after Close, or running when it came, fails on the released metadata
 // driver or connections with their own errors, which say nothing of why.
+// An error that already has a meaning of its own (a code other than
+// Java's catch-all ReadException or BookieHandleNotAvailable, such as
+// ErrNoSuchLedger answered before the close) is the operation's real
+// outcome and is left as it is, so Code still reports it.
 func (c *Client) closedError(err error) error {
 	if err == nil || errors.Is(err, ErrClientClosed) {
+		return err
+	}
+	if code := Code(err); code != -1 && code != -8 {
 		return err
 	}
 	c.mu.Lock()
