@@ -54,7 +54,7 @@ type WriteHandle struct {
 	closeDelivered bool
 }
 
-// AppendFuture is the pending result of AppendAsync.
+// AppendFuture is the pending result of AppendAsync or AppendAsyncContext.
 type AppendFuture struct {
 	w       *WriteHandle
 	payload []byte
