@@ -163,11 +163,12 @@ type Config struct {
 	// failed have fewer than Qw copies (at least Qa), and the ledger
 	// metadata still names the failed bookie for them, so nothing in the
 	// metadata shows the gap. They are re-replicated only by AutoRecovery:
-	// once the bookie is marked lost, or by the auditor's periodic ledger
-	// check (Java's auditorPeriodicCheckInterval) finding the missing
-	// entries. A bookie that comes back does not get them. Losing Qa more
-	// bookies before that loses those entries, where an immediate ensemble
-	// change would have kept Qw copies.
+	// when the auditor sees the bookie lost (after lostBookieRecoveryDelay),
+	// or when its periodic ledger check (auditorPeriodicCheckInterval, a
+	// week by default) finds the missing entries. A bookie that comes back
+	// does not get them. Until then, losing the Qa bookies that hold such
+	// an entry loses it, where an immediate ensemble change would have
+	// given it Qw copies.
 	DelayEnsembleChange bool
 	// MaxNumEnsembleChanges bounds the ensemble changes of one write
 	// handle (Java's maxNumEnsembleChanges; zero means Java's default,
