@@ -131,6 +131,55 @@ type Config struct {
 	// 5 MiB (Pulsar sets 5253120).
 	MaxFrameSize int
 
+	// Writer options (Java: ClientConfiguration addEntryQuorumTimeoutSec,
+	// delayEnsembleChange, maxNumEnsembleChanges). They apply to every
+	// ledger the client writes.
+
+	// AddEntryQuorumTimeout, when positive, bounds how long an append may
+	// wait for an ack quorum (Java's addEntryQuorumTimeoutSec; Java's
+	// default -1 is off, as zero is here). An append not acknowledged by Qa
+	// bookies within it fails with ErrAddQuorumTimeout (which matches
+	// ErrTimeout: the outcome is unknown to the caller), and so does every
+	// append pending behind it: the handle closes the ledger at its last
+	// acknowledged entry, as Java does, and later appends fail with
+	// ErrLedgerClosed. An append that has its quorum but waits behind an
+	// ensemble change or a lower entry does not time out. It fails between
+	// the timeout and a quarter of it later. Unlike AddEntryTimeout, which
+	// replaces one slow bookie, this bounds the append as a whole (a
+	// stalled ensemble change, too few bookies answering). Negative or
+	// below a millisecond is invalid.
+	AddEntryQuorumTimeout time.Duration
+	// DelayEnsembleChange keeps a failed bookie in the ensemble as long as
+	// every pending append can still reach its ack quorum without it
+	// (Java's delayEnsembleChange, default false): an append is then
+	// acknowledged by Qa bookies of the rest of its write set, and the
+	// ensemble change happens only when an append can no longer reach Qa
+	// (more than Qw − Qa of its write set failed), replacing the bookies
+	// that failed for that append; a bookie that answers "read-only" is
+	// replaced at once. It has effect only when Qw > Qa, and none for
+	// DeferredSync ledgers (a failure stops those writers anyway).
+	//
+	// What an operator should expect: entries written while a bookie is
+	// failed have fewer than Qw copies (at least Qa), and the ledger
+	// metadata still names the failed bookie for them, so nothing in the
+	// metadata shows the gap. They are re-replicated only by AutoRecovery:
+	// when the auditor sees the bookie lost (after lostBookieRecoveryDelay),
+	// or when its periodic ledger check (auditorPeriodicCheckInterval, a
+	// week by default) finds the missing entries. A bookie that comes back
+	// does not get them. Until then, losing the Qa bookies that hold such
+	// an entry loses it, where an immediate ensemble change would have
+	// given it Qw copies.
+	DelayEnsembleChange bool
+	// MaxNumEnsembleChanges bounds the ensemble changes of one write
+	// handle (Java's maxNumEnsembleChanges; zero means Java's default,
+	// Integer.MAX_VALUE: no limit). A bookie failure that needs one more
+	// fails the pending appends with ErrTooManyEnsembleChanges and closes
+	// the ledger at its last acknowledged entry. Each round of replacement
+	// counts, including a second round for failures that came during a
+	// change, as in Java. NoEnsembleChanges allows none (Java's 0). Below
+	// NoEnsembleChanges is invalid.
+	MaxNumEnsembleChanges int
+
 	// Logger receives the client's logs; nil means slog.Default().
 	Logger *slog.Logger
 
@@ -160,6 +209,9 @@ func (c *Config) setDefaults() error {
 			return fmt.Errorf("client: Config.MaxFrameSize: %w: %w", err, ErrInvalidConfig)
 		}
 	}
+	if err := c.checkWriterOptions(); err != nil {
+		return err
+	}
 	setDuration(&c.AddEntryTimeout, DefaultAddEntryTimeout)
 	setDuration(&c.ReadEntryTimeout, DefaultReadEntryTimeout)
 	setDuration(&c.ConnectTimeout, DefaultConnectTimeout)
@@ -181,6 +233,22 @@ func (c *Config) setDefaults() error {
 	}
 	if c.clock == nil {
 		c.clock = clock.Real{}
+	}
+	return nil
+}
+
+// NoEnsembleChanges as Config.MaxNumEnsembleChanges allows no ensemble
+// change: the first bookie failure that needs one fails the write (Java's
+// maxNumEnsembleChanges = 0).
+const NoEnsembleChanges = -1
+
+// checkWriterOptions validates the writer options block.
+func (c *Config) checkWriterOptions() error {
+	if c.AddEntryQuorumTimeout != 0 && c.AddEntryQuorumTimeout < time.Millisecond {
+		return fmt.Errorf("client: Config.AddEntryQuorumTimeout %v: want zero (off) or at least 1ms: %w", c.AddEntryQuorumTimeout, ErrInvalidConfig)
+	}
+	if c.MaxNumEnsembleChanges < NoEnsembleChanges {
+		return fmt.Errorf("client: Config.MaxNumEnsembleChanges %d: want ≥ 0 (0: no limit) or NoEnsembleChanges: %w", c.MaxNumEnsembleChanges, ErrInvalidConfig)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/foliodb/folio/internal/ledger"
 	"github.com/foliodb/folio/internal/metadata"
@@ -75,6 +76,19 @@ var (
 	// with it and with ErrLedgerClosed (both match: their outcome is
 	// unknown). Code gives -19, Java's BKClientClosedException.
 	ErrClientClosed = errors.New("client closed")
+	// ErrAddQuorumTimeout: an append was not acknowledged by an ack quorum
+	// within Config.AddEntryQuorumTimeout. It matches ErrTimeout too: the
+	// outcome is unknown. The handle then fails every pending append with
+	// it and closes the ledger at its last acknowledged entry, as Java
+	// does; later appends fail with ErrLedgerClosed. Code gives -21,
+	// Java's AddEntryQuorumTimeoutException.
+	ErrAddQuorumTimeout = fmt.Errorf("add entry quorum timeout: %w", ErrTimeout)
+	// ErrTooManyEnsembleChanges: a bookie failure needed an ensemble change
+	// beyond Config.MaxNumEnsembleChanges. The handle fails its pending
+	// appends with it (outcome unknown) and closes the ledger at its last
+	// acknowledged entry; later appends fail with ErrLedgerClosed. Code
+	// gives -12, the WriteException Java closes the handle with.
+	ErrTooManyEnsembleChanges = errors.New("too many ensemble changes")
 )
 
 // errorTable is the one table mapping the client's errors to BookKeeper's
@@ -98,9 +112,11 @@ var errorTable = []struct {
 	{ErrMetadataTLS, -18, []error{metadata.ErrTLS}},                                       // MetaStoreException
 	{ErrMetadataVersion, -17, []error{ledger.ErrMetadataVersion, metadata.ErrBadVersion}}, // MetadataVersionException
 	{ErrLedgerRecovery, -10, []error{ledger.ErrLedgerRecovery}},                           // LedgerRecoveryException
+	{ErrTooManyEnsembleChanges, -12, []error{ledger.ErrTooManyEnsembleChanges}},           // WriteException
 	{ErrLedgerClosed, -11, []error{ledger.ErrLedgerClosed}},                               // LedgerClosedException
 	{ErrNoSuchLedger, -7, []error{metadata.ErrNoSuchLedger}},                              // NoSuchLedgerExistsException
 	{ErrNoSuchEntry, -13, []error{ledger.ErrNoSuchEntry}},                                 // NoSuchEntryException
+	{ErrAddQuorumTimeout, -21, []error{ledger.ErrAddQuorumTimeout}},                       // AddEntryQuorumTimeoutException
 	{ErrTimeout, -23, []error{ledger.ErrTimeout, transport.ErrTimeout}},                   // TimeoutException
 	{ErrTooManyRequests, -105, []error{wire.ErrTooManyRequests}},                          // TooManyRequestsException
 	{ErrEntryTooLarge, -100, []error{wire.ErrFrameTooLarge}},                              // IllegalOpException
@@ -134,7 +150,7 @@ type clientError struct {
 
 func (e *clientError) Error() string        { return e.cause.Error() }
 func (e *clientError) Unwrap() error        { return e.cause }
-func (e *clientError) Is(target error) bool { return target == e.public }
+func (e *clientError) Is(target error) bool { return errors.Is(e.public, target) }
 
 // publicError gives err its public sentinel from errorTable, if a cause
 // matches and it has none yet.

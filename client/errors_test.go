@@ -32,6 +32,9 @@ func TestErrorTable(t *testing.T) {
 		{ledger.ErrMetadataVersion, ErrMetadataVersion, -17},
 		{metadata.ErrBadVersion, ErrMetadataVersion, -17},
 		{ledger.ErrLedgerRecovery, ErrLedgerRecovery, -10},
+		{ledger.ErrAddQuorumTimeout, ErrAddQuorumTimeout, -21},
+		{ledger.ErrAddQuorumTimeout, ErrTimeout, -21},
+		{ledger.ErrTooManyEnsembleChanges, ErrTooManyEnsembleChanges, -12},
 	} {
 		err := publicError(fmt.Errorf("ctx: %w", tc.internal))
 		if !errors.Is(err, tc.public) || !errors.Is(err, tc.internal) {

@@ -54,7 +54,7 @@ type WriteHandle struct {
 	closeDelivered bool
 }
 
-// AppendFuture is the pending result of AppendAsync.
+// AppendFuture is the pending result of AppendAsync or AppendAsyncContext.
 type AppendFuture struct {
 	w       *WriteHandle
 	payload []byte
@@ -63,6 +63,9 @@ type AppendFuture struct {
 	entryID int64
 	err     error
 	slot    bool
+	// ctx, from AppendAsyncContext, cancels the append until the handle
+	// sends it; nil: AppendAsync.
+	ctx context.Context
 }
 
 // Wait waits until the append completes and returns its entry id, or
@@ -141,6 +144,10 @@ func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version m
 
 		DeferredSync:        opts.WriteFlags&DeferredSync != 0,
 		ExplicitLACInterval: opts.ExplicitLACInterval,
+
+		AddQuorumTimeout:    c.cfg.AddEntryQuorumTimeout,
+		DelayEnsembleChange: c.cfg.DelayEnsembleChange,
+		MaxEnsembleChanges:  c.cfg.MaxNumEnsembleChanges,
 	})
 	if err != nil {
 		return nil, err
@@ -183,9 +190,41 @@ func (w *WriteHandle) AppendAsync(payload []byte) *AppendFuture {
 	return w.appendAsync(context.Background(), payload)
 }
 
+// AppendAsyncContext is AppendAsync with a context that may cancel the
+// append until it is sent. If ctx ends while the append waits for room
+// (MaxOutstandingAdds) or in the handle's queue, the future fails with an
+// error matching ctx.Err() (errors.Is with context.Canceled or
+// context.DeadlineExceeded): the append got no entry id and nothing was
+// written. Once the handle has sent it to the bookies, ctx no longer
+// matters: a sent entry cannot be unsent, and the append completes as any
+// other (success, or an error whose outcome is unknown, as ErrTimeout).
+// To bound the wait for the result, use Wait's context.
+//
+// An append that fails before it is sent (ctx ended, ErrEntryTooLarge,
+// ErrTooManyRequests) does not affect the appends after it, which may
+// succeed: a caller that needs its records contiguous in the ledger must
+// stop at the first failed append. payload must not be modified until the
+// future completes.
+func (w *WriteHandle) AppendAsyncContext(ctx context.Context, payload []byte) *AppendFuture {
+	return w.appendAsyncCtx(ctx, payload, true)
+}
+
 func (w *WriteHandle) appendAsync(ctx context.Context, payload []byte) *AppendFuture {
+	return w.appendAsyncCtx(ctx, payload, false)
+}
+
+// appendAsyncCtx starts an append; ctx bounds the wait for room, and with
+// cancelQueued also the time in the queue until the append is sent.
+func (w *WriteHandle) appendAsyncCtx(ctx context.Context, payload []byte, cancelQueued bool) *AppendFuture {
 	c := w.c
 	f := &AppendFuture{w: w, payload: payload, start: time.Now(), done: make(chan struct{})}
+	if cancelQueued {
+		if err := ctx.Err(); err != nil {
+			f.complete(-1, fmt.Errorf("ledger %d: append not sent: %w", w.id, err))
+			return f
+		}
+		f.ctx = ctx
+	}
 	if limit := c.maxEntrySize(); len(payload) > limit {
 		// Refused here: sent, its frame would fail to encode (or close the
 		// bookie connection), which the ledger would take for a bookie
@@ -295,6 +334,11 @@ func (w *WriteHandle) loop() {
 		for _, it := range w.q.Drain() {
 			switch it := it.(type) {
 			case *AppendFuture:
+				if it.ctx != nil && it.ctx.Err() != nil {
+					// AppendAsyncContext: cancelled before it was sent.
+					it.complete(-1, fmt.Errorf("ledger %d: append not sent: %w", w.id, it.ctx.Err()))
+					continue
+				}
 				id, err := w.w.Append(it.payload)
 				if err != nil {
 					it.complete(-1, err)

@@ -114,6 +114,16 @@
 // WritableBookies replaces the writable set in every state. With
 // DeferredSync, a bookie failure goes straight to failEnsembleChange.
 //
+// The writer options (writer_options.go) add three edges. AddQuorumTimeout:
+// a Tick that finds an add pending for more than the timeout without Qa
+// acks goes WRITING or CHANGING ──> STOPPED as an EFENCED/EUA/EBADREQ
+// would, with ErrAddQuorumTimeout. DelayEnsembleChange: a bookie error goes
+// to CHANGING only once the add it failed has more than Qw − Qa failures
+// in its write set (or the bookie is read-only); before that it is recorded
+// for the add and the writer stays WRITING. MaxEnsembleChanges: entering
+// CHANGING, or another round after MetadataWritten, past the limit goes to
+// failEnsembleChange with ErrTooManyEnsembleChanges.
+//
 // # Recovery's states
 //
 // Recovery (recovery.go) moves through its phase field, in one direction:

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/foliodb/folio/internal/metadata"
@@ -19,7 +20,11 @@ import (
 //	bookies b1 b2 …                      create bookies (all writable)
 //	writable b1 b2 …                     set the writable set, tell every machine
 //	create E=3 Qw=2 Qa=2 ensemble=(b1,b2,b3)   OPEN ledger metadata in the store
-//	writer w1                            a Writer over the stored metadata
+//	writer w1 [quorum-timeout=S] [delay] [max-changes=N]
+//	                                     a Writer over the stored metadata; AddQuorumTimeout S
+//	                                     seconds (ticks S/4 s apart), DelayEnsembleChange,
+//	                                     MaxEnsembleChanges (-1: none)
+//	tick w1 [n=N]                        step N Ticks
 //	append w1 [n=1] [sync] [quiet]       append n entries (payload "w1:<id>"); sync: stabilize after each; quiet: no trace
 //	close w1
 //	deliver [from=w1] [to=b1] [e=3] [kind=add|read|read-lac] [n=N] [err=EIO|EFENCED|ENOENTRY|timeout|…] [drop-reply] [corrupt] [hold]
@@ -91,7 +96,9 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) {
 		e.create(argInt(t, d, "E", 3), argInt(t, d, "Qw", 2), argInt(t, d, "Qa", 2), ens)
 		e.printf("%s\n", FormatMetadata(e.store.md))
 	case "writer":
-		w, err := NewWriter(WriterConfig{LedgerID: e.ledgerID, Metadata: e.store.md, Version: e.store.version, Placement: e.policy, Writable: e.writable})
+		w, err := NewWriter(WriterConfig{LedgerID: e.ledgerID, Metadata: e.store.md, Version: e.store.version, Placement: e.policy, Writable: e.writable,
+			AddQuorumTimeout: time.Duration(argInt(t, d, "quorum-timeout", 0)) * time.Second, DelayEnsembleChange: d.HasArg("delay"),
+			MaxEnsembleChanges: argInt(t, d, "max-changes", 0)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,6 +129,12 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) {
 	case "close":
 		e.machines[name].(*Writer).Close()
 		e.drain(name)
+	case "tick":
+		for i := range argInt(t, d, "n", 1) {
+			e.printf("%s <- tick %d\n", name, i+1)
+			e.machines[name].Step(Tick{})
+			e.drain(name)
+		}
 	case "deliver":
 		e.runDeliver(t, d)
 	case "crash", "revive":

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/foliodb/folio/internal/metadata"
 )
@@ -49,7 +50,17 @@ func runWriterSchedule(seed uint64) string {
 	qw := 1 + r.IntN(size)
 	qa := 1 + r.IntN(qw)
 	e.create(size, qw, qa, append([]metadata.BookieID(nil), e.order[:size]...))
-	w, err := NewWriter(WriterConfig{LedgerID: e.ledgerID, Metadata: e.store.md, Version: e.store.version, Placement: e.policy, Writable: e.writable})
+	// The writer options (writer_options.go) vary too: they must keep
+	// every safety property.
+	cfg := WriterConfig{LedgerID: e.ledgerID, Metadata: e.store.md, Version: e.store.version, Placement: e.policy, Writable: e.writable,
+		DelayEnsembleChange: r.IntN(2) == 0}
+	if r.IntN(3) == 0 {
+		cfg.AddQuorumTimeout = time.Duration(4+r.IntN(20)) * time.Second
+	}
+	if r.IntN(4) == 0 {
+		cfg.MaxEnsembleChanges = NoEnsembleChanges + r.IntN(4)
+	}
+	w, err := NewWriter(cfg)
 	if err != nil {
 		return err.Error()
 	}
@@ -75,6 +86,9 @@ func runWriterSchedule(seed uint64) string {
 			req := e.metaQ[0]
 			e.metaQ = e.metaQ[1:]
 			e.processMeta(req)
+		case x < 89:
+			w.Step(Tick{})
+			e.drain("w")
 		case x < 91:
 			// A foreign metadata write (say AutoRecovery): the next CAS conflicts.
 			e.store.version++

@@ -33,6 +33,22 @@ type WriterConfig struct {
 	// ExplicitLACInterval is the writer's TickInterval: each Tick sends
 	// the LAC explicitly if it moved (FlushLAC). Zero: no explicit LAC.
 	ExplicitLACInterval time.Duration
+
+	// AddQuorumTimeout, when positive, fails an add not acknowledged by an
+	// ack quorum within it (Java's addEntryQuorumTimeoutSec): every pending
+	// add fails with ErrAddQuorumTimeout and the ledger is closed at the LAC.
+	// The writer then ticks at most AddQuorumTimeout/4 apart.
+	AddQuorumTimeout time.Duration
+	// DelayEnsembleChange keeps a failed bookie in the ensemble while every
+	// add can still reach its ack quorum without it (Java's
+	// delayEnsembleChange); writer_options.go says how. Ignored with
+	// DeferredSync.
+	DelayEnsembleChange bool
+	// MaxEnsembleChanges bounds the ensemble changes of the writer (Java's
+	// maxNumEnsembleChanges): a failure needing one more fails the pending
+	// adds with ErrTooManyEnsembleChanges and closes the ledger. 0: no
+	// limit; NoEnsembleChanges: none allowed.
+	MaxEnsembleChanges int
 }
 
 // Writer is the write handle of one ledger as a state machine: it numbers
@@ -107,6 +123,9 @@ type Writer struct {
 
 	// inv is what the invariants build's checks remember (invariants.go).
 	inv writerChecks
+
+	// opts is the state of the options in writer_options.go.
+	opts writerOptions
 }
 
 type closeProgress uint8
@@ -155,6 +174,9 @@ func NewWriter(cfg WriterConfig) (*Writer, error) {
 	}
 	w.p.deferred = cfg.DeferredSync
 	w.explicitSent = -1
+	if err := w.initOptions(cfg); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 
@@ -182,8 +204,9 @@ func (w *Writer) Err() error { return w.appendErr }
 // queued); the writer then only answers Close with the same result.
 func (w *Writer) Done() bool { return w.close == closeDone }
 
-// TickInterval is WriterConfig.ExplicitLACInterval.
-func (w *Writer) TickInterval() time.Duration { return w.lacInterval }
+// TickInterval is WriterConfig.ExplicitLACInterval, or shorter with an
+// AddQuorumTimeout (writerOptions.tick).
+func (w *Writer) TickInterval() time.Duration { return w.opts.tick }
 
 // Ready returns the effects queued since the last call, in order, and
 // forgets them.
@@ -208,6 +231,7 @@ func (w *Writer) Append(payload []byte) (int64, error) {
 	}
 	op, send := w.p.push(payload, false)
 	w.emit(send)
+	w.notePush(op.entryID)
 	if len(w.failed) > 0 && !w.changing {
 		// A bookie failed after its adds were acknowledged: replace it now,
 		// so this entry does not wait on it (Java's
@@ -247,7 +271,7 @@ func (w *Writer) Step(ev Event) {
 	case ForceResponse:
 		w.handleForceResponse(ev)
 	case Tick:
-		w.FlushLAC()
+		w.tick()
 	default:
 		panic(fmt.Sprintf("ledger: writer cannot step %T", ev))
 	}
@@ -259,7 +283,7 @@ func (w *Writer) handleAddResponse(ev AddResponse) {
 		// Acknowledged or failed already. A bookie error for an
 		// acknowledged entry changes nothing for it, but the bookie is
 		// suspect: replace it at the next Append.
-		if ev.Err != nil && w.appendErr == nil && !isUnrecoverableAddError(ev.Err) && ev.EntryID <= w.p.lac {
+		if ev.Err != nil && w.appendErr == nil && !isUnrecoverableAddError(ev.Err) && ev.EntryID <= w.p.lac && !w.opts.delay {
 			if idx := w.p.indexOf(ev.Bookie); idx >= 0 {
 				w.failed[idx], w.lastFailure = ev.Bookie, ev.Err
 			}
@@ -279,6 +303,8 @@ func (w *Writer) handleAddResponse(ev AddResponse) {
 			return // the add already has its quorum (spec §4.7)
 		}
 		w.handleUnrecoverable(ev.Err)
+	case w.opts.delay:
+		w.delayedFailure(op, pos, ev)
 	default:
 		w.failed[w.q.WriteSetIndex(op.entryID, pos)], w.lastFailure = ev.Bookie, ev.Err
 		if !w.changing {
@@ -344,6 +370,9 @@ func (w *Writer) startEnsembleChange() {
 		slices.Sort(bad)
 		w.failEnsembleChange(fmt.Errorf("ledger %d: bookie failure %s with DEFERRED_SYNC, which forbids ensemble change: %w",
 			w.ledgerID, bookieList(bad), ErrLedgerClosed))
+		return
+	}
+	if !w.countEnsembleChange() {
 		return
 	}
 	w.changing = true
@@ -416,6 +445,7 @@ func (w *Writer) pruneFailed(ensemble []metadata.BookieID) {
 // finishEnsembleChange switches pending adds to the stored last ensemble,
 // resends, and only then acknowledges what has its quorum.
 func (w *Writer) finishEnsembleChange() {
+	w.clearReplacedFailures(w.md.LastEnsemble().Ensemble)
 	sends := w.p.replaceEnsemble(w.md.LastEnsemble().Ensemble)
 	for _, s := range sends {
 		w.emit(s)
@@ -511,7 +541,9 @@ func (w *Writer) metadataFailed(op metaOp, err error) {
 func (w *Writer) ensembleChangeWritten() {
 	w.pruneFailed(w.md.LastEnsemble().Ensemble)
 	if len(w.failed) > 0 {
-		w.runEnsembleChange()
+		if w.countEnsembleChange() {
+			w.runEnsembleChange()
+		}
 		return
 	}
 	w.finishEnsembleChange()
