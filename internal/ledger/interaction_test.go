@@ -21,6 +21,8 @@ import (
 //	create E=3 Qw=2 Qa=2 ensemble=(b1,b2,b3)   OPEN ledger metadata in the store
 //	writer w1                            a Writer over the stored metadata
 //	append w1 [n=1] [sync] [quiet]       append n entries (payload "w1:<id>"); sync: stabilize after each; quiet: no trace
+//	writer w1 explicit                   … taking explicit entry ids (WriteAt; Append fails)
+//	write-at w1 ids=(3,0,1)              WriteAt each id in turn (payload "w1:<id>")
 //	close w1
 //	deliver [from=w1] [to=b1] [e=3] [kind=add|read|read-lac] [n=N] [err=EIO|EFENCED|ENOENTRY|timeout|…] [drop-reply] [corrupt] [hold]
 //	                                     deliver matching in-flight requests, FIFO; hold: the
@@ -91,7 +93,8 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) {
 		e.create(argInt(t, d, "E", 3), argInt(t, d, "Qw", 2), argInt(t, d, "Qa", 2), ens)
 		e.printf("%s\n", FormatMetadata(e.store.md))
 	case "writer":
-		w, err := NewWriter(WriterConfig{LedgerID: e.ledgerID, Metadata: e.store.md, Version: e.store.version, Placement: e.policy, Writable: e.writable})
+		w, err := NewWriter(WriterConfig{LedgerID: e.ledgerID, Metadata: e.store.md, Version: e.store.version, Placement: e.policy, Writable: e.writable,
+			ExplicitIDs: d.HasArg("explicit")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,6 +122,8 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) {
 		if d.HasArg("quiet") {
 			e.printf("lac=%d\n", w.LastAddConfirmed())
 		}
+	case "write-at":
+		e.runWriteAt(t, d, name)
 	case "close":
 		e.machines[name].(*Writer).Close()
 		e.drain(name)
