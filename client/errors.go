@@ -75,6 +75,20 @@ var (
 	// with it and with ErrLedgerClosed (both match: their outcome is
 	// unknown). Code gives -19, Java's BKClientClosedException.
 	ErrClientClosed = errors.New("client closed")
+	// ErrLedgerExists: LedgerOptions.LedgerID names a ledger that exists
+	// already; nothing was created or changed. Code gives -20, Java's
+	// LedgerExistException.
+	ErrLedgerExists = errors.New("ledger already exists")
+	// ErrDuplicateEntryID: WriteAdvHandle.WriteAt named an entry id that
+	// is pending or already acknowledged; nothing was sent, and the handle
+	// and the other entries go on. Code gives -114, Java's
+	// DuplicateEntryIdException.
+	ErrDuplicateEntryID = errors.New("duplicate entry id")
+	// ErrInvalidEntryID: WriteAdvHandle.WriteAt named a negative entry id;
+	// nothing was sent, and the handle goes on. Code gives -14, Java's
+	// IncorrectParameterException (Java itself reports a negative id as a
+	// DuplicateEntryIdException, as it is below the initial LAC).
+	ErrInvalidEntryID = errors.New("invalid entry id")
 )
 
 // errorTable is the one table mapping the client's errors to BookKeeper's
@@ -104,6 +118,9 @@ var errorTable = []struct {
 	{ErrTimeout, -23, []error{ledger.ErrTimeout, transport.ErrTimeout}},                   // TimeoutException
 	{ErrTooManyRequests, -105, []error{wire.ErrTooManyRequests}},                          // TooManyRequestsException
 	{ErrEntryTooLarge, -100, []error{wire.ErrFrameTooLarge}},                              // IllegalOpException
+	{ErrLedgerExists, -20, []error{metadata.ErrLedgerExists}},                             // LedgerExistException
+	{ErrDuplicateEntryID, -114, []error{ledger.ErrDuplicateEntryID}},                      // DuplicateEntryIdException
+	{ErrInvalidEntryID, -14, []error{ledger.ErrInvalidEntryID}},                           // IncorrectParameterException
 }
 
 // Code returns the BookKeeper client return code (BKException.Code) of err:

@@ -32,6 +32,9 @@ func TestErrorTable(t *testing.T) {
 		{ledger.ErrMetadataVersion, ErrMetadataVersion, -17},
 		{metadata.ErrBadVersion, ErrMetadataVersion, -17},
 		{ledger.ErrLedgerRecovery, ErrLedgerRecovery, -10},
+		{metadata.ErrLedgerExists, ErrLedgerExists, -20},
+		{ledger.ErrDuplicateEntryID, ErrDuplicateEntryID, -114},
+		{ledger.ErrInvalidEntryID, ErrInvalidEntryID, -14},
 	} {
 		err := publicError(fmt.Errorf("ctx: %w", tc.internal))
 		if !errors.Is(err, tc.public) || !errors.Is(err, tc.internal) {

@@ -52,9 +52,13 @@ type WriteHandle struct {
 	closeResult  *ledger.CloseComplete
 	// closeDelivered: a Close call got its answer; the handle is finished.
 	closeDelivered bool
+	// advFutures are the accepted WriteAts of a WriteAdvHandle by entry id
+	// (nil for an Append handle: futures is used); writeadv.go.
+	advFutures map[int64]*AppendFuture
 }
 
-// AppendFuture is the pending result of AppendAsync.
+// AppendFuture is the pending result of AppendAsync or of
+// WriteAdvHandle.WriteAtAsync.
 type AppendFuture struct {
 	w       *WriteHandle
 	payload []byte
@@ -125,7 +129,7 @@ func (w *WriteHandle) Force(ctx context.Context) error {
 	}
 }
 
-func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version metadata.Version, dig *digest.Digester, opts LedgerOptions) (*WriteHandle, error) {
+func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version metadata.Version, dig *digest.Digester, opts LedgerOptions, explicit bool) (*WriteHandle, error) {
 	password := opts.Password
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -139,6 +143,8 @@ func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version m
 		Placement: c.newPolicy(),
 		Writable:  c.mu.writable,
 
+		ExplicitIDs: explicit,
+
 		DeferredSync:        opts.WriteFlags&DeferredSync != 0,
 		ExplicitLACInterval: opts.ExplicitLACInterval,
 	})
@@ -151,6 +157,9 @@ func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version m
 		exited: make(chan struct{}), stopped: make(chan struct{}),
 		forceWaiters: map[int64]chan error{}}
 	w.lac.Store(-1)
+	if explicit {
+		w.advFutures = map[int64]*AppendFuture{}
+	}
 	w.publishMetadata()
 	c.mu.writers[w] = struct{}{}
 	c.wg.Add(1)
@@ -302,6 +311,8 @@ func (w *WriteHandle) loop() {
 				}
 				it.entryID = id
 				w.futures = append(w.futures, it)
+			case writeAtCmd:
+				w.writeAt(it.f)
 			case closeCmd:
 				w.closeWaiters = append(w.closeWaiters, it.done)
 				w.w.Close()
@@ -377,6 +388,10 @@ func (w *WriteHandle) drive() {
 }
 
 func (w *WriteHandle) completeAdd(e ledger.AddComplete) {
+	if w.advFutures != nil {
+		w.completeWriteAt(e)
+		return
+	}
 	if w.futuresHead >= len(w.futures) {
 		panic(fmt.Sprintf("client: ledger %d: completion of entry %d with no pending append", w.id, e.EntryID))
 	}
@@ -407,6 +422,7 @@ func (w *WriteHandle) failAll(err error) {
 		f.complete(-1, err)
 	}
 	w.futures, w.futuresHead = nil, 0
+	w.failWriteAts(err)
 	for _, ch := range w.closeWaiters {
 		ch <- err
 	}
