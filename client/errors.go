@@ -81,7 +81,7 @@ var (
 	ErrLedgerExists = errors.New("ledger already exists")
 	// ErrDuplicateEntryID: WriteAdvHandle.WriteAt named an entry id that
 	// is pending or already acknowledged; nothing was sent, and the handle
-	// and the other entries go on. Code gives -114, Java's
+	// and the other entries go on. Code gives -22, Java's
 	// DuplicateEntryIdException.
 	ErrDuplicateEntryID = errors.New("duplicate entry id")
 	// ErrInvalidEntryID: WriteAdvHandle.WriteAt named a negative entry id;
@@ -119,7 +119,7 @@ var errorTable = []struct {
 	{ErrTooManyRequests, -105, []error{wire.ErrTooManyRequests}},                          // TooManyRequestsException
 	{ErrEntryTooLarge, -100, []error{wire.ErrFrameTooLarge}},                              // IllegalOpException
 	{ErrLedgerExists, -20, []error{metadata.ErrLedgerExists}},                             // LedgerExistException
-	{ErrDuplicateEntryID, -114, []error{ledger.ErrDuplicateEntryID}},                      // DuplicateEntryIdException
+	{ErrDuplicateEntryID, -22, []error{ledger.ErrDuplicateEntryID}},                       // DuplicateEntryIdException
 	{ErrInvalidEntryID, -14, []error{ledger.ErrInvalidEntryID}},                           // IncorrectParameterException
 }
 

@@ -33,7 +33,7 @@ func TestErrorTable(t *testing.T) {
 		{metadata.ErrBadVersion, ErrMetadataVersion, -17},
 		{ledger.ErrLedgerRecovery, ErrLedgerRecovery, -10},
 		{metadata.ErrLedgerExists, ErrLedgerExists, -20},
-		{ledger.ErrDuplicateEntryID, ErrDuplicateEntryID, -114},
+		{ledger.ErrDuplicateEntryID, ErrDuplicateEntryID, -22},
 		{ledger.ErrInvalidEntryID, ErrInvalidEntryID, -14},
 	} {
 		err := publicError(fmt.Errorf("ctx: %w", tc.internal))

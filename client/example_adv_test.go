@@ -73,7 +73,7 @@ func ExampleClient_CreateLedgerAdv() {
 	// ledger 4242
 	// acknowledged entry 1
 	// acknowledged entry 2
-	// rewrite entry 1: true -114
+	// rewrite entry 1: true -22
 	// last add confirmed: 2
 	// create 4242 again: true
 	// entry 0: first

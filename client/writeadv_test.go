@@ -136,7 +136,7 @@ func TestWriteAdv(t *testing.T) {
 			id   int64
 			want error
 			code int
-		}{{3, client.ErrDuplicateEntryID, -114}, {0, client.ErrDuplicateEntryID, -114}, {-1, client.ErrInvalidEntryID, -14}} {
+		}{{3, client.ErrDuplicateEntryID, -22}, {0, client.ErrDuplicateEntryID, -22}, {-1, client.ErrInvalidEntryID, -14}} {
 			err := w.WriteAt(ctx, tc.id, []byte("other"))
 			if !errors.Is(err, tc.want) || client.Code(err) != tc.code {
 				t.Fatalf("WriteAt(%d): %v (code %d), want %v (code %d)", tc.id, err, client.Code(err), tc.want, tc.code)
