@@ -38,7 +38,11 @@ func TestWriterProperty(t *testing.T) {
 	}
 }
 
-func runWriterSchedule(seed uint64) string {
+func runWriterSchedule(seed uint64) string { return runWriterScheduleMode(seed, false) }
+
+// runWriterScheduleMode runs one schedule; explicit: the writer takes
+// explicit entry ids (WriteAt, property_adv_test.go) instead of Append.
+func runWriterScheduleMode(seed uint64, explicit bool) string {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	e := newEnv(seed, false)
 	nb := 4 + r.IntN(4)
@@ -49,15 +53,21 @@ func runWriterSchedule(seed uint64) string {
 	qw := 1 + r.IntN(size)
 	qa := 1 + r.IntN(qw)
 	e.create(size, qw, qa, append([]metadata.BookieID(nil), e.order[:size]...))
-	w, err := NewWriter(WriterConfig{LedgerID: e.ledgerID, Metadata: e.store.md, Version: e.store.version, Placement: e.policy, Writable: e.writable})
+	w, err := NewWriter(WriterConfig{LedgerID: e.ledgerID, Metadata: e.store.md, Version: e.store.version, Placement: e.policy, Writable: e.writable,
+		ExplicitIDs: explicit})
 	if err != nil {
 		return err.Error()
 	}
 	e.add("w", w)
+	ids := newExplicitIDs()
 	crashes := 0
 	recovering := false
 	for step := 0; step < 400; step++ {
 		switch x := r.IntN(100); {
+		case x < 25 && explicit:
+			if msg := ids.writeOne(r, e, w); msg != "" {
+				return msg
+			}
 		case x < 25:
 			if _, err := w.Append([]byte(fmt.Sprintf("w:%d", w.LastAddPushed()+1))); err == nil {
 				e.drain("w")
