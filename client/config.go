@@ -97,7 +97,8 @@ type Config struct {
 	// MaxOutstandingAdds bounds the appends that are accepted but not yet
 	// completed, over all ledgers of the client (10000). When reached,
 	// appends wait for room, or fail at once with ErrTooManyRequests if
-	// FailFastWhenBusy.
+	// FailFastWhenBusy. WriteAdvHandle writes are not counted (its doc
+	// says why).
 	MaxOutstandingAdds int
 	FailFastWhenBusy   bool
 
