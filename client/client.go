@@ -222,9 +222,16 @@ func (c *Client) writable() []metadata.BookieID {
 }
 
 // CreateLedger creates a ledger on an ensemble chosen at random among the
-// writable bookies and returns its write handle.
+// writable bookies and returns its write handle. With o.LedgerID it
+// creates that ledger, or fails with ErrLedgerExists if it exists.
 func (c *Client) CreateLedger(ctx context.Context, o LedgerOptions) (_ *WriteHandle, err error) {
 	defer func(start time.Time) { err = c.closedError(err); observe(c.metrics.create, start, err) }(time.Now())
+	return c.createLedger(ctx, o, false)
+}
+
+// createLedger creates the ledger and its write handle; explicit: the
+// writer takes explicit entry ids (CreateLedgerAdv).
+func (c *Client) createLedger(ctx context.Context, o LedgerOptions, explicit bool) (*WriteHandle, error) {
 	opts, err := o.withDefaults()
 	if err != nil {
 		return nil, err
@@ -266,11 +273,11 @@ func (c *Client) CreateLedger(ctx context.Context, o LedgerOptions) (_ *WriteHan
 	if md.Password == nil {
 		md.Password = []byte{}
 	}
-	id, version, err := c.md.CreateLedger(ctx, md)
+	id, version, err := c.storeNewLedger(ctx, opts.LedgerID, md)
 	if err != nil {
-		return nil, publicError(fmt.Errorf("client: create ledger: %w", err))
+		return nil, err
 	}
-	w, err := c.newWriteHandle(id, md, version, dig, opts)
+	w, err := c.newWriteHandle(id, md, version, dig, opts, explicit)
 	if err != nil {
 		return nil, err
 	}

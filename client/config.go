@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/foliodb/folio/internal/clock"
+	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/wire"
 )
 
@@ -96,7 +97,8 @@ type Config struct {
 	// MaxOutstandingAdds bounds the appends that are accepted but not yet
 	// completed, over all ledgers of the client (10000). When reached,
 	// appends wait for room, or fail at once with ErrTooManyRequests if
-	// FailFastWhenBusy.
+	// FailFastWhenBusy. WriteAdvHandle writes are not counted (its doc
+	// says why).
 	MaxOutstandingAdds int
 	FailFastWhenBusy   bool
 
@@ -309,6 +311,17 @@ type LedgerOptions struct {
 	ExplicitLACInterval time.Duration
 	// WriteFlags are the ledger's write flags (WriteFlagDeferredSync).
 	WriteFlags WriteFlags
+	// LedgerID, when positive, is the id the ledger is created under
+	// (Java's CreateAdvBuilder.withLedgerId); zero means a generated id.
+	// CreateLedgerAdv and CreateLedger both honour it (Java offers a
+	// chosen id only for the Adv builder; a chosen id makes as much sense
+	// for a handle that numbers entries itself). If a ledger with that id
+	// exists the create fails with ErrLedgerExists and changes nothing.
+	// Negative ids and ids above 2^63-2 (BookKeeper's largest ledger id)
+	// fail with ErrInvalidConfig. Ledger 0 cannot be chosen: zero asks for
+	// a generated id. A chosen id is not reserved against the generator:
+	// a later generated id skips it (the generator retries taken ids).
+	LedgerID int64
 }
 
 // WriteFlags are BookKeeper's WriteFlag set.
@@ -343,6 +356,9 @@ func (o *LedgerOptions) withDefaults() (LedgerOptions, error) {
 	}
 	if r.DigestType < DigestCRC32 || r.DigestType > DigestDummy {
 		return r, fmt.Errorf("client: unknown digest type %v: %w", r.DigestType, ErrInvalidConfig)
+	}
+	if r.LedgerID < 0 || r.LedgerID > metadata.MaxLedgerID {
+		return r, fmt.Errorf("client: LedgerID %d outside 0..%d (0: generate one): %w", r.LedgerID, int64(metadata.MaxLedgerID), ErrInvalidConfig)
 	}
 	return r, nil
 }

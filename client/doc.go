@@ -22,6 +22,17 @@
 // LedgerMetadataListener), and ListLedgers streams every ledger id in
 // ascending order, a page at a time.
 //
+// # Explicit entry ids and chosen ledger ids
+//
+// CreateLedgerAdv returns a WriteAdvHandle (Java's WriteAdvHandle), whose
+// WriteAt and WriteAtAsync take the entry id from the application: entries
+// may be written in any order and each is sent at once, but they are
+// acknowledged in id order, each only after every lower id. A duplicate or
+// negative id fails with ErrDuplicateEntryID or ErrInvalidEntryID and
+// disturbs nothing. LedgerOptions.LedgerID creates the ledger under a
+// chosen id (Java's CreateAdvBuilder.withLedgerId), for CreateLedger too;
+// a taken id fails with ErrLedgerExists.
+//
 // # Design
 //
 // The protocol lives in internal/ledger as pure state machines (the writer

@@ -89,6 +89,20 @@ var (
 	// acknowledged entry; later appends fail with ErrLedgerClosed. Code
 	// gives -12, the WriteException Java closes the handle with.
 	ErrTooManyEnsembleChanges = errors.New("too many ensemble changes")
+	// ErrLedgerExists: LedgerOptions.LedgerID names a ledger that exists
+	// already; nothing was created or changed. Code gives -20, Java's
+	// LedgerExistException.
+	ErrLedgerExists = errors.New("ledger already exists")
+	// ErrDuplicateEntryID: WriteAdvHandle.WriteAt named an entry id that
+	// is pending or already acknowledged; nothing was sent, and the handle
+	// and the other entries go on. Code gives -22, Java's
+	// DuplicateEntryIdException.
+	ErrDuplicateEntryID = errors.New("duplicate entry id")
+	// ErrInvalidEntryID: WriteAdvHandle.WriteAt named a negative entry id;
+	// nothing was sent, and the handle goes on. Code gives -14, Java's
+	// IncorrectParameterException (Java itself reports a negative id as a
+	// DuplicateEntryIdException, as it is below the initial LAC).
+	ErrInvalidEntryID = errors.New("invalid entry id")
 )
 
 // errorTable is the one table mapping the client's errors to BookKeeper's
@@ -120,6 +134,9 @@ var errorTable = []struct {
 	{ErrTimeout, -23, []error{ledger.ErrTimeout, transport.ErrTimeout}},                   // TimeoutException
 	{ErrTooManyRequests, -105, []error{wire.ErrTooManyRequests}},                          // TooManyRequestsException
 	{ErrEntryTooLarge, -100, []error{wire.ErrFrameTooLarge}},                              // IllegalOpException
+	{ErrLedgerExists, -20, []error{metadata.ErrLedgerExists}},                             // LedgerExistException
+	{ErrDuplicateEntryID, -22, []error{ledger.ErrDuplicateEntryID}},                       // DuplicateEntryIdException
+	{ErrInvalidEntryID, -14, []error{ledger.ErrInvalidEntryID}},                           // IncorrectParameterException
 }
 
 // Code returns the BookKeeper client return code (BKException.Code) of err:

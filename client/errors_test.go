@@ -35,6 +35,9 @@ func TestErrorTable(t *testing.T) {
 		{ledger.ErrAddQuorumTimeout, ErrAddQuorumTimeout, -21},
 		{ledger.ErrAddQuorumTimeout, ErrTimeout, -21},
 		{ledger.ErrTooManyEnsembleChanges, ErrTooManyEnsembleChanges, -12},
+		{metadata.ErrLedgerExists, ErrLedgerExists, -20},
+		{ledger.ErrDuplicateEntryID, ErrDuplicateEntryID, -22},
+		{ledger.ErrInvalidEntryID, ErrInvalidEntryID, -14},
 	} {
 		err := publicError(fmt.Errorf("ctx: %w", tc.internal))
 		if !errors.Is(err, tc.public) || !errors.Is(err, tc.internal) {

@@ -52,9 +52,13 @@ type WriteHandle struct {
 	closeResult  *ledger.CloseComplete
 	// closeDelivered: a Close call got its answer; the handle is finished.
 	closeDelivered bool
+	// advFutures are the accepted WriteAts of a WriteAdvHandle by entry id
+	// (nil for an Append handle: futures is used); writeadv.go.
+	advFutures map[int64]*AppendFuture
 }
 
-// AppendFuture is the pending result of AppendAsync or AppendAsyncContext.
+// AppendFuture is the pending result of AppendAsync, AppendAsyncContext
+// or WriteAdvHandle.WriteAtAsync.
 type AppendFuture struct {
 	w       *WriteHandle
 	payload []byte
@@ -128,7 +132,7 @@ func (w *WriteHandle) Force(ctx context.Context) error {
 	}
 }
 
-func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version metadata.Version, dig *digest.Digester, opts LedgerOptions) (*WriteHandle, error) {
+func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version metadata.Version, dig *digest.Digester, opts LedgerOptions, explicit bool) (*WriteHandle, error) {
 	password := opts.Password
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -141,6 +145,8 @@ func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version m
 		Version:   version,
 		Placement: c.newPolicy(),
 		Writable:  c.mu.writable,
+
+		ExplicitIDs: explicit,
 
 		DeferredSync:        opts.WriteFlags&DeferredSync != 0,
 		ExplicitLACInterval: opts.ExplicitLACInterval,
@@ -158,6 +164,9 @@ func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version m
 		exited: make(chan struct{}), stopped: make(chan struct{}),
 		forceWaiters: map[int64]chan error{}}
 	w.lac.Store(-1)
+	if explicit {
+		w.advFutures = map[int64]*AppendFuture{}
+	}
 	w.publishMetadata()
 	c.mu.writers[w] = struct{}{}
 	c.wg.Add(1)
@@ -346,6 +355,8 @@ func (w *WriteHandle) loop() {
 				}
 				it.entryID = id
 				w.futures = append(w.futures, it)
+			case writeAtCmd:
+				w.writeAt(it.f)
 			case closeCmd:
 				w.closeWaiters = append(w.closeWaiters, it.done)
 				w.w.Close()
@@ -421,6 +432,10 @@ func (w *WriteHandle) drive() {
 }
 
 func (w *WriteHandle) completeAdd(e ledger.AddComplete) {
+	if w.advFutures != nil {
+		w.completeWriteAt(e)
+		return
+	}
 	if w.futuresHead >= len(w.futures) {
 		panic(fmt.Sprintf("client: ledger %d: completion of entry %d with no pending append", w.id, e.EntryID))
 	}
@@ -451,6 +466,7 @@ func (w *WriteHandle) failAll(err error) {
 		f.complete(-1, err)
 	}
 	w.futures, w.futuresHead = nil, 0
+	w.failWriteAts(err)
 	for _, ch := range w.closeWaiters {
 		ch <- err
 	}

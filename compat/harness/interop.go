@@ -267,6 +267,8 @@ func JavaClientInterop(t *testing.T) {
 			t.Run("FolioRecoversJavaWriter", func(t *testing.T) { folioRecoversJavaWriter(t, e, seedBase+4) })
 			t.Run("JavaTailsFolioLedger", func(t *testing.T) { javaTailsFolioLedger(t, e, seedBase+5) })
 			t.Run("FolioTailsJavaLedger", func(t *testing.T) { folioTailsJavaLedger(t, e, seedBase+6) })
+			t.Run("JavaWritesAdvFolioReads", func(t *testing.T) { javaWritesAdvFolioReads(t, e, seedBase+7, n) })
+			t.Run("FolioWritesAdvJavaReads", func(t *testing.T) { folioWritesAdvJavaReads(t, e, seedBase+8, n) })
 			if mode == "v3" {
 				// The shell reads metadata (protocol-independent) and
 				// entries with the v3 default; once is enough.

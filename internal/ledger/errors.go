@@ -51,6 +51,15 @@ var (
 	// ErrNotAnswered: no verifiable answer was possible, e.g. every replica
 	// of an entry failed its digest check.
 	ErrNotAnswered = errors.New("no valid answer from the bookies")
+
+	// ErrDuplicateEntryID: WriteAt named an entry id that is pending or
+	// already acknowledged (Java's DuplicateEntryIdException). Nothing was
+	// sent; the writer goes on.
+	ErrDuplicateEntryID = errors.New("duplicate entry id")
+
+	// ErrInvalidEntryID: WriteAt named a negative entry id. Nothing was
+	// sent; the writer goes on.
+	ErrInvalidEntryID = errors.New("invalid entry id")
 )
 
 // isNegative reports whether err is an explicit negative: the bookie says it

@@ -26,6 +26,8 @@ import (
 //	                                     MaxEnsembleChanges (-1: none)
 //	tick w1 [n=N]                        step N Ticks
 //	append w1 [n=1] [sync] [quiet]       append n entries (payload "w1:<id>"); sync: stabilize after each; quiet: no trace
+//	writer w1 explicit                   … taking explicit entry ids (WriteAt; Append fails)
+//	write-at w1 ids=(3,0,1)              WriteAt each id in turn (payload "w1:<id>")
 //	close w1
 //	deliver [from=w1] [to=b1] [e=3] [kind=add|read|read-lac] [n=N] [err=EIO|EFENCED|ENOENTRY|timeout|…] [drop-reply] [corrupt] [hold]
 //	                                     deliver matching in-flight requests, FIFO; hold: the
@@ -98,7 +100,7 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) {
 	case "writer":
 		w, err := NewWriter(WriterConfig{LedgerID: e.ledgerID, Metadata: e.store.md, Version: e.store.version, Placement: e.policy, Writable: e.writable,
 			AddQuorumTimeout: time.Duration(argInt(t, d, "quorum-timeout", 0)) * time.Second, DelayEnsembleChange: d.HasArg("delay"),
-			MaxEnsembleChanges: argInt(t, d, "max-changes", 0)})
+			MaxEnsembleChanges: argInt(t, d, "max-changes", 0), ExplicitIDs: d.HasArg("explicit")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,6 +128,8 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) {
 		if d.HasArg("quiet") {
 			e.printf("lac=%d\n", w.LastAddConfirmed())
 		}
+	case "write-at":
+		e.runWriteAt(t, d, name)
 	case "close":
 		e.machines[name].(*Writer).Close()
 		e.drain(name)

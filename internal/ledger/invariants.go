@@ -50,6 +50,12 @@ func (p *pipeline) check(writer bool) error {
 	if len(p.ensemble) != p.q.EnsembleSize {
 		return fmt.Errorf("ensemble of %d bookies, E=%d", len(p.ensemble), p.q.EnsembleSize)
 	}
+	if p.explicit {
+		if err := p.checkExplicit(); err != nil {
+			return err
+		}
+		return p.checkLACs()
+	}
 	if p.lac > p.lastAddPushed || int64(len(p.pending)) != p.lastAddPushed-p.lac {
 		return fmt.Errorf("%d adds pending between LAC %d and last pushed %d", len(p.pending), p.lac, p.lastAddPushed)
 	}
@@ -81,6 +87,12 @@ func (p *pipeline) check(writer bool) error {
 	if n := len(p.pending); n > 0 && p.pending[n-1].length != p.length {
 		return fmt.Errorf("last pending e%d carries length %d, pipeline length %d", p.pending[n-1].entryID, p.pending[n-1].length, p.length)
 	}
+	return p.checkLACs()
+}
+
+// checkLACs: the synced LAC is at most the LAC, and no entry carried a LAC
+// above the one readers may see.
+func (p *pipeline) checkLACs() error {
 	if p.deferred && p.synced > p.lac {
 		return fmt.Errorf("synced LAC %d above LAC %d", p.synced, p.lac)
 	}

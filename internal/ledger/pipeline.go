@@ -17,8 +17,9 @@ import (
 // ensemble change switches every pending add to the new ensemble at once.
 //
 // Invariants: pending holds entries lac+1 … lastAddPushed, contiguous and
-// ascending; an add's acks count only bookies at its write-set positions in
-// the current ensemble.
+// ascending (with explicit ids: ascending, above lac, at most
+// lastAddPushed, gaps allowed; pipeline_adv.go); an add's acks count only
+// bookies at its write-set positions in the current ensemble.
 type pipeline struct {
 	q        quorum.Params
 	ensemble []metadata.BookieID
@@ -46,6 +47,9 @@ type pipeline struct {
 	// A recovery sets it to its start point (Recovery.startReading says
 	// why).
 	lacCap int64
+	// explicit: entry ids are the caller's (WriterConfig.ExplicitIDs,
+	// pushAt), so pending may have gaps; see pipeline_adv.go.
+	explicit bool
 }
 
 // pendingAdd is one entry sent but not yet acknowledged.
@@ -109,6 +113,9 @@ func (op *pendingAdd) send(to []metadata.BookieID) SendAdd {
 // find returns the pending add of entryID, or nil if that entry is not
 // pending (acknowledged, failed, or never pushed).
 func (p *pipeline) find(entryID int64) *pendingAdd {
+	if p.explicit {
+		return p.findExplicit(entryID)
+	}
 	i := entryID - (p.lac + 1)
 	if i < 0 || i >= int64(len(p.pending)) {
 		return nil
@@ -187,10 +194,19 @@ func (p *pipeline) popAcknowledged() []*pendingAdd {
 	n := 0
 	for n < len(p.pending) && p.pending[n].acks >= p.q.AckQuorum {
 		if p.pending[n].entryID != p.lac+1 {
+			if p.explicit {
+				break // a gap: entry lac+1 has not been written yet
+			}
 			panic(fmt.Sprintf("ledger: acknowledging e%d after LAC %d", p.pending[n].entryID, p.lac))
 		}
 		p.lac = p.pending[n].entryID
-		p.lacLength = p.pending[n].length
+		if p.explicit {
+			// Entries carry lengths in submission order, not entry order
+			// (pushAt): the acknowledged length is the sum of payloads.
+			p.lacLength += int64(len(p.pending[n].payload))
+		} else {
+			p.lacLength = p.pending[n].length
+		}
 		n++
 	}
 	if n == 0 {

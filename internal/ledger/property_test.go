@@ -39,7 +39,11 @@ func TestWriterProperty(t *testing.T) {
 	}
 }
 
-func runWriterSchedule(seed uint64) string {
+func runWriterSchedule(seed uint64) string { return runWriterScheduleMode(seed, false) }
+
+// runWriterScheduleMode runs one schedule; explicit: the writer takes
+// explicit entry ids (WriteAt, property_adv_test.go) instead of Append.
+func runWriterScheduleMode(seed uint64, explicit bool) string {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	e := newEnv(seed, false)
 	nb := 4 + r.IntN(4)
@@ -53,7 +57,7 @@ func runWriterSchedule(seed uint64) string {
 	// The writer options (writer_options.go) vary too: they must keep
 	// every safety property.
 	cfg := WriterConfig{LedgerID: e.ledgerID, Metadata: e.store.md, Version: e.store.version, Placement: e.policy, Writable: e.writable,
-		DelayEnsembleChange: r.IntN(2) == 0}
+		DelayEnsembleChange: r.IntN(2) == 0, ExplicitIDs: explicit}
 	if r.IntN(3) == 0 {
 		cfg.AddQuorumTimeout = time.Duration(4+r.IntN(20)) * time.Second
 	}
@@ -65,10 +69,15 @@ func runWriterSchedule(seed uint64) string {
 		return err.Error()
 	}
 	e.add("w", w)
+	ids := newExplicitIDs()
 	crashes := 0
 	recovering := false
 	for step := 0; step < 400; step++ {
 		switch x := r.IntN(100); {
+		case x < 25 && explicit:
+			if msg := ids.writeOne(r, e, w); msg != "" {
+				return msg
+			}
 		case x < 25:
 			if _, err := w.Append([]byte(fmt.Sprintf("w:%d", w.LastAddPushed()+1))); err == nil {
 				e.drain("w")

@@ -49,6 +49,10 @@ type WriterConfig struct {
 	// adds with ErrTooManyEnsembleChanges and closes the ledger. 0: no
 	// limit; NoEnsembleChanges: none allowed.
 	MaxEnsembleChanges int
+	// ExplicitIDs makes the caller choose entry ids: entries are added
+	// with WriteAt, in any order, and Append fails (Java's
+	// LedgerHandleAdv; writer_adv.go).
+	ExplicitIDs bool
 }
 
 // Writer is the write handle of one ledger as a state machine: it numbers
@@ -173,6 +177,7 @@ func NewWriter(cfg WriterConfig) (*Writer, error) {
 		lacInterval: cfg.ExplicitLACInterval,
 	}
 	w.p.deferred = cfg.DeferredSync
+	w.p.explicit = cfg.ExplicitIDs
 	w.explicitSent = -1
 	if err := w.initOptions(cfg); err != nil {
 		return nil, err
@@ -226,6 +231,9 @@ func (w *Writer) emit(e ...Effect) { w.effects = append(w.effects, e...) }
 // completes; the caller must not modify it. If the writer has stopped,
 // Append returns -1 and ErrLedgerFenced or ErrLedgerClosed at once.
 func (w *Writer) Append(payload []byte) (int64, error) {
+	if w.p.explicit {
+		return -1, errAppendExplicit
+	}
 	if w.appendErr != nil {
 		return -1, w.appendErr
 	}

@@ -6,16 +6,19 @@ import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.bookkeeper.client.api.BKException;
 import org.apache.bookkeeper.client.api.BookKeeper;
+import org.apache.bookkeeper.client.api.CreateAdvBuilder;
 import org.apache.bookkeeper.client.api.DigestType;
 import org.apache.bookkeeper.client.api.LastConfirmedAndEntry;
 import org.apache.bookkeeper.client.api.LedgerEntries;
 import org.apache.bookkeeper.client.api.LedgerEntry;
 import org.apache.bookkeeper.client.api.LedgerMetadata;
 import org.apache.bookkeeper.client.api.ReadHandle;
+import org.apache.bookkeeper.client.api.WriteAdvHandle;
 import org.apache.bookkeeper.client.api.WriteHandle;
 import org.apache.bookkeeper.conf.ClientConfiguration;
 import org.apache.bookkeeper.net.BookieId;
@@ -37,6 +40,13 @@ import org.apache.bookkeeper.net.BookieId;
  *       {@link #payload} (prints {"ack":ID} after each), optionally closes; with --until-error keeps
  *       appending until an append fails (N is then a cap). Ends with {"op":"write",...,"error":CODE}
  *       (0 when nothing failed). A list of digest types writes one ledger per type.
+ *   <li>{@code writeadv [--ledger-id ID] [--digest D] [--password P] [--entries N] [--seed S]
+ *       [--window W]}: creates a ledger with explicit entry ids (createLedgerAdv: makeAdv(), with
+ *       withLedgerId(ID) unless ID is 0) and writes entries 0..N-1 with writeAsync, each window of
+ *       W ids in reverse order (all of a window in flight at once, out of order), then closes. It
+ *       also writes entry 0 again and creates the same ledger id again, and reports both error
+ *       codes (Java's DuplicateEntryIdException -114, LedgerExistException -20). Prints
+ *       {"created":ID}, then {"op":"writeadv",...}.
  *   <li>{@code read --ledger ID[,ID...] [--password P] [--recovery]}: opens (with recovery: fencing, as
  *       openLedger) and reads every entry up to the LAC; prints entries as hex.
  *   <li>{@code tail --ledger ID [--password P] [--from 0] [--count N] [--timeout-ms 30000]}: opens
@@ -110,7 +120,7 @@ public final class Driver {
     }
 
     private static void usage(String why) {
-        System.err.println("usage: Driver write|read|tail|meta|list|delete|markur --uri etcd://HOST:PORT/SCOPE|zk://HOST:PORT/ROOT ...: " + why);
+        System.err.println("usage: Driver write|writeadv|read|tail|meta|list|delete|markur --uri etcd://HOST:PORT/SCOPE|zk://HOST:PORT/ROOT ...: " + why);
         System.exit(2);
     }
 
@@ -156,6 +166,7 @@ public final class Driver {
                         write(bk, password, dt);
                     }
                 }
+                case "writeadv" -> writeAdv(bk, password);
                 case "read" -> {
                     // --ledger A,B,...: each in turn.
                     for (String id : opt("ledger", null).split(",")) {
@@ -264,6 +275,76 @@ public final class Driver {
                 .put("error", error).put("message", message));
         // Unless closed above, the ledger is left as it is (no close, no metadata change) for a
         // recoverer: the process exits right after.
+    }
+
+    private WriteAdvHandle createAdv(BookKeeper bk, byte[] password, long ledgerId) throws Exception {
+        CreateAdvBuilder b = bk.newCreateLedgerOp()
+                .withEnsembleSize((int) num("ensemble", 3))
+                .withWriteQuorumSize((int) num("write-quorum", 2))
+                .withAckQuorumSize((int) num("ack-quorum", 2))
+                .withDigestType(DigestType.valueOf(opt("digest", "CRC32C")))
+                .withPassword(password)
+                .makeAdv();
+        if (ledgerId != 0) {
+            b = b.withLedgerId(ledgerId);
+        }
+        return b.execute().get(30, TimeUnit.SECONDS);
+    }
+
+    private void writeAdv(BookKeeper bk, byte[] password) throws Exception {
+        long n = num("entries", 20);
+        long seed = num("seed", 1);
+        long window = Math.max(1, num("window", 16));
+        WriteAdvHandle wh;
+        try {
+            wh = createAdv(bk, password, num("ledger-id", 0));
+        } catch (Exception e) {
+            printError("writeadv", num("ledger-id", 0), e);
+            return;
+        }
+        long id = wh.getId();
+        emit(new Json().put("created", id));
+        int error = 0;
+        String message = "";
+        try {
+            for (long lo = 0; lo < n; lo += window) {
+                List<CompletableFuture<Long>> fs = new ArrayList<>();
+                for (long i = Math.min(n, lo + window) - 1; i >= lo; i--) {
+                    fs.add(wh.writeAsync(i, payload(seed, i)));
+                }
+                for (CompletableFuture<Long> f : fs) {
+                    f.get(60, TimeUnit.SECONDS);
+                }
+            }
+        } catch (Exception e) {
+            error = code(e);
+            message = String.valueOf(e);
+        }
+        int duplicateError = 0;
+        try {
+            wh.write(0, new byte[] {1});
+        } catch (Exception e) {
+            duplicateError = code(e);
+        }
+        boolean closed = false;
+        if (error == 0) {
+            try {
+                wh.close();
+                closed = true;
+            } catch (Exception e) {
+                error = code(e);
+                message = String.valueOf(e);
+            }
+        }
+        int existsError = 0;
+        try {
+            createAdv(bk, password, id).close();
+        } catch (Exception e) {
+            existsError = code(e);
+        }
+        emit(new Json().put("op", "writeadv").put("ledgerId", id).put("lac", wh.getLastAddConfirmed())
+                .put("closed", closed).put("duplicateError", duplicateError).put("existsError", existsError)
+                .put("error", error).put("message", message));
     }
 
     private ReadHandle open(BookKeeper bk, byte[] password, long id, boolean recovery) throws Exception {
