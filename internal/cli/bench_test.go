@@ -151,6 +151,10 @@ func TestBenchAgainstCluster(t *testing.T) {
 		if !w.Kept || w.Entries == 0 || len(w.Ledgers) != 2 {
 			t.Fatalf("bad result: %+v", w)
 		}
+		// The n-th add starts no earlier than n/rate after the first.
+		if limit := 2000*w.DurationS + 1; float64(w.Entries) > limit {
+			t.Fatalf("%d entries in %.3fs at --rate 2000", w.Entries, w.DurationS)
+		}
 		ids := make([]string, len(w.Ledgers))
 		for i, id := range w.Ledgers {
 			ids[i] = strconv.FormatInt(id, 10)
