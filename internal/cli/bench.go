@@ -240,21 +240,29 @@ func deleteBenchLedgers(ctx context.Context, c *client.Client, ids []int64) erro
 	return errors.Join(errs...)
 }
 
-// benchClient connects with room in the client for max outstanding adds.
+// benchClient connects with room in the client for the run's adds in
+// flight, and some to spare: the client frees an add's place just after
+// its future completes, so a limit equal to --max-outstanding would make
+// the next append wait inside the client.
 func benchClient(ctx context.Context, o *ShellOptions, maxOutstanding int) (*client.Client, error) {
 	return newClientWith(ctx, o, func(cfg *client.Config) {
-		cfg.MaxOutstandingAdds = max(cfg.MaxOutstandingAdds, maxOutstanding)
+		cfg.MaxOutstandingAdds = max(cfg.MaxOutstandingAdds, client.DefaultMaxOutstandingAdds, 2*maxOutstanding)
 	})
 }
+
+// Hints of failed runs.
+const (
+	benchWriteHint = "check the bookies (`folio shell listbookies`): a ledger needs -e writable bookies, and replacing a lost one needs a spare"
+	benchReadHint  = "check the ledger ids (`folio shell listledgers`), --password, and the bookies (`folio shell listbookies`)"
+)
 
 // benchOutcome turns a run's failures into the command's error, after the
 // results were printed: failed operations, then a run error, then the
 // cleanup's, then an interrupt.
-func benchOutcome(v BenchView, what string, runErr, deleteErr error) error {
+func benchOutcome(v BenchView, what, hint string, runErr, deleteErr error) error {
 	var errs []error
 	if v.Failed > 0 {
-		errs = append(errs, WithHint(fmt.Errorf("%d %s failed; first failure: %s", v.Failed, what, v.Error),
-			"check the bookies (`folio shell listbookies`): -e must not exceed the writable bookies, and a lost bookie needs a spare one to replace it"))
+		errs = append(errs, WithHint(fmt.Errorf("%d %s failed; first failure: %s", v.Failed, what, v.Error), hint))
 	}
 	if runErr != nil {
 		errs = append(errs, runErr)
@@ -332,7 +340,7 @@ func newBenchWriteCommand(o *ShellOptions) *cobra.Command {
 			}); err != nil {
 				return err
 			}
-			return benchOutcome(v, "adds", runErr, deleteErr)
+			return benchOutcome(v, "adds", benchWriteHint, runErr, deleteErr)
 		},
 	}
 	fs := cmd.Flags()
@@ -414,7 +422,7 @@ func newBenchReadCommand(o *ShellOptions) *cobra.Command {
 			}); err != nil {
 				return err
 			}
-			return benchOutcome(v, "entries", runErr, nil)
+			return benchOutcome(v, "entries", benchReadHint, runErr, nil)
 		},
 	}
 	fs := cmd.Flags()
@@ -464,5 +472,5 @@ func runBenchTail(cmd *cobra.Command, o *ShellOptions, f *benchWriteFlags, passw
 	}); err != nil {
 		return err
 	}
-	return benchOutcome(v, "adds or deliveries", runErr, deleteErr)
+	return benchOutcome(v, "adds or deliveries", benchWriteHint, runErr, deleteErr)
 }

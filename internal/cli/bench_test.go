@@ -24,9 +24,13 @@ var benchKeys = []string{"entries_per_second", "mb_per_second", "p50_us", "p95_u
 // bench runs `folio bench <args>` in this process against uri; ctx is the
 // command's context (cancelling it is what Ctrl-C does).
 func bench(ctx context.Context, uri string, args ...string) (code int, stdout, stderr string) {
+	return benchEnv(ctx, nil, append([]string{args[0], "--metadata-service-uri", uri}, args[1:]...)...)
+}
+
+// benchEnv runs `folio bench <args>` with env as the environment.
+func benchEnv(ctx context.Context, env map[string]string, args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
-	full := append([]string{"bench", args[0], "--metadata-service-uri", uri}, args[1:]...)
-	code = cli.Main(ctx, full, cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
+	code = cli.Main(ctx, append([]string{"bench"}, args...), cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return env[k] }})
 	return code, out.String(), errb.String()
 }
 
@@ -106,6 +110,10 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 	if code, _, errOut := bench(context.Background(), uri, "write", "-a", "3"); !strings.Contains(errOut, "Run 'folio bench write --help'") {
 		t.Errorf("usage error without the help line: %d %q", code, errOut)
 	}
+	// The shell's TLS flags, with its checks.
+	if code, out, errOut := bench(context.Background(), uri, "write", "--tls-cert", "c.pem"); code != cli.ExitFail || out != "" || !strings.Contains(errOut, "needs --tls-ca") {
+		t.Errorf("--tls-cert without --tls-ca: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
 }
 
 // One in-process cluster serves the runs: write (-o json, deleted), write
@@ -122,7 +130,7 @@ func TestBenchAgainstCluster(t *testing.T) {
 	defer c.Close()
 
 	t.Run("write json deletes", func(t *testing.T) {
-		code, out, errOut := bench(ctx, uri, "write", "-o", "json", "--duration", "200ms", "--ledgers", "2", "--entry-size", "100")
+		code, out, errOut := bench(ctx, uri, "write", "-o", "json", "--duration", "200ms", "--ledgers", "2", "--entry-size", "100", "--max-outstanding", "64")
 		if code != 0 || errOut != "" {
 			t.Fatalf("exit %d, stderr %q (piped stderr: no progress line either)", code, errOut)
 		}
@@ -183,7 +191,7 @@ func TestBenchAgainstCluster(t *testing.T) {
 	})
 
 	t.Run("tail", func(t *testing.T) {
-		code, out, errOut := bench(ctx, uri, "read", "--tail", "-o", "json", "--duration", "400ms", "--rate", "500", "--ledgers", "2")
+		code, out, errOut := bench(ctx, uri, "read", "--tail", "-o", "json", "--duration", "300ms", "--rate", "500", "--ledgers", "2")
 		if code != 0 {
 			t.Fatalf("exit %d, stderr %q", code, errOut)
 		}
@@ -202,7 +210,7 @@ func TestBenchAgainstCluster(t *testing.T) {
 	})
 
 	t.Run("text table", func(t *testing.T) {
-		code, out, errOut := bench(ctx, uri, "write", "--duration", "100ms", "-e", "2", "-w", "2", "-a", "1")
+		code, out, errOut := bench(ctx, uri, "write", "--duration", "100ms", "-e", "2", "-w", "2", "-a", "1", "--max-outstanding", "64")
 		if code != 0 || errOut != "" {
 			t.Fatalf("exit %d, stderr %q", code, errOut)
 		}
@@ -210,6 +218,13 @@ func TestBenchAgainstCluster(t *testing.T) {
 			if !strings.Contains(out, want) {
 				t.Errorf("text output lacks %q:\n%s", want, out)
 			}
+		}
+	})
+
+	t.Run("uri from the environment", func(t *testing.T) {
+		code, out, errOut := benchEnv(ctx, map[string]string{cli.MetadataURIEnv: uri}, "write", "-o", "json", "--duration", "50ms", "--max-outstanding", "64")
+		if v := benchJSON(t, out); code != 0 || v.Entries == 0 {
+			t.Fatalf("exit %d, %+v, stderr %q", code, v, errOut)
 		}
 	})
 
