@@ -300,7 +300,7 @@ func newBenchWriteCommand(o *ShellOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "write",
 		Short: "Append to new ledgers and report throughput and add latency",
-		Long: "Create --ledgers ledgers (E -e, Qw -w, Qa -a), append --entry-size-byte entries\n" +
+		Long: "Create --ledgers ledgers (E -e, Qw -w, Qa -a), append entries of --entry-size bytes\n" +
 			"to them in turn for --duration with at most --max-outstanding adds in flight\n" +
 			"(at --rate entries/s, or as fast as possible), then close the ledgers and\n" +
 			"delete them unless --keep. Latency is per add, from the append to its\n" +
