@@ -35,12 +35,21 @@ func parseLedgerID(cmd *cobra.Command, raw string) (int64, error) {
 // newClient connects a client to the shell's metadata store, with the same
 // hints as openMetadata.
 func newClient(ctx context.Context, o *ShellOptions) (*client.Client, error) {
+	return newClientWith(ctx, o, nil)
+}
+
+// newClientWith is newClient with adjust, when not nil, applied to the
+// configuration before the client starts.
+func newClientWith(ctx context.Context, o *ShellOptions, adjust func(*client.Config)) (*client.Client, error) {
 	uri := o.MetadataURI()
 	cfg, err := o.clientConfig()
 	if err != nil {
 		return nil, err
 	}
 	cfg.Logger = warnLogger(o)
+	if adjust != nil {
+		adjust(&cfg)
+	}
 	c, err := client.New(ctx, cfg)
 	switch {
 	case err == nil:

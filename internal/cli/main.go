@@ -121,6 +121,7 @@ func NewRootCommand(env Env) *cobra.Command {
 		newStandaloneCommand(env),
 		newSimCommand(env),
 		newAutoRecoveryDaemonCommand(env),
+		newBenchCommand(env),
 	)
 	groupCommand(root)
 	markUsageErrors(root)

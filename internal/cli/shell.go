@@ -2,6 +2,7 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/foliodb/folio/internal/metadata"
 )
@@ -44,6 +45,17 @@ func (o *ShellOptions) Printer(cmd *cobra.Command) Printer {
 	return Printer{W: cmd.OutOrStdout(), Format: o.Output}
 }
 
+// register adds the flags that reach a cluster (the metadata store URI,
+// its TLS and authentication, TLS to bookies) and -o to fs: `folio shell`
+// and `folio bench` share them.
+func (o *ShellOptions) register(pf *pflag.FlagSet) {
+	pf.StringVar(&o.MetadataServiceURI, "metadata-service-uri", "",
+		"metadata store URI, e.g. etcd://host1:2379;host2:2379/ledgers (default $"+MetadataURIEnv+", then "+DefaultMetadataURI+")")
+	pf.VarP(&o.Output, "output", "o", "output format: text or json")
+	o.BookieTLS.register(pf)
+	o.metadataSec.register(pf)
+}
+
 // shellSubcommands are the constructors of the `folio shell` commands. Each
 // command file adds its constructor here from an init function, so that the
 // group needs no edit when a command arrives.
@@ -59,12 +71,7 @@ func newShellCommand(env Env) *cobra.Command {
 			"(default " + DefaultMetadataURI + ").\n" +
 			"Exit codes: 0 success, 1 failure, 2 usage error.",
 	}
-	pf := cmd.PersistentFlags()
-	pf.StringVar(&opts.MetadataServiceURI, "metadata-service-uri", "",
-		"metadata store URI, e.g. etcd://host1:2379;host2:2379/ledgers (default $"+MetadataURIEnv+", then "+DefaultMetadataURI+")")
-	pf.VarP(&opts.Output, "output", "o", "output format: text or json")
-	opts.BookieTLS.register(pf)
-	opts.metadataSec.register(pf)
+	opts.register(cmd.PersistentFlags())
 	for _, newCmd := range shellSubcommands {
 		cmd.AddCommand(newCmd(opts))
 	}

@@ -57,6 +57,10 @@ var layers = map[string][]string{
 	"internal/scenario":              {}, // test-only: its tests import what they need
 	"deploy":                         {}, // test-only: its tests check deploy/'s files against the code
 
+	// The load generator of `folio bench`: measures through the public
+	// client only, as an application would.
+	"internal/bench": {"client"},
+
 	// Test helpers below a layer that need more than it.
 	"internal/metadata/etcd/etcdtest": {"internal/metadata", "internal/pki"}, // a TLS etcd with a test CA
 	"client/foliotest":                {"client", "internal/standalone"},     // the public in-process cluster for users' tests
