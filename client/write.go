@@ -136,7 +136,7 @@ func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version m
 		LedgerID:  id,
 		Metadata:  md,
 		Version:   version,
-		Placement: c.newPolicy(),
+		Placement: c.newPolicy(md.WriteQuorum, md.AckQuorum),
 		Writable:  c.mu.writable,
 
 		DeferredSync:        opts.WriteFlags&DeferredSync != 0,
