@@ -14,10 +14,10 @@ import (
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger"
 	"github.com/foliodb/folio/internal/ledger/placement"
-	"github.com/foliodb/folio/internal/ledger/placement/scriptmap"
 	"github.com/foliodb/folio/internal/metadata"
 	_ "github.com/foliodb/folio/internal/metadata/etcd" // links the etcd driver: metadata.Open("etcd://…")
 	_ "github.com/foliodb/folio/internal/metadata/zk"   // links the ZooKeeper driver: metadata.Open("zk://…")
+	"github.com/foliodb/folio/internal/topologyscript"
 	"github.com/foliodb/folio/internal/transport"
 	"github.com/foliodb/folio/internal/wire"
 )
@@ -37,7 +37,7 @@ type Client struct {
 	// racks are the configured bookie locations (nil: none).
 	racks map[metadata.BookieID]string
 	// script resolves the locations of other bookies (nil: none).
-	script *scriptmap.Resolver
+	script *topologyscript.Resolver
 
 	// addSlots bounds outstanding appends (Config.MaxOutstandingAdds): an
 	// append takes a slot before it is accepted and frees it when it

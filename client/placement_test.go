@@ -3,13 +3,13 @@ package client_test
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"strings"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 

@@ -8,8 +8,8 @@ import (
 	"os"
 
 	"github.com/foliodb/folio/internal/ledger/placement"
-	"github.com/foliodb/folio/internal/ledger/placement/scriptmap"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/topologyscript"
 )
 
 // loadRacks reads Config.BookieRacks and Config.BookieRackFile into
@@ -20,7 +20,7 @@ func (c *Client) loadRacks() error {
 		if k, _ := placement.ParseKind(c.cfg.PlacementPolicy); k == placement.KindZoneAware {
 			def = placement.DefaultFaultDomain
 		}
-		c.script = &scriptmap.Resolver{Script: c.cfg.NetworkTopologyScript, MaxArgs: c.cfg.NetworkTopologyScriptNumberArgs,
+		c.script = &topologyscript.Resolver{Script: c.cfg.NetworkTopologyScript, MaxArgs: c.cfg.NetworkTopologyScriptNumberArgs,
 			Timeout: c.cfg.NetworkTopologyScriptTimeout, Default: def, Log: c.log}
 	}
 	if len(c.cfg.BookieRacks) == 0 && c.cfg.BookieRackFile == "" {

@@ -1,10 +1,10 @@
-// Package scriptmap resolves bookies' network locations by running an
+// Package topologyscript resolves bookies' network locations by running an
 // operator's script, as BookKeeper's ScriptBasedMapping
 // (networkTopologyScriptFileName): the script gets up to MaxArgs bookie
 // hosts as arguments and prints one location per argument, whitespace
 // separated, in order. Answers are cached per bookie; failures are not,
 // so a later placement asks again.
-package scriptmap
+package topologyscript
 
 import (
 	"bytes"
@@ -117,17 +117,17 @@ func (r *Resolver) Run(ctx context.Context, bookies []metadata.BookieID) ([]stri
 	cmd.WaitDelay = time.Second
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("scriptmap: %s: %w (after %v)", r.Script, ctx.Err(), r.Timeout)
+			return nil, fmt.Errorf("topologyscript: %s: %w (after %v)", r.Script, ctx.Err(), r.Timeout)
 		}
-		return nil, fmt.Errorf("scriptmap: %s: %w (stderr %q)", r.Script, err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("topologyscript: %s: %w (stderr %q)", r.Script, err, strings.TrimSpace(stderr.String()))
 	}
 	locs := strings.Fields(stdout.String())
 	if len(locs) != len(bookies) {
-		return nil, fmt.Errorf("scriptmap: %s printed %d locations for %d bookies (%q)", r.Script, len(locs), len(bookies), stdout.String())
+		return nil, fmt.Errorf("topologyscript: %s printed %d locations for %d bookies (%q)", r.Script, len(locs), len(bookies), stdout.String())
 	}
 	for i, l := range locs {
 		if !strings.HasPrefix(l, "/") {
-			return nil, fmt.Errorf("scriptmap: %s: location %q of bookie %s does not start with \"/\"", r.Script, l, bookies[i])
+			return nil, fmt.Errorf("topologyscript: %s: location %q of bookie %s does not start with \"/\"", r.Script, l, bookies[i])
 		}
 	}
 	return locs, nil

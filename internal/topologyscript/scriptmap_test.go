@@ -1,4 +1,4 @@
-package scriptmap
+package topologyscript
 
 import (
 	"context"
