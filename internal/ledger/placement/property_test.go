@@ -417,3 +417,64 @@ func TestConfigValidate(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A large topology with two zones cannot give any write quorum three
+// zones: the search for desired zones gives up (or proves it) and the
+// ensemble falls back to MinZones (MeetsSoft), as Java's.
+func TestZoneAwareLargeFallsBackToMinZones(t *testing.T) {
+	locs := map[metadata.BookieID]string{}
+	var bs []metadata.BookieID
+	for z := range 2 {
+		for u := range 5 {
+			for i := range 10 {
+				b := metadata.BookieID(fmt.Sprintf("10.%d.%d.%d:3181", z, u, i))
+				bs = append(bs, b)
+				locs[b] = fmt.Sprintf("/z%d/u%d", z, u)
+			}
+		}
+	}
+	for seed := range uint64(5) {
+		p := NewZoneAware(rand.NewPCG(seed, 11), locs, 4, 3, 2, 3, true)
+		ens, err := p.NewEnsemble(12, bs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Adheres(ens, 4, 3); got != MeetsSoft {
+			t.Fatalf("ensemble %v: %v, want meets-soft", ens, got)
+		}
+	}
+}
+
+// Without durability (no regions to write) region-aware placement spreads
+// members evenly over the regions that have bookies.
+func TestRegionAwareSpreadsEvenly(t *testing.T) {
+	top := topology{locs: map[metadata.BookieID]string{}}
+	for r := range 3 {
+		for i := range 6 {
+			b := metadata.BookieID(fmt.Sprintf("10.0.%d.%d:3181", r, i))
+			top.bookies = append(top.bookies, b)
+			top.locs[b] = fmt.Sprintf("/region%d/rack%d", r, i%2)
+		}
+	}
+	for seed := range uint64(50) {
+		p := NewRegionAware(rand.NewPCG(seed, 12), top.locs, 3, 2, nil)
+		for e := 1; e <= 9; e++ {
+			ens, err := p.NewEnsemble(e, top.bookies)
+			if err != nil {
+				t.Fatal(err)
+			}
+			count := map[string]int{}
+			for _, b := range ens {
+				count[p.Region(b)]++
+			}
+			lo, hi := e, 0
+			for r := range 3 {
+				n := count[fmt.Sprintf("region%d", r)]
+				lo, hi = min(lo, n), max(hi, n)
+			}
+			if hi-lo > 1 {
+				t.Fatalf("E=%d: ensemble %v spreads %v over the regions", e, ens, count)
+			}
+		}
+	}
+}

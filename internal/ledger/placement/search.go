@@ -12,7 +12,7 @@ import (
 // greedy choice); the bound only stops a proof that no ensemble exists
 // from running long on a large topology with many distinct locations, and
 // the search then reports failure as if none existed.
-const searchBudget = 200_000
+const searchBudget = 50_000
 
 // search fills the empty ("") positions of ens, in index order, with
 // bookies from cands (distinct, none already in ens) so that every write
@@ -170,4 +170,13 @@ func pathParts(loc string) (a, b string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// countDistinct is the number of distinct keys of bs.
+func countDistinct(bs []metadata.BookieID, key func(metadata.BookieID) string) int {
+	seen := map[string]bool{}
+	for _, b := range bs {
+		seen[key(b)] = true
+	}
+	return len(seen)
 }

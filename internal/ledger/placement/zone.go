@@ -147,7 +147,11 @@ func (p *ZoneAware) NewEnsemble(size int, writable []metadata.BookieID) ([]metad
 	if len(cands) < size {
 		return nil, fmt.Errorf("%w: need %d, have %d writable bookies with a zone", ErrNotEnoughBookies, size, len(cands))
 	}
+	zones := countDistinct(cands, p.zone)
 	for _, need := range []int{min(wq, p.DesiredZones), p.MinZones} {
+		if zones < need {
+			continue // no write set can span need zones: skip the search
+		}
 		ens := make([]metadata.BookieID, size)
 		if search(p.rand, ens, wq, cands, p.Location, func(m []metadata.BookieID) bool { return p.writeSetOK(m, need) }, p.pref) {
 			return ens, nil
@@ -165,7 +169,11 @@ func (p *ZoneAware) ReplaceBookie(ensemble []metadata.BookieID, idx int, writabl
 	cands := distinct(writable, func(b metadata.BookieID) bool {
 		return slices.Contains(ensemble, b) || slices.Contains(exclude, b) || p.Location(b) == DefaultFaultDomain
 	})
+	zones := countDistinct(append(slices.Clone(cands), ensemble...), p.zone)
 	for _, need := range []int{min(wq, p.DesiredZones), p.MinZones} {
+		if zones < need {
+			continue
+		}
 		ens := slices.Clone(ensemble)
 		ens[idx] = ""
 		if search(p.rand, ens, wq, cands, p.Location, func(m []metadata.BookieID) bool { return p.writeSetOK(m, need) }, p.pref) {
