@@ -86,27 +86,19 @@ func (h *bookieHealth) recordError(b metadata.BookieID) {
 	}
 }
 
-// quarantineSet returns a snapshot of the quarantined bookies as a pure
-// function for a placement policy (nil when there are none).
-func (h *bookieHealth) quarantineSet() func(metadata.BookieID) bool {
+// quarantined reports whether b is quarantined now: the live form
+// placement policies get, so a writer's later replacements see
+// quarantines that came after it was opened.
+func (h *bookieHealth) quarantined(b metadata.BookieID) bool {
 	now := h.clock.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var set map[metadata.BookieID]bool
-	for b, until := range h.held {
-		if !now.Before(until) {
-			delete(h.held, b)
-			continue
-		}
-		if set == nil {
-			set = map[metadata.BookieID]bool{}
-		}
-		set[b] = true
+	until, ok := h.held[b]
+	if ok && !now.Before(until) {
+		delete(h.held, b)
+		return false
 	}
-	if set == nil {
-		return nil
-	}
-	return func(b metadata.BookieID) bool { return set[b] }
+	return ok
 }
 
 // countsAsError reports whether a bookie's answer counts towards its

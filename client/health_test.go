@@ -28,10 +28,7 @@ func healthClient(t *testing.T, mod func(*Config)) (*Client, *clock.Manual) {
 	return c, clk
 }
 
-func quarantined(c *Client, b metadata.BookieID) bool {
-	set := c.health.quarantineSet()
-	return set != nil && set(b)
-}
+func quarantined(c *Client, b metadata.BookieID) bool { return c.health.quarantined(b) }
 
 // Java's defaults: 5 errors within one 60 s interval quarantine a bookie
 // for 1800 s, on the client's clock; errors of different intervals do not
@@ -96,8 +93,12 @@ func TestPlacementAvoidsQuarantined(t *testing.T) {
 				c.racks = nil
 			}
 			bad := all[:2]
+			p := c.newPolicy(3, 2) // made before the quarantine: it sees it all the same
 			for _, b := range bad {
 				c.health.recordError(b)
+			}
+			if ens, err := p.NewEnsemble(3, all); err != nil || slices.ContainsFunc(ens, func(b metadata.BookieID) bool { return slices.Contains(bad, b) }) {
+				t.Fatalf("policy made before the quarantine: %v, %v", ens, err)
 			}
 			for range 50 {
 				ens, err := c.newPolicy(3, 2).NewEnsemble(3, all)

@@ -77,7 +77,7 @@ func (c *Client) newPolicy(wq, aq int) placement.Policy {
 	}
 	var avoid func(metadata.BookieID) bool
 	if c.cfg.EnableBookieHealthCheck {
-		avoid = c.health.quarantineSet()
+		avoid = c.health.quarantined
 	}
 	pc := c.cfg.placementConfig(locs, avoid)
 	return pc.ForLedger(rand.NewPCG(rand.Uint64(), rand.Uint64()), wq, aq)
