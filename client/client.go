@@ -17,6 +17,7 @@ import (
 	"github.com/foliodb/folio/internal/metadata"
 	_ "github.com/foliodb/folio/internal/metadata/etcd" // links the etcd driver: metadata.Open("etcd://…")
 	_ "github.com/foliodb/folio/internal/metadata/zk"   // links the ZooKeeper driver: metadata.Open("zk://…")
+	"github.com/foliodb/folio/internal/topologyscript"
 	"github.com/foliodb/folio/internal/transport"
 	"github.com/foliodb/folio/internal/wire"
 )
@@ -33,8 +34,10 @@ type Client struct {
 	// clock is Config.clock: it times the machines' Ticks (speculative
 	// reads, explicit LAC) and the client's own waits.
 	clock clock.Clock
-	// racks are the configured bookie locations; nil: random placement.
+	// racks are the configured bookie locations (nil: none).
 	racks map[metadata.BookieID]string
+	// script resolves the locations of other bookies (nil: none).
+	script *topologyscript.Resolver
 
 	// addSlots bounds outstanding appends (Config.MaxOutstandingAdds): an
 	// append takes a slot before it is accepted and frees it when it
@@ -54,8 +57,8 @@ type Client struct {
 		writable []metadata.BookieID
 		// writers are the open write handles, told of membership changes.
 		writers map[*WriteHandle]struct{}
-		// placement chooses new ensembles; not safe for concurrent use.
-		placement placement.Policy
+		// scriptRacks are the script's locations of the writable bookies.
+		scriptRacks map[metadata.BookieID]string
 	}
 }
 
@@ -99,7 +102,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		log:      cfg.Logger,
 		md:       md,
 		metrics:  newMetrics(cfg.Metrics),
-		health:   newBookieHealth(),
+		health:   newBookieHealth(cfg),
 		clock:    cfg.clock,
 		addSlots: make(chan struct{}, cfg.MaxOutstandingAdds),
 		tr:       tr,
@@ -111,7 +114,6 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		c.tr.Close()
 		return nil, err
 	}
-	c.mu.placement = c.newPolicy()
 	events, err := md.WatchBookies(c.ctx)
 	if err == nil {
 		select {
@@ -134,6 +136,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		md.Close()
 		return nil, fmt.Errorf("client: watch writable bookies: %w", err)
 	}
+	c.resolveLocations(ctx, c.mu.writable)
 	c.wg.Add(1)
 	go c.watchBookies(events)
 	return c, nil
@@ -203,6 +206,7 @@ func (c *Client) watchBookies(events <-chan metadata.BookiesEvent) {
 }
 
 func (c *Client) setWritable(bookies []metadata.BookieID) {
+	c.resolveLocations(c.ctx, bookies)
 	c.mu.Lock()
 	c.mu.writable = bookies
 	writers := make([]*WriteHandle, 0, len(c.mu.writers))
@@ -248,8 +252,11 @@ func (c *Client) createLedger(ctx context.Context, o LedgerOptions, explicit boo
 		c.mu.Unlock()
 		return nil, ErrClientClosed
 	}
-	ensemble, err := c.mu.placement.NewEnsemble(opts.EnsembleSize, c.mu.writable)
+	ensemble, err := c.newPolicy(opts.WriteQuorumSize, opts.AckQuorumSize).NewEnsemble(opts.EnsembleSize, c.mu.writable)
 	c.mu.Unlock()
+	if errors.Is(err, placement.ErrInvalidQuorum) {
+		return nil, fmt.Errorf("client: create ledger with ensemble %d/%d/%d: %w: %w", opts.EnsembleSize, opts.WriteQuorumSize, opts.AckQuorumSize, err, ErrInvalidConfig)
+	}
 	if err != nil {
 		return nil, publicError(fmt.Errorf("client: create ledger with ensemble size %d: %w", opts.EnsembleSize, err))
 	}
@@ -329,7 +336,7 @@ func (c *Client) OpenLedger(ctx context.Context, id int64, o OpenOptions) (_ *Re
 // recover runs the recovery machine and returns the CLOSED metadata.
 func (c *Client) recover(ctx context.Context, r *ReadHandle, md *metadata.LedgerMetadata, version metadata.Version) (*metadata.LedgerMetadata, error) {
 	c.mu.Lock()
-	pl := c.newPolicy()
+	pl := c.newPolicy(md.WriteQuorum, md.AckQuorum)
 	writable := slices.Clone(c.mu.writable)
 	c.mu.Unlock()
 	m := ledger.NewRecovery(ledger.RecoveryConfig{

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/foliodb/folio/internal/clock"
+	"github.com/foliodb/folio/internal/ledger/placement"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/wire"
 )
@@ -30,6 +31,17 @@ const (
 	// (spec/protocol.md §4.4), and it makes recovery of a long unconfirmed
 	// tail one round trip per batch instead of one per entry.
 	DefaultRecoveryReadBatchSize = 16
+
+	// Placement defaults, Java's.
+	DefaultMinNumRacksPerWriteQuorum       = 2
+	DefaultMinNumZonesPerWriteQuorum       = 2
+	DefaultDesiredNumZonesPerWriteQuorum   = 3
+	DefaultMinRegionsForDurability         = 2
+	DefaultNetworkTopologyScriptNumberArgs = 100
+	DefaultNetworkTopologyScriptTimeout    = 10 * time.Second
+	DefaultBookieHealthCheckInterval       = 60 * time.Second
+	DefaultBookieErrorThresholdPerInterval = 5
+	DefaultBookieQuarantineTime            = 1800 * time.Second
 )
 
 // Config configures a Client. The zero value of each field is its default.
@@ -107,23 +119,105 @@ type Config struct {
 	// Java's default). Every recovery read fences either way.
 	RecoveryReadBatchSize int
 
-	// BookieRacks maps bookie ids to network locations ("/region/rack")
-	// and turns on rack-aware placement (BookKeeper's
-	// RackawareEnsemblePlacementPolicy): ensembles take one bookie per rack
-	// while racks remain, in alternating rack order, and replacements
-	// prefer racks the ensemble does not use. Unlisted bookies are in
-	// /default-region/default-rack. With fewer racks than the ensemble
-	// size the documented fallback spreads members round-robin over the
-	// racks, unless EnforceMinNumRacksPerWriteQuorum. BookieRackFile
-	// names a file of "bookie-id /region/rack" lines read at New (its
-	// entries override BookieRacks). Both empty: random placement.
+	// Placement (Java: ensemblePlacementPolicy and the settings of its
+	// policies; bookie health check and quarantine).
+	//
+	// BookieRacks maps bookie ids to network locations ("/region/rack" for
+	// the rack- and region-aware policies, "/zone/upgradeDomain" for the
+	// zone-aware one). BookieRackFile names a file of "bookie-id
+	// /location" lines read at New (its entries override BookieRacks).
+	// Bookies listed in neither are resolved by NetworkTopologyScript when
+	// set, else are in the policy's default location
+	// (/default-region/default-rack, or /default-zone/default-upgradedomain
+	// for zone-aware). With PlacementPolicy empty, any configured location
+	// turns on rack-aware placement and none means random placement, as
+	// before policies could be named.
 	BookieRacks    map[string]string
 	BookieRackFile string
-	// EnforceMinNumRacksPerWriteQuorum makes rack-aware placement fail
-	// with ErrNotEnoughBookies, rather than fall back, when the writable
-	// bookies cannot give every ensemble member its own rack (so every
-	// write quorum spans Qw racks).
+	// PlacementPolicy names the placement policy (Java's
+	// ensemblePlacementPolicy): "random", "rackaware", "regionaware",
+	// "zoneaware", or Java's class names
+	// (org.apache.bookkeeper.client.DefaultEnsemblePlacementPolicy,
+	// RackawareEnsemblePlacementPolicy, RegionAwareEnsemblePlacementPolicy,
+	// ZoneawareEnsemblePlacementPolicy). Empty: see BookieRacks.
+	//
+	// rackaware: every write quorum spans min(Qw,
+	// MinNumRacksPerWriteQuorum) racks, one bookie per rack while racks
+	// remain; replacements prefer racks the ensemble uses least. When the
+	// racks cannot give that, placement falls back to spreading members
+	// round-robin over the racks, unless EnforceMinNumRacksPerWriteQuorum.
+	//
+	// zoneaware: E must be a multiple of Qw and Qw above
+	// MinNumZonesPerWriteQuorum (else ErrInvalidConfig); every write quorum
+	// spans min(Qw, DesiredNumZonesPerWriteQuorum) zones when the bookies
+	// allow, else at least MinNumZonesPerWriteQuorum (else
+	// ErrNotEnoughBookies); bookies of one zone in a write quorum are in two
+	// upgrade domains; bookies without a zone are never chosen. With
+	// NoStrictZoneawarePlacement placement is random.
+	//
+	// regionaware: members spread evenly over the regions with writable
+	// bookies, and over racks within them. With RegionsToWrite set, no
+	// MinRegionsForDurability−1 regions may hold an ack quorum of any
+	// write quorum (Qa below that count, or Qa ≤ Qw − Qw/m, is
+	// ErrInvalidConfig; an impossible placement is ErrNotEnoughBookies
+	// unless DisableRegionValidation).
+	PlacementPolicy string
+	// MinNumRacksPerWriteQuorum is Java's minNumRacksPerWriteQuorum (2):
+	// the racks every write quorum spans (capped at Qw).
+	MinNumRacksPerWriteQuorum int
+	// EnforceMinNumRacksPerWriteQuorum is Java's
+	// enforceMinNumRacksPerWriteQuorum (false): rack-aware placement fails
+	// with ErrNotEnoughBookies instead of falling back when no ensemble
+	// meets MinNumRacksPerWriteQuorum, and never chooses bookies of the
+	// default rack.
 	EnforceMinNumRacksPerWriteQuorum bool
+	// MinNumZonesPerWriteQuorum is Java's minNumZonesPerWriteQuorum (2).
+	MinNumZonesPerWriteQuorum int
+	// DesiredNumZonesPerWriteQuorum is Java's
+	// desiredNumZonesPerWriteQuorum (3); not below
+	// MinNumZonesPerWriteQuorum.
+	DesiredNumZonesPerWriteQuorum int
+	// NoStrictZoneawarePlacement is Java's
+	// enforceStrictZoneawarePlacement=false (Java's default is true).
+	NoStrictZoneawarePlacement bool
+	// RegionsToWrite is Java's reppRegionsToWrite ("R1;R2;R3" there): the
+	// regions durability counts on; empty: durability is not enforced.
+	RegionsToWrite []string
+	// MinRegionsForDurability is Java's reppMinimumRegionsForDurability
+	// (2); at most len(RegionsToWrite).
+	MinRegionsForDurability int
+	// DisableDurabilityEnforcementInReplace is Java's
+	// reppEnableDurabilityEnforcementInReplace=false (default true).
+	DisableDurabilityEnforcementInReplace bool
+	// DisableRegionValidation is Java's reppEnableValidation=false
+	// (default true): a region-aware ensemble that cannot meet durability
+	// is used anyway instead of failing.
+	DisableRegionValidation bool
+	// NetworkTopologyScript is Java's networkTopologyScriptFileName: an
+	// executable run with bookie hosts as arguments (at most
+	// NetworkTopologyScriptNumberArgs per run, Java's
+	// networkTopologyScriptNumberArgs, 100) that prints one location per
+	// argument, whitespace separated, each starting with "/". Answers are
+	// cached. A failed run, a run over NetworkTopologyScriptTimeout (10 s;
+	// Java has none) or bad output logs a warning and places the bookies in
+	// the policy's default location, as Java's resolver does; the next
+	// placement asks again.
+	NetworkTopologyScript           string
+	NetworkTopologyScriptNumberArgs int
+	NetworkTopologyScriptTimeout    time.Duration
+	// EnableBookieHealthCheck is Java's enableBookieHealthCheck (false): a
+	// bookie with BookieErrorThresholdPerInterval (Java's
+	// bookieErrorThresholdPerInterval, 5) failed requests (errors and
+	// timeouts of adds and reads) within one BookieHealthCheckInterval
+	// (Java's bookieHealthCheckIntervalSeconds, 60 s) is quarantined for
+	// BookieQuarantineTime (Java's bookieQuarantineTimeSeconds, 1800 s):
+	// new ensembles and replacements leave it out unless no placement
+	// exists without it. Folio quarantines as the threshold is reached,
+	// not at the end of the interval.
+	EnableBookieHealthCheck         bool
+	BookieHealthCheckInterval       time.Duration
+	BookieErrorThresholdPerInterval int
+	BookieQuarantineTime            time.Duration
 
 	// MaxFrameSize is the largest frame the client sends or accepts, its
 	// 4-byte length prefix included (Java's nettyMaxFrameSizeBytes; 0: the
@@ -230,6 +324,9 @@ func (c *Config) setDefaults() error {
 	if c.ConnectionsPerBookie <= 0 {
 		c.ConnectionsPerBookie = 1
 	}
+	if err := c.placementDefaults(); err != nil {
+		return err
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -253,6 +350,60 @@ func (c *Config) checkWriterOptions() error {
 		return fmt.Errorf("client: Config.MaxNumEnsembleChanges %d: want ≥ 0 (0: no limit) or NoEnsembleChanges: %w", c.MaxNumEnsembleChanges, ErrInvalidConfig)
 	}
 	return nil
+}
+
+// placementDefaults sets and checks the placement block.
+func (c *Config) placementDefaults() error {
+	if _, err := placement.ParseKind(c.PlacementPolicy); err != nil {
+		return fmt.Errorf("client: Config.PlacementPolicy: %w: %w", err, ErrInvalidConfig)
+	}
+	for name, v := range map[string]int{"MinNumRacksPerWriteQuorum": c.MinNumRacksPerWriteQuorum, "MinNumZonesPerWriteQuorum": c.MinNumZonesPerWriteQuorum,
+		"DesiredNumZonesPerWriteQuorum": c.DesiredNumZonesPerWriteQuorum, "MinRegionsForDurability": c.MinRegionsForDurability,
+		"NetworkTopologyScriptNumberArgs": c.NetworkTopologyScriptNumberArgs, "BookieErrorThresholdPerInterval": c.BookieErrorThresholdPerInterval} {
+		if v < 0 {
+			return fmt.Errorf("client: Config.%s is %d, want ≥ 0 (0: the default): %w", name, v, ErrInvalidConfig)
+		}
+	}
+	setInt(&c.MinNumRacksPerWriteQuorum, DefaultMinNumRacksPerWriteQuorum)
+	setInt(&c.MinNumZonesPerWriteQuorum, DefaultMinNumZonesPerWriteQuorum)
+	setInt(&c.DesiredNumZonesPerWriteQuorum, DefaultDesiredNumZonesPerWriteQuorum)
+	setInt(&c.MinRegionsForDurability, DefaultMinRegionsForDurability)
+	setInt(&c.NetworkTopologyScriptNumberArgs, DefaultNetworkTopologyScriptNumberArgs)
+	setInt(&c.BookieErrorThresholdPerInterval, DefaultBookieErrorThresholdPerInterval)
+	setDuration(&c.NetworkTopologyScriptTimeout, DefaultNetworkTopologyScriptTimeout)
+	setDuration(&c.BookieHealthCheckInterval, DefaultBookieHealthCheckInterval)
+	setDuration(&c.BookieQuarantineTime, DefaultBookieQuarantineTime)
+	pc := c.placementConfig(nil, nil)
+	if err := pc.Validate(); err != nil {
+		return fmt.Errorf("client: Config: %w: %w", err, ErrInvalidConfig)
+	}
+	return nil
+}
+
+// placementConfig is the placement.Config of the settings, with the given
+// locations and avoided bookies.
+func (c *Config) placementConfig(locs map[metadata.BookieID]string, avoid func(metadata.BookieID) bool) placement.Config {
+	kind, _ := placement.ParseKind(c.PlacementPolicy)
+	return placement.Config{
+		Kind:                       kind,
+		Locations:                  locs,
+		MinRacksPerWriteQuorum:     c.MinNumRacksPerWriteQuorum,
+		EnforceMinNumRacks:         c.EnforceMinNumRacksPerWriteQuorum,
+		MinZonesPerWriteQuorum:     c.MinNumZonesPerWriteQuorum,
+		DesiredZonesPerWriteQuorum: c.DesiredNumZonesPerWriteQuorum,
+		EnforceStrictZoneaware:     !c.NoStrictZoneawarePlacement,
+		RegionsToWrite:             c.RegionsToWrite,
+		MinRegionsForDurability:    c.MinRegionsForDurability,
+		EnforceDurabilityInReplace: !c.DisableDurabilityEnforcementInReplace,
+		EnableValidation:           !c.DisableRegionValidation,
+		Avoid:                      avoid,
+	}
+}
+
+func setInt(v *int, def int) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 func setDuration(d *time.Duration, def time.Duration) {

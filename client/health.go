@@ -1,10 +1,14 @@
 package client
 
 import (
+	"errors"
 	"sync"
 	"time"
 
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/transport"
+	"github.com/foliodb/folio/internal/wire"
 )
 
 // slowBookiePenalty is how long a bookie that was slow (left behind by a
@@ -12,14 +16,104 @@ import (
 const slowBookiePenalty = 30 * time.Second
 
 // bookieHealth remembers bookies that were recently slow or failing, so
-// that reads ask their other replicas first (Java's reorderReadSequence).
+// that reads ask their other replicas first (Java's reorderReadSequence),
+// and, with Config.EnableBookieHealthCheck, quarantines bookies that fail
+// too often (Java's bookie health check) so placement avoids them.
 type bookieHealth struct {
 	mu   sync.Mutex
 	slow map[metadata.BookieID]time.Time // until
+
+	// Quarantine, timed on the client's clock.
+	clock      clock.Clock
+	enabled    bool
+	start      time.Time     // origin of the check intervals
+	interval   time.Duration // Config.BookieHealthCheckInterval
+	threshold  int           // Config.BookieErrorThresholdPerInterval
+	quarantine time.Duration // Config.BookieQuarantineTime
+	errs       map[metadata.BookieID]errorWindow
+	held       map[metadata.BookieID]time.Time // quarantined until
+	log        func(b metadata.BookieID, errs int, until time.Time)
 }
 
-func newBookieHealth() *bookieHealth {
-	return &bookieHealth{slow: map[metadata.BookieID]time.Time{}}
+// errorWindow counts a bookie's errors in check interval n.
+type errorWindow struct {
+	n     int64
+	count int
+}
+
+func newBookieHealth(cfg Config) *bookieHealth {
+	h := &bookieHealth{slow: map[metadata.BookieID]time.Time{},
+		clock: cfg.clock, enabled: cfg.EnableBookieHealthCheck, interval: cfg.BookieHealthCheckInterval,
+		threshold: cfg.BookieErrorThresholdPerInterval, quarantine: cfg.BookieQuarantineTime,
+		errs: map[metadata.BookieID]errorWindow{}, held: map[metadata.BookieID]time.Time{}}
+	if h.clock == nil {
+		h.clock = clock.Real{}
+	}
+	h.start = h.clock.Now()
+	if lg := cfg.Logger; lg != nil {
+		h.log = func(b metadata.BookieID, errs int, until time.Time) {
+			lg.Warn("bookie quarantined: placement avoids it", "bookie", b, "errors", errs, "interval", h.interval, "until", until)
+		}
+	}
+	return h
+}
+
+// recordError counts a failed request to b (Java's recordError: errors
+// other than the expected ones of the protocol). When b reaches the
+// threshold within one check interval it is quarantined for the
+// quarantine time from now. A no-op unless the health check is enabled.
+func (h *bookieHealth) recordError(b metadata.BookieID) {
+	if !h.enabled {
+		return
+	}
+	now := h.clock.Now()
+	n := int64(now.Sub(h.start) / h.interval)
+	h.mu.Lock()
+	w := h.errs[b]
+	if w.n != n {
+		w = errorWindow{n: n}
+	}
+	w.count++
+	h.errs[b] = w
+	var until time.Time
+	if w.count == h.threshold {
+		until = now.Add(h.quarantine)
+		h.held[b] = until
+	}
+	h.mu.Unlock()
+	if !until.IsZero() && h.log != nil {
+		h.log(b, w.count, until)
+	}
+}
+
+// quarantined reports whether b is quarantined now: the live form
+// placement policies get, so a writer's later replacements see
+// quarantines that came after it was opened.
+func (h *bookieHealth) quarantined(b metadata.BookieID) bool {
+	now := h.clock.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	until, ok := h.held[b]
+	if ok && !now.Before(until) {
+		delete(h.held, b)
+		return false
+	}
+	return ok
+}
+
+// countsAsError reports whether a bookie's answer counts towards its
+// quarantine: as Java's, every failure but the expected ones (no such
+// entry or ledger, fenced, read-only, and connection failures, which Java
+// counts only with bookieConnectionErrorQuarantineEnabled).
+func countsAsError(resp *wire.Response, err error) bool {
+	if err != nil {
+		return !errors.Is(err, transport.ErrBookieUnavailable)
+	}
+	switch resp.Status {
+	case wire.StatusOK, wire.StatusNoEntry, wire.StatusNoLedger, wire.StatusFenced, wire.StatusReadOnly:
+		return false
+	}
+	return true
 }
 
 func (h *bookieHealth) markSlow(b metadata.BookieID) {

@@ -19,10 +19,24 @@ import (
 // the ledger's loop.
 
 // bookies is ledgerexec.Bookies over internal/transport.
-type bookies struct{ tr *transport.Transport }
+type bookies struct {
+	tr     *transport.Transport
+	health *bookieHealth
+}
 
+// Send sends req and counts a failed answer towards the bookie's
+// quarantine (Config.EnableBookieHealthCheck).
 func (b bookies) Send(bookie string, ledgerID int64, req *wire.Request, cb func(*wire.Response, error)) {
-	b.tr.Send(bookie, ledgerID, req, cb)
+	if !b.health.enabled {
+		b.tr.Send(bookie, ledgerID, req, cb)
+		return
+	}
+	b.tr.Send(bookie, ledgerID, req, func(resp *wire.Response, err error) {
+		if countsAsError(resp, err) {
+			b.health.recordError(metadata.BookieID(bookie))
+		}
+		cb(resp, err)
+	})
 }
 
 // store is ledgerexec.Store over the client's metadata driver: each
@@ -81,7 +95,7 @@ func (c *Client) newExecutor(id int64, dig *digest.Digester, password []byte, em
 		LedgerID:  id,
 		Digester:  dig,
 		MasterKey: mk[:],
-		Bookies:   bookies{c.tr},
+		Bookies:   bookies{c.tr, c.health},
 		Store:     store{c},
 		Emit:      emit,
 		Slow:      c.health.markSlow,

@@ -143,7 +143,7 @@ func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version m
 		LedgerID:  id,
 		Metadata:  md,
 		Version:   version,
-		Placement: c.newPolicy(),
+		Placement: c.newPolicy(md.WriteQuorum, md.AckQuorum),
 		Writable:  c.mu.writable,
 
 		ExplicitIDs: explicit,

@@ -36,7 +36,7 @@ var layers = map[string][]string{
 	"internal/transport":             {"internal/wire", "internal/digest"},
 	"internal/ledger":                {"internal/wire", "internal/digest", "internal/metadata"},
 	"internal/ledgerexec":            {"internal/ledger", "internal/wire", "internal/digest", "internal/metadata"},
-	"client":                         {"internal/ledger", "internal/ledgerexec", "internal/transport", "internal/metadata", "internal/wire", "internal/digest"},
+	"client":                         {"internal/ledger", "internal/ledgerexec", "internal/transport", "internal/metadata", "internal/wire", "internal/digest", "internal/topologyscript"},
 	"client/clientprom":              {"client"}, // the Prometheus adapter of client.Metrics
 	"internal/storage":               {},
 	"internal/bookie":                {"internal/storage", "internal/wire", "internal/digest"},
@@ -51,11 +51,12 @@ var layers = map[string][]string{
 	"internal/wire/v3/protocolpb":    {},
 	"internal/metadata/metadatatest": {"internal/metadata"},
 	"internal/clock":                 {},
-	"internal/pki":                   {}, // PEM files and a local CA: leaf, no Folio imports
-	"internal/benchbase":             {}, // imported by benchmarks only
-	"internal/tlsconf":               {}, // TLS from PEM files; tlstest: test certificates
-	"internal/scenario":              {}, // test-only: its tests import what they need
-	"deploy":                         {}, // test-only: its tests check deploy/'s files against the code
+	"internal/topologyscript":        {"internal/metadata"}, // bookie locations from an operator's script (networkTopologyScriptFileName)
+	"internal/pki":                   {},                    // PEM files and a local CA: leaf, no Folio imports
+	"internal/benchbase":             {},                    // imported by benchmarks only
+	"internal/tlsconf":               {},                    // TLS from PEM files; tlstest: test certificates
+	"internal/scenario":              {},                    // test-only: its tests import what they need
+	"deploy":                         {},                    // test-only: its tests check deploy/'s files against the code
 
 	// The load generator of `folio bench`: measures through the public
 	// client only, as an application would.

@@ -135,17 +135,17 @@ func (p *RackAware) rackDeficit(ensemble []metadata.BookieID, q quorum.Params) i
 // RackawareEnsemblePlacementPolicyImpl.isEnsembleAdheringToPlacementPolicy
 // judges: every write set must span at least min(Qw,
 // MinRacksPerWriteQuorum) racks (bookies without a configured location
-// count as DefaultRack). The result is MeetsStrict or NotAdhering, never
-// MeetsSoft. Unlike BookKeeper with enforceMinNumRacksPerWriteQuorum, a
-// write set holding a DefaultRack bookie is not failed for that alone:
-// Folio's EnforceMinNumRacks does not keep such bookies out of ensembles
-// either.
+// count as DefaultRack) and, with EnforceMinNumRacks, hold no DefaultRack
+// bookie. The result is MeetsStrict or NotAdhering, never MeetsSoft.
 func (p *RackAware) Adheres(ensemble []metadata.BookieID, writeQuorum, ackQuorum int) Adherence {
 	if !validSizes(len(ensemble), writeQuorum, ackQuorum) {
 		return NotAdhering
 	}
 	q := quorum.Params{EnsembleSize: len(ensemble), WriteQuorum: writeQuorum, AckQuorum: ackQuorum}
 	if p.rackDeficit(ensemble, q) > 0 {
+		return NotAdhering
+	}
+	if p.EnforceMinNumRacks && slices.ContainsFunc(ensemble, func(b metadata.BookieID) bool { return p.Rack(b) == DefaultRack }) {
 		return NotAdhering
 	}
 	return MeetsStrict

@@ -48,6 +48,15 @@ type RackAware struct {
 	// DefaultMinRacksPerWriteQuorum. Placement of new ensembles already
 	// spreads as far as the racks allow and does not read it.
 	MinRacksPerWriteQuorum int
+	// WriteQuorum is the ledger's Qw when the policy is bound to a ledger
+	// (NewForLedger); then placement follows BookKeeper's contract:
+	// every write set spans min(Qw, MinRacksPerWriteQuorum) racks when
+	// the bookies allow, and with EnforceMinNumRacks bookies in
+	// DefaultRack are never chosen and a placement that cannot meet it
+	// fails with ErrNotEnoughBookies. Zero (NewRackAware): the policy
+	// does not know Qw and EnforceMinNumRacks asks distinct racks over the
+	// whole ensemble.
+	WriteQuorum int
 }
 
 // NewRackAware returns a RackAware policy drawing from src; locations is
@@ -85,7 +94,15 @@ func (p *RackAware) Rack(b metadata.BookieID) string {
 
 // NewEnsemble implements Policy.
 func (p *RackAware) NewEnsemble(size int, writable []metadata.BookieID) ([]metadata.BookieID, error) {
-	candidates := distinct(writable, nil)
+	if p.WriteQuorum > 0 {
+		return p.newBound(size, writable)
+	}
+	return p.spread(size, distinct(writable, nil), p.EnforceMinNumRacks)
+}
+
+// spread is the ensemble of size taking one bookie per rack in turn over
+// candidates; with enforce it fails unless every member has its own rack.
+func (p *RackAware) spread(size int, candidates []metadata.BookieID, enforce bool) ([]metadata.BookieID, error) {
 	if len(candidates) < size {
 		return nil, fmt.Errorf("%w: need %d, have %d writable", ErrNotEnoughBookies, size, len(candidates))
 	}
@@ -94,7 +111,7 @@ func (p *RackAware) NewEnsemble(size int, writable []metadata.BookieID) ([]metad
 		byRack[p.Rack(b)] = append(byRack[p.Rack(b)], b)
 	}
 	racks := slices.Sorted(maps.Keys(byRack))
-	if p.EnforceMinNumRacks && len(racks) < size {
+	if enforce && len(racks) < size {
 		return nil, fmt.Errorf("%w: ensemble of %d needs %d racks, writable bookies are in %d", ErrNotEnoughBookies, size, size, len(racks))
 	}
 	p.rand.Shuffle(len(racks), func(i, j int) { racks[i], racks[j] = racks[j], racks[i] })
@@ -119,6 +136,9 @@ func (p *RackAware) NewEnsemble(size int, writable []metadata.BookieID) ([]metad
 
 // ReplaceBookie implements Policy.
 func (p *RackAware) ReplaceBookie(ensemble []metadata.BookieID, idx int, writable, exclude []metadata.BookieID) (metadata.BookieID, error) {
+	if p.WriteQuorum > 0 {
+		return p.replaceBound(ensemble, idx, writable, exclude)
+	}
 	candidates := distinct(writable, func(b metadata.BookieID) bool {
 		return slices.Contains(ensemble, b) || slices.Contains(exclude, b)
 	})
@@ -145,4 +165,81 @@ func (p *RackAware) ReplaceBookie(ensemble []metadata.BookieID, idx int, writabl
 		return "", fmt.Errorf("%w: no writable bookie in a rack the ensemble does not use to replace index %d (%s)", ErrNotEnoughBookies, idx, ensemble[idx])
 	}
 	return best[p.rand.IntN(len(best))], nil
+}
+
+// racksOK reports whether members span need racks.
+func (p *RackAware) racksOK(members []metadata.BookieID, need int) bool {
+	racks := make([]string, 0, len(members))
+	for _, b := range members {
+		if r := p.Rack(b); !slices.Contains(racks, r) {
+			racks = append(racks, r)
+		}
+	}
+	return len(racks) >= need
+}
+
+func (p *RackAware) ensembleOK(ens []metadata.BookieID, wq, need int) bool {
+	return writeSetsOf(ens, wq, func(m []metadata.BookieID) bool { return p.racksOK(m, need) })
+}
+
+// eligible is the candidates of a bound policy: without DefaultRack
+// bookies when enforced (BookKeeper's
+// addDefaultRackBookiesIfMinNumRacksIsEnforced).
+func (p *RackAware) eligible(writable []metadata.BookieID, skip func(metadata.BookieID) bool) []metadata.BookieID {
+	return distinct(writable, func(b metadata.BookieID) bool {
+		return (skip != nil && skip(b)) || (p.EnforceMinNumRacks && p.Rack(b) == DefaultRack)
+	})
+}
+
+func (p *RackAware) newBound(size int, writable []metadata.BookieID) ([]metadata.BookieID, error) {
+	wq := min(p.WriteQuorum, size)
+	need := p.minRacks(wq)
+	cands := p.eligible(writable, nil)
+	if len(cands) < size {
+		if p.EnforceMinNumRacks {
+			return nil, fmt.Errorf("%w: need %d, have %d writable bookies outside %s", ErrNotEnoughBookies, size, len(cands), DefaultRack)
+		}
+		return nil, fmt.Errorf("%w: need %d, have %d writable", ErrNotEnoughBookies, size, len(cands))
+	}
+	// The one-per-rack spread first: it spans the most racks.
+	if ens, err := p.spread(size, cands, false); err == nil && p.ensembleOK(ens, wq, need) {
+		return ens, nil
+	}
+	ens := make([]metadata.BookieID, size)
+	pref := func(e []metadata.BookieID, idx int, b metadata.BookieID) int { return nearSame(e, idx, wq, b, p.Rack) }
+	if search(p.rand, ens, wq, cands, p.Rack, func(m []metadata.BookieID) bool { return p.racksOK(m, need) }, pref) {
+		return ens, nil
+	}
+	if p.EnforceMinNumRacks {
+		return nil, fmt.Errorf("%w: no ensemble of %d gives every write quorum of %d bookies %d racks", ErrNotEnoughBookies, size, wq, need)
+	}
+	return p.spread(size, cands, false)
+}
+
+func (p *RackAware) replaceBound(ensemble []metadata.BookieID, idx int, writable, exclude []metadata.BookieID) (metadata.BookieID, error) {
+	wq := min(p.WriteQuorum, len(ensemble))
+	need := p.minRacks(wq)
+	cands := p.eligible(writable, func(b metadata.BookieID) bool { return slices.Contains(ensemble, b) || slices.Contains(exclude, b) })
+	if len(cands) == 0 {
+		return "", fmt.Errorf("%w: no eligible writable bookie outside the ensemble to replace index %d (%s)", ErrNotEnoughBookies, idx, ensemble[idx])
+	}
+	// Prefer racks the rest of the ensemble uses least.
+	used := map[string]int{}
+	for i, b := range ensemble {
+		if i != idx {
+			used[p.Rack(b)]++
+		}
+	}
+	pref := func(_ []metadata.BookieID, _ int, b metadata.BookieID) int { return used[p.Rack(b)] }
+	ens := slices.Clone(ensemble)
+	ens[idx] = ""
+	if search(p.rand, ens, wq, cands, p.Rack, func(m []metadata.BookieID) bool { return p.racksOK(m, need) }, pref) {
+		return ens[idx], nil
+	}
+	if p.EnforceMinNumRacks {
+		return "", fmt.Errorf("%w: no eligible writable bookie keeps %d racks in the write sets of index %d (%s)", ErrNotEnoughBookies, need, idx, ensemble[idx])
+	}
+	ens[idx] = ""
+	search(p.rand, ens, wq, cands, p.Rack, func([]metadata.BookieID) bool { return true }, pref)
+	return ens[idx], nil
 }
