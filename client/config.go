@@ -241,9 +241,11 @@ type Config struct {
 	// ErrLedgerClosed. An append that has its quorum but waits behind an
 	// ensemble change or a lower entry does not time out. It fails between
 	// the timeout and a quarter of it later. Unlike AddEntryTimeout, which
-	// replaces one slow bookie, this bounds the append as a whole (a
-	// stalled ensemble change, too few bookies answering). Negative or
-	// below a millisecond is invalid.
+	// replaces one slow bookie, this bounds the append as a whole while it
+	// lacks its quorum (too few bookies answering). It does not bound a
+	// stalled ensemble change for appends that already have Qa acks (with
+	// Qw > Qa they wait for the change's metadata write, which
+	// MetadataTimeout bounds). Negative or below a millisecond is invalid.
 	AddEntryQuorumTimeout time.Duration
 	// DelayEnsembleChange keeps a failed bookie in the ensemble as long as
 	// every pending append can still reach its ack quorum without it
@@ -264,7 +266,12 @@ type Config struct {
 	// week by default) finds the missing entries. A bookie that comes back
 	// does not get them. Until then, losing the Qa bookies that hold such
 	// an entry loses it, where an immediate ensemble change would have
-	// given it Qw copies.
+	// given it Qw copies. And while the lost bookie stays in the last
+	// ensemble of an OPEN ledger, AutoRecovery (after its
+	// openLedgerRereplicationGracePeriod, 30 s by default) recovers the
+	// ledger to re-replicate it, which fences a writer still writing: with
+	// AutoRecovery on, a long-lived writer ends about that long after
+	// losing a bookie, as in Java.
 	DelayEnsembleChange bool
 	// MaxNumEnsembleChanges bounds the ensemble changes of one write
 	// handle (Java's maxNumEnsembleChanges; zero means Java's default,
@@ -272,7 +279,10 @@ type Config struct {
 	// fails the pending appends with ErrTooManyEnsembleChanges and closes
 	// the ledger at its last acknowledged entry. Each round of replacement
 	// counts, including a second round for failures that came during a
-	// change, as in Java. NoEnsembleChanges allows none (Java's 0). Below
+	// change. Unlike Java, a round whose failed bookies the previous round
+	// already replaced (late failures of the same bookie) is not counted:
+	// one bookie crash under pipelined load uses one change, where Java
+	// often uses two. NoEnsembleChanges allows none (Java's 0). Below
 	// NoEnsembleChanges is invalid.
 	MaxNumEnsembleChanges int
 

@@ -75,8 +75,10 @@ type AppendFuture struct {
 // Wait waits until the append completes and returns its entry id, or
 // returns ctx's error if ctx ends first (the append goes on: ctx bounds the
 // wait, not the add). An error from the append itself matches one of the
-// client's errors; ErrLedgerFenced, ErrLedgerClosed and ErrTimeout mean the
-// outcome is unknown.
+// client's errors; ErrLedgerFenced, ErrLedgerClosed, ErrTimeout (and
+// ErrAddQuorumTimeout, which matches it), ErrNotEnoughBookies and
+// ErrTooManyEnsembleChanges mean the outcome is unknown: the entry may be
+// stored on some bookies, and a later recovery of the ledger decides.
 func (f *AppendFuture) Wait(ctx context.Context) (int64, error) {
 	select {
 	case <-f.done:

@@ -121,10 +121,21 @@ func (w *Writer) tick() {
 }
 
 // notePush remembers when entryID was appended, for the quorum timeout.
+// Completed adds are dropped from the front here as well as at each Tick,
+// so the list holds about the pending adds, not every add of a tick
+// interval (100k appends/s with a 60 s timeout would otherwise keep
+// 1.5M records between two Ticks). In explicit-id mode the front may be an
+// id above a gap; it completes only after every lower id, so the list
+// stays bounded by the pending window.
 func (w *Writer) notePush(entryID int64) {
-	if w.opts.quorumTimeout > 0 {
-		w.opts.pushed = append(w.opts.pushed, pushedAdd{entryID: entryID, tick: w.opts.ticks})
+	o := &w.opts
+	if o.quorumTimeout <= 0 {
+		return
 	}
+	for len(o.pushed) > 0 && w.p.find(o.pushed[0].entryID) == nil {
+		o.pushed = o.pushed[1:]
+	}
+	o.pushed = append(o.pushed, pushedAdd{entryID: entryID, tick: o.ticks})
 }
 
 // checkQuorumTimeout fails the writer if a pending add has waited more
