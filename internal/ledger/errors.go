@@ -51,6 +51,12 @@ var (
 	// ErrNotAnswered: no verifiable answer was possible, e.g. every replica
 	// of an entry failed its digest check.
 	ErrNotAnswered = errors.New("no valid answer from the bookies")
+
+	// ErrBatchReadUnsupported: what the shell puts in a BatchReadResponse
+	// when the bookie cannot serve BATCH_READ_ENTRY (it answered EBADREQ,
+	// now or earlier on the same connection). An unknown outcome for the
+	// entries, never a negative.
+	ErrBatchReadUnsupported = errors.New("bookie does not serve batch reads")
 )
 
 // isNegative reports whether err is an explicit negative: the bookie says it
