@@ -61,9 +61,11 @@ func (r *ReadHandle) LastAddConfirmed() int64 {
 // Length returns the ledger length in bytes known to the handle, without
 // asking anyone (Java's getLength): the metadata's length once the handle
 // sees the ledger CLOSED; while it is open, the highest length learnt from
-// LAC reads, long polls and entries read (the length through the entry
-// that carried the LAC, so it may lag LastAddConfirmed by the entries in
-// between). It never goes down.
+// LAC reads, long polls and entries read. As Java's, it is the length
+// through the entry that carried the LAC (a bookie's last entry), not
+// through the LAC's entry: it can be ahead of LastAddConfirmed by the
+// entries in between, or behind it. It never goes down while the ledger
+// is open.
 func (r *ReadHandle) Length() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
