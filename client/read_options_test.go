@@ -68,6 +68,19 @@ func TestReadHandleOptions(t *testing.T) {
 			cancel()
 			break
 		}
+		// Bad ranges: one error, nothing read.
+		for _, rng := range [][2]int64{{5, 2}, {-1, 3}, {0, 1500}} {
+			var errs []error
+			for e, err := range r.Entries(ctx, rng[0], rng[1]) {
+				if err == nil {
+					t.Fatalf("Entries(%d, %d) yielded entry %d", rng[0], rng[1], e.ID)
+				}
+				errs = append(errs, err)
+			}
+			if len(errs) != 1 || errors.Is(errs[0], client.ErrNoSuchEntry) || (rng[1] == 1500) != errors.Is(errs[0], client.ErrReadBeyondLAC) {
+				t.Fatalf("Entries(%d, %d): %v; want one invalid-range error (ErrReadBeyondLAC past the LAC)", rng[0], rng[1], errs)
+			}
+		}
 		// ctx's end reaches the read-ahead and comes back as the error.
 		cctx, cancel := context.WithCancel(ctx)
 		var last error
