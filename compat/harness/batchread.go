@@ -3,6 +3,9 @@ package harness
 import (
 	"bytes"
 	"context"
+	"log/slog"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,7 +33,16 @@ func folioBatchReads(t *testing.T, e interopEnv, seed int64) {
 	if err := w.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r, err := e.fc.OpenLedger(ctx, w.ID(), client.OpenOptions{Password: []byte(password)})
+	// A reader whose log shows whether a batch read fell back to single
+	// reads: over v2 a Java 4.17 bookie must serve them.
+	logs := &fallbackLog{}
+	rc, err := client.New(ctx, client.Config{MetadataServiceURI: e.uri, UseV2WireProtocol: e.mode == "v2",
+		Logger: slog.New(logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	r, err := rc.OpenLedger(ctx, w.ID(), client.OpenOptions{Password: []byte(password)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,4 +68,21 @@ func folioBatchReads(t *testing.T, e interopEnv, seed int64) {
 	if es, err := r.BatchRead(ctx, n-2, 100, 0); err != nil || len(es) != 2 {
 		t.Fatalf("%s: BatchRead past the end: %d entries, %v; want the last 2", e.mode, len(es), err)
 	}
+	if n := logs.fallbacks.Load(); n != 0 {
+		t.Fatalf("%s: %d batch reads fell back to single reads", e.mode, n)
+	}
 }
+
+// fallbackLog is a slog.Handler counting the client's "reading single
+// entries" fallback messages.
+type fallbackLog struct{ fallbacks atomic.Int64 }
+
+func (l *fallbackLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *fallbackLog) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "reading single entries") {
+		l.fallbacks.Add(1)
+	}
+	return nil
+}
+func (l *fallbackLog) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *fallbackLog) WithGroup(string) slog.Handler      { return l }
