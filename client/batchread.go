@@ -2,11 +2,13 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/foliodb/folio/internal/ledger"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/transport"
 	"github.com/foliodb/folio/internal/wire"
 )
 
@@ -49,7 +51,10 @@ const (
 // connection from then on; if no replica can serve the batch (EBADREQ, a
 // dropped connection as a 4.16 bookie does on the unknown opcode, errors,
 // timeouts), the range is read with single reads, whose rules decide each
-// entry. Without v2, or with E > Qw (a bookie then stores no run of
+// entry. If the first replica's failure was a lost or refused connection
+// (ErrBookieUnavailable: what a 4.16 bookie's drop looks like), the handle
+// reads single entries for every later BatchRead too, as Java's
+// notSupportBatch (it cannot tell such a bookie from one that was down). Without v2, or with E > Qw (a bookie then stores no run of
 // consecutive entries longer than Qw: Java reads single entries too), it
 // reads single entries, with the same cut.
 //
@@ -95,10 +100,21 @@ func (r *ReadHandle) BatchRead(ctx context.Context, first int64, maxCount int, m
 	if size == 0 || size > int64(frame) {
 		size = int64(frame)
 	}
-	if r.c.cfg.UseV2WireProtocol && !r.c.cfg.DisableBatchRead && md.EnsembleSize == md.WriteQuorum {
+	r.mu.Lock()
+	noBatch := r.mu.noBatch
+	r.mu.Unlock()
+	if r.c.cfg.UseV2WireProtocol && !r.c.cfg.DisableBatchRead && !noBatch && md.EnsembleSize == md.WriteQuorum {
 		out, fallback, err := r.batchRead(ctx, md, first, last, size)
 		if !fallback {
 			return out, err
+		}
+		if errors.Is(err, transport.ErrBookieUnavailable) {
+			// As Java's notSupportBatch: a 4.16 bookie drops the
+			// connection on the unknown opcode, and every request on that
+			// connection with it; do not ask again on this handle.
+			r.mu.Lock()
+			r.mu.noBatch = true
+			r.mu.Unlock()
 		}
 		r.c.log.Debug("batch read failed on every replica, reading single entries", "ledger", r.id, "first", first, "err", err)
 	}

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/foliodb/folio/client"
 	"github.com/foliodb/folio/internal/testcluster"
@@ -200,6 +204,56 @@ func TestBatchRead(t *testing.T) {
 		checkEntries(t, open.ID(), es, 5, 4)
 		if err := open.Close(ctx); err != nil {
 			t.Fatal(err)
+		}
+	})
+	t.Run("UnreachableTurnsBatchOff", func(t *testing.T) {
+		// Every replica's connection refused (what a 4.16 bookie's drop
+		// of the connection looks like): as Java's notSupportBatch, the
+		// handle reads single entries from then on; another handle still
+		// batches.
+		var mu sync.Mutex
+		cut := true
+		dialer := func(ctx context.Context, network, addr string) (net.Conn, error) {
+			mu.Lock()
+			blocked := cut
+			mu.Unlock()
+			if blocked {
+				return nil, fmt.Errorf("test cut this client off from %s", addr)
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}
+		c := newClient(t, cl, func(cfg *client.Config) { cfg.UseV2WireProtocol, cfg.Dialer = true, dialer })
+		rd := openReader(t, ctx, c, full.ID()) // CLOSED: the open asks no bookie
+		if _, err := rd.BatchRead(ctx, 0, 3, 0); err == nil {
+			t.Fatal("BatchRead with every bookie unreachable succeeded")
+		}
+		mu.Lock()
+		cut = false
+		mu.Unlock()
+		b0 := batches()
+		for {
+			// The transport waits out its reconnect backoff first.
+			es, err := rd.BatchRead(ctx, 0, 3, 0)
+			if err == nil {
+				checkEntries(t, full.ID(), es, 0, 3)
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("BatchRead after the cut ended: %v", err)
+			}
+			time.Sleep(10 * time.Millisecond) // retry interval
+		}
+		if b := batches() - b0; b != 0 {
+			t.Fatalf("%d batch reads from the handle that found no bookie reachable", b)
+		}
+		es, err := openReader(t, ctx, c, full.ID()).BatchRead(ctx, 0, 3, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkEntries(t, full.ID(), es, 0, 3)
+		if b := batches() - b0; b != 1 {
+			t.Fatalf("%d batch reads from a new handle, want 1", b)
 		}
 	})
 	t.Run("EnsembleChange", func(t *testing.T) {

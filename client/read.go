@@ -43,6 +43,9 @@ type ReadHandle struct {
 		// (Config.StickyReadsEnabled); stickySet once it was picked.
 		sticky    int
 		stickySet bool
+		// noBatch: a batch read found no replica reachable (Java's
+		// notSupportBatch); BatchRead reads single entries from then on.
+		noBatch bool
 	}
 }
 
