@@ -27,3 +27,20 @@ func TestAdoptClosedIsFinal(t *testing.T) {
 		t.Fatalf("after LAC 20: %d, want 9", lac)
 	}
 }
+
+// The cached length only moves forward while the ledger is open; once it
+// is CLOSED it is the metadata's.
+func TestAdoptLength(t *testing.T) {
+	open := &metadata.LedgerMetadata{State: metadata.LedgerOpen, LastEntryID: -1}
+	r := &ReadHandle{}
+	r.mu.md, r.mu.lac = open, -1
+	r.adoptLength(100)
+	r.adoptLength(40) // an older answer
+	if n := r.Length(); n != 100 {
+		t.Fatalf("length %d, want 100", n)
+	}
+	r.adopt(&metadata.LedgerMetadata{State: metadata.LedgerClosed, LastEntryID: 3, Length: 90}, -1)
+	if n, lac := r.Length(), r.LastAddConfirmed(); n != 90 || lac != 3 {
+		t.Fatalf("closed: length %d LAC %d, want the metadata's 90 and 3", n, lac)
+	}
+}

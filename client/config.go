@@ -5,10 +5,12 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"time"
 
 	"github.com/foliodb/folio/internal/clock"
+	"github.com/foliodb/folio/internal/ledger"
 	"github.com/foliodb/folio/internal/ledger/placement"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/wire"
@@ -42,6 +44,12 @@ const (
 	DefaultBookieHealthCheckInterval       = 60 * time.Second
 	DefaultBookieErrorThresholdPerInterval = 5
 	DefaultBookieQuarantineTime            = 1800 * time.Second
+	// DefaultSpeculativeReadTimeoutBackoffMultiplier is Java's
+	// speculativeReadTimeoutBackoffMultiplier.
+	DefaultSpeculativeReadTimeoutBackoffMultiplier = 2.0
+	// DefaultReadAheadChunks is the read-ahead of ReadHandle.Entries, in
+	// chunks of up to 512 entries.
+	DefaultReadAheadChunks = 1
 )
 
 // Config configures a Client. The zero value of each field is its default.
@@ -286,6 +294,47 @@ type Config struct {
 	// NoEnsembleChanges is invalid.
 	MaxNumEnsembleChanges int
 
+	// Reads (Java: ClientConfiguration's read settings). Speculative reads
+	// follow Java's DefaultSpeculativeRequestExecutionPolicy: the first
+	// extra request after FirstSpeculativeReadTimeout, each later one
+	// after the previous delay times SpeculativeReadTimeoutBackoffMultiplier,
+	// capped at MaxSpeculativeReadTimeout. With neither set, every delay
+	// is SpeculativeReadTimeout, as before and as Java's defaults.
+
+	// FirstSpeculativeReadTimeout is the delay before a read first asks
+	// another replica (Java's firstSpeculativeReadTimeout, default
+	// speculativeReadTimeout). Zero: SpeculativeReadTimeout. Negative, or
+	// a negative SpeculativeReadTimeout: no speculative reads.
+	FirstSpeculativeReadTimeout time.Duration
+	// MaxSpeculativeReadTimeout caps the backed-off delay (Java's
+	// maxSpeculativeReadTimeout, default speculativeReadTimeout). Zero:
+	// the larger of SpeculativeReadTimeout and FirstSpeculativeReadTimeout
+	// (no backoff); below FirstSpeculativeReadTimeout it is an error.
+	MaxSpeculativeReadTimeout time.Duration
+	// SpeculativeReadTimeoutBackoffMultiplier multiplies the delay after
+	// each speculative request (Java's
+	// speculativeReadTimeoutBackoffMultiplier, 2.0). Zero: 2.0; negative,
+	// NaN or infinite: an error.
+	SpeculativeReadTimeoutBackoffMultiplier float64
+	// StickyReadsEnabled sends all reads of a ReadHandle to one bookie of
+	// the ensemble (picked at random at open) until it fails a read, then
+	// to the next one of the ensemble (Java's stickyReadsEnabled, false).
+	// It applies only to ledgers with EnsembleSize == WriteQuorumSize,
+	// where every bookie stores every entry; for the others it is ignored,
+	// as in Java. The bookie's read-ahead cache then serves sequential
+	// reads.
+	StickyReadsEnabled bool
+	// DisableBatchRead makes BatchRead use single reads even with
+	// UseV2WireProtocol (Java's batchReadEnabled=false; Java's default,
+	// and Folio's, is batch reads on).
+	DisableBatchRead bool
+	// ReadAheadChunks is how many chunks (of up to 512 entries) the
+	// iterator of ReadHandle.Entries reads ahead of the one its caller is
+	// consuming (1). Negative: no read-ahead, each chunk is read when
+	// the previous one is consumed. Java's client has no equivalent (its
+	// readers read ahead themselves, e.g. Pulsar's managed ledger cache).
+	ReadAheadChunks int
+
 	// Logger receives the client's logs; nil means slog.Default().
 	Logger *slog.Logger
 
@@ -324,6 +373,9 @@ func (c *Config) setDefaults() error {
 	if c.SpeculativeReadTimeout == 0 {
 		c.SpeculativeReadTimeout = DefaultSpeculativeReadTimeout
 	}
+	if err := c.setReadDefaults(); err != nil {
+		return err
+	}
 	setDuration(&c.MetadataTimeout, DefaultMetadataTimeout)
 	if c.MaxOutstandingAdds <= 0 {
 		c.MaxOutstandingAdds = DefaultMaxOutstandingAdds
@@ -358,6 +410,35 @@ func (c *Config) checkWriterOptions() error {
 	}
 	if c.MaxNumEnsembleChanges < NoEnsembleChanges {
 		return fmt.Errorf("client: Config.MaxNumEnsembleChanges %d: want ≥ 0 (0: no limit) or NoEnsembleChanges: %w", c.MaxNumEnsembleChanges, ErrInvalidConfig)
+	}
+	return nil
+}
+
+// setReadDefaults checks and defaults the Reads block (after
+// SpeculativeReadTimeout got its default).
+func (c *Config) setReadDefaults() error {
+	m := c.SpeculativeReadTimeoutBackoffMultiplier
+	if m < 0 || math.IsNaN(m) || math.IsInf(m, 0) {
+		return fmt.Errorf("client: Config.SpeculativeReadTimeoutBackoffMultiplier is %v, need a finite value > 0: %w", m, ErrInvalidConfig)
+	}
+	if m == 0 {
+		c.SpeculativeReadTimeoutBackoffMultiplier = DefaultSpeculativeReadTimeoutBackoffMultiplier
+	}
+	if c.FirstSpeculativeReadTimeout == 0 {
+		c.FirstSpeculativeReadTimeout = c.SpeculativeReadTimeout
+	}
+	if c.MaxSpeculativeReadTimeout < 0 {
+		return fmt.Errorf("client: Config.MaxSpeculativeReadTimeout is %v, need ≥ 0: %w", c.MaxSpeculativeReadTimeout, ErrInvalidConfig)
+	}
+	if c.MaxSpeculativeReadTimeout == 0 {
+		c.MaxSpeculativeReadTimeout = max(c.SpeculativeReadTimeout, c.FirstSpeculativeReadTimeout)
+	}
+	if c.FirstSpeculativeReadTimeout > 0 && c.MaxSpeculativeReadTimeout < c.FirstSpeculativeReadTimeout {
+		return fmt.Errorf("client: Config.MaxSpeculativeReadTimeout %v is below FirstSpeculativeReadTimeout %v: %w",
+			c.MaxSpeculativeReadTimeout, c.FirstSpeculativeReadTimeout, ErrInvalidConfig)
+	}
+	if c.ReadAheadChunks == 0 {
+		c.ReadAheadChunks = DefaultReadAheadChunks
 	}
 	return nil
 }
@@ -414,6 +495,16 @@ func setInt(v *int, def int) {
 	if *v <= 0 {
 		*v = def
 	}
+}
+
+// speculation is the read machines' speculative schedule; First zero
+// (none) when speculative reads are off.
+func (c *Config) speculation() ledger.Speculation {
+	if c.SpeculativeReadTimeout < 0 || c.FirstSpeculativeReadTimeout < 0 {
+		return ledger.Speculation{}
+	}
+	return ledger.Speculation{First: c.FirstSpeculativeReadTimeout, Max: c.MaxSpeculativeReadTimeout,
+		Multiplier: c.SpeculativeReadTimeoutBackoffMultiplier}
 }
 
 func setDuration(d *time.Duration, def time.Duration) {

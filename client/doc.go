@@ -33,6 +33,19 @@
 // chosen id (Java's CreateAdvBuilder.withLedgerId), for CreateLedger too;
 // a taken id fails with ErrLedgerExists.
 //
+// # Reading
+//
+// A ReadHandle reads with Read (up to the LAC it knows), ReadUnconfirmed,
+// Entries (an iterator that reads the next chunk ahead while the caller
+// consumes one, Config.ReadAheadChunks) and BatchRead (Java's batchRead: one
+// BATCH_READ_ENTRY request with Config.UseV2WireProtocol, single reads
+// otherwise or from bookies that do not serve it). ReadLastAddConfirmed
+// asks a covering set of bookies, TryReadLastAddConfirmed takes the first
+// answer; LastAddConfirmed and Length return what the handle learnt so
+// far without asking. Tail follows an open ledger with long polls.
+// Speculative reads back off (Config.FirstSpeculativeReadTimeout, …) and
+// reads can stick to one bookie (Config.StickyReadsEnabled), as Java's.
+//
 // # Design
 //
 // The protocol lives in internal/ledger as pure state machines (the writer

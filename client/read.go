@@ -1,12 +1,13 @@
 package client
 
 import (
-	"time"
-
 	"context"
 	"fmt"
 	"iter"
+	"math/rand/v2"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/ledger"
@@ -35,6 +36,99 @@ type ReadHandle struct {
 		sync.Mutex
 		md  *metadata.LedgerMetadata
 		lac int64
+		// length is the highest ledger length learnt from bookies (LAC
+		// reads, long polls, entries read) while the ledger is open.
+		length int64
+		// sticky is the ensemble index of the sticky bookie
+		// (Config.StickyReadsEnabled); stickySet once it was picked.
+		sticky    int
+		stickySet bool
+		// noBatch: a batch read found no replica reachable (Java's
+		// notSupportBatch); BatchRead reads single entries from then on.
+		noBatch bool
+	}
+}
+
+// LastAddConfirmed returns the last add confirmed known to the handle,
+// without asking anyone (Java's getLastAddConfirmed): -1 before anything
+// was confirmed. Every LAC read (ReadLastAddConfirmed,
+// TryReadLastAddConfirmed), long poll (ReadLastAddConfirmedAndEntry, Tail)
+// and read (the LAC the entries carry) moves it forward, never back, while
+// the ledger is open; once the handle sees the ledger CLOSED it is the
+// last entry id.
+func (r *ReadHandle) LastAddConfirmed() int64 {
+	_, lac := r.snapshot()
+	return lac
+}
+
+// Length returns the ledger length in bytes known to the handle, without
+// asking anyone (Java's getLength): the metadata's length once the handle
+// sees the ledger CLOSED; while it is open, the highest length learnt from
+// LAC reads, long polls and entries read. As Java's, it is the length
+// through the entry that carried the LAC (a bookie's last entry), not
+// through the LAC's entry: it can be ahead of LastAddConfirmed by the
+// entries in between, or behind it. It never goes down while the ledger
+// is open.
+func (r *ReadHandle) Length() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.md.IsClosed() {
+		return r.mu.md.Length
+	}
+	return r.mu.length
+}
+
+// adoptLength records a ledger length learnt from a bookie.
+func (r *ReadHandle) adoptLength(n int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.mu.length = max(r.mu.length, n)
+}
+
+// adoptEntries records what entries read from bookies say: the LAC each
+// carries (a LAC their writer had confirmed) and the length through each.
+func (r *ReadHandle) adoptEntries(entries []digest.Entry) {
+	lac, length := int64(-1), int64(0)
+	for _, e := range entries {
+		lac, length = max(lac, e.LAC), max(length, e.Length)
+	}
+	r.adopt(nil, lac)
+	r.adoptLength(length)
+}
+
+// stickyFor returns whether reads of md's fragments are sticky and to
+// which ensemble index (Config.StickyReadsEnabled; only with E == Qw, as
+// Java). The index is picked at random on first use.
+func (r *ReadHandle) stickyFor(md *metadata.LedgerMetadata) (bool, int) {
+	if !r.c.cfg.StickyReadsEnabled || md.EnsembleSize != md.WriteQuorum || md.EnsembleSize <= 0 {
+		return false, 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.mu.stickySet {
+		r.mu.sticky, r.mu.stickySet = rand.IntN(md.EnsembleSize), true
+	}
+	return true, r.mu.sticky
+}
+
+// stickyFailed moves the sticky bookie to the next of the ensemble if it
+// is among the bookies that failed a read of entry id (Java's
+// recordReadErrorOnBookie; Java moves on whichever bookie failed, Folio
+// only when the sticky one did, so that a speculative request's failure
+// elsewhere does not move it).
+func (r *ReadHandle) stickyFailed(md *metadata.LedgerMetadata, id int64, failed []metadata.BookieID) {
+	on, idx := r.stickyFor(md)
+	if !on || len(failed) == 0 {
+		return
+	}
+	ens := md.EnsembleAt(id)
+	if idx >= len(ens) || !slices.Contains(failed, ens[idx]) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.sticky == idx {
+		r.mu.sticky = (idx + 1) % md.EnsembleSize
 	}
 }
 
@@ -134,6 +228,49 @@ func (r *ReadHandle) readLAC(ctx context.Context, md *metadata.LedgerMetadata) (
 	if err != nil {
 		return -1, publicError(fmt.Errorf("client: ledger %d: read LAC: %w", r.id, err))
 	}
+	r.adoptLength(res.Length)
+	return r.adopt(nil, res.LAC), nil
+}
+
+// TryReadLastAddConfirmed asks the bookies of the last ensemble for their
+// LAC and returns the first verified answer, without the coverage rule
+// (Java's tryReadLastAddConfirmed): faster, and it works with fewer
+// bookies up, but it is one bookie's view, so it can be lower than the
+// ledger's real LAC (never higher: a bookie only knows LACs the writer
+// confirmed). If no bookie gives a verified answer, it returns the highest
+// LAC among the explicit "nothing here" answers (-1) once all are in, or
+// an error if there were none. The handle's cached LastAddConfirmed moves
+// forward with the answer and the result is that cached value (so it
+// never goes down); for a CLOSED ledger it is the last entry id, without
+// asking the bookies.
+func (r *ReadHandle) TryReadLastAddConfirmed(ctx context.Context) (int64, error) {
+	md, err := r.refresh(ctx)
+	if err != nil {
+		return -1, r.c.closedError(err)
+	}
+	if md.IsClosed() {
+		return md.LastEntryID, nil
+	}
+	m := ledger.NewReadLAC(ledger.ReadLACConfig{
+		LedgerID:   r.id,
+		Metadata:   md,
+		Verifier:   r.dig,
+		UseReadLAC: !r.c.cfg.UseV2WireProtocol,
+		Try:        true,
+	})
+	var res ledger.LACComplete
+	err = r.c.run(ctx, r.newExecutor(), m, m.Start, func(eff ledger.Effect) {
+		if lc, ok := eff.(ledger.LACComplete); ok {
+			res = lc
+		}
+	})
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		return -1, r.c.closedError(publicError(fmt.Errorf("client: ledger %d: try read LAC: %w", r.id, err)))
+	}
+	r.adoptLength(res.Length)
 	return r.adopt(nil, res.LAC), nil
 }
 
@@ -192,21 +329,29 @@ func (r *ReadHandle) readChunk(ctx context.Context, lo, hi int64, out []Entry, c
 		}
 		hi = md.LastEntryID
 	}
+	spec := r.c.cfg.speculation()
+	sticky, stickyIdx := r.stickyFor(md)
 	m, err := ledger.NewRead(ledger.ReadConfig{LedgerID: r.id, Metadata: md, Verifier: r.dig, First: lo, Last: hi,
-		Avoid: r.c.health.avoidSet(), SpeculativeTimeout: r.c.cfg.SpeculativeReadTimeout})
+		Avoid: r.c.health.avoidSet(), SpeculativeTimeout: spec.First, SpeculativeMax: spec.Max,
+		SpeculativeMultiplier: spec.Multiplier, Sticky: sticky, StickyIndex: stickyIdx})
 	if err != nil {
 		return out, err
 	}
 	var res ledger.ReadComplete
+	var lac, length int64 = -1, 0
 	start := time.Now()
 	err = r.c.run(ctx, r.newExecutor(), m, m.Start, func(eff ledger.Effect) {
 		switch e := eff.(type) {
 		case ledger.EntryComplete:
 			out = append(out, Entry{ID: e.Entry.EntryID, Payload: e.Entry.Payload})
+			lac, length = max(lac, e.Entry.LAC), max(length, e.Entry.Length)
 		case ledger.ReadComplete:
 			res = e
 		}
 	})
+	r.stickyFailed(md, lo, m.Failed())
+	r.adopt(nil, lac)
+	r.adoptLength(length)
 	if err == nil {
 		err = res.Err
 	}
@@ -219,9 +364,16 @@ func (r *ReadHandle) readChunk(ctx context.Context, lo, hi int64, out []Entry, c
 }
 
 // Entries iterates over the entries first … last (inclusive), reading
-// them in chunks; the range must be at or below the known LAC, as for
-// Read. An error is yielded once, with a zero Entry, and ends the
-// iteration.
+// them in chunks of up to 512 entries; the range must be at or below the
+// known LAC, as for Read. An error is yielded once, with a zero Entry, and
+// ends the iteration.
+//
+// Read-ahead: while the caller consumes one chunk, the next
+// Config.ReadAheadChunks chunks (1 by default) are read on a goroutine of
+// the iteration's own, so a sequential scan does not wait a round trip
+// per chunk. At most ReadAheadChunks chunks are held beyond the one being
+// consumed. When the caller stops (break) or ctx ends, the read-ahead is
+// cancelled and the iteration returns only once its goroutine has ended.
 func (r *ReadHandle) Entries(ctx context.Context, first, last int64) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
 		if _, lac := r.snapshot(); last > lac {
@@ -232,18 +384,77 @@ func (r *ReadHandle) Entries(ctx context.Context, first, last int64) iter.Seq2[E
 			yield(Entry{}, fmt.Errorf("client: ledger %d: bad read range %d..%d", r.id, first, last))
 			return
 		}
-		var buf []Entry
-		for lo := first; lo <= last; lo += maxReadChunk {
-			hi := min(last, lo+maxReadChunk-1)
-			var err error
-			buf, err = r.readChunk(ctx, lo, hi, buf[:0], true)
-			for _, e := range buf {
+		for c := range r.chunks(ctx, first, last) {
+			for _, e := range c.entries {
 				if !yield(e, nil) {
 					return
 				}
 			}
-			if err != nil {
-				yield(Entry{}, err)
+			if c.err != nil {
+				yield(Entry{}, r.c.closedError(c.err))
+				return
+			}
+		}
+	}
+}
+
+// chunk is one chunk of an Entries iteration: its entries, and the error
+// that ended it early (the last chunk).
+type chunk struct {
+	entries []Entry
+	err     error
+}
+
+// chunks reads first … last chunk by chunk, in order. With read-ahead
+// (Config.ReadAheadChunks > 0) a goroutine reads ahead and hands chunks
+// over a channel whose buffer, with the chunk the goroutine holds, makes
+// ReadAheadChunks chunks ahead of the consumer; the sequence's end
+// cancels it and waits for it.
+func (r *ReadHandle) chunks(ctx context.Context, first, last int64) iter.Seq[chunk] {
+	read := func(ctx context.Context, lo int64) chunk {
+		hi := min(last, lo+maxReadChunk-1)
+		es, err := r.readChunk(ctx, lo, hi, nil, true)
+		return chunk{es, err}
+	}
+	ahead := r.c.cfg.ReadAheadChunks
+	if ahead <= 0 {
+		return func(yield func(chunk) bool) {
+			for lo := first; lo <= last; lo += maxReadChunk {
+				c := read(ctx, lo)
+				if !yield(c) || c.err != nil {
+					return
+				}
+			}
+		}
+	}
+	return func(yield func(chunk) bool) {
+		// stop is the consumer's end; ctx's own end reaches the reads and
+		// comes back as a chunk's error, which the consumer yields.
+		ctx, cancel := context.WithCancel(ctx)
+		ch := make(chan chunk, ahead-1)
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			defer close(ch)
+			for lo := first; lo <= last; lo += maxReadChunk {
+				c := read(ctx, lo)
+				select {
+				case ch <- c:
+				case <-stop:
+					return
+				}
+				if c.err != nil {
+					return
+				}
+			}
+		}()
+		defer func() {
+			close(stop)
+			cancel()
+			<-done
+		}()
+		for c := range ch {
+			if !yield(c) {
 				return
 			}
 		}

@@ -91,6 +91,9 @@ func (r *ReadHandle) ReadLastAddConfirmedAndEntry(ctx context.Context, next int6
 		if err != nil {
 			return LACAndEntry{LAC: lac}, err
 		}
+		if res.Entry != nil {
+			r.adoptLength(res.Entry.Length)
+		}
 		if res.Entry != nil && res.Entry.EntryID == next {
 			lac = r.adopt(nil, res.LAC)
 			if next > lac {

@@ -66,6 +66,7 @@ func JavaBookieEnsemble(t *testing.T) {
 			t.Run("FolioRecoversJavaWriter", func(t *testing.T) { folioRecoversJavaWriter(t, e, seedBase+4) })
 			t.Run("JavaTailsFolioLedger", func(t *testing.T) { javaTailsFolioLedger(t, e, seedBase+5) })
 			t.Run("FolioTailsJavaLedger", func(t *testing.T) { folioTailsJavaLedger(t, e, seedBase+6) })
+			t.Run("FolioBatchReads", func(t *testing.T) { folioBatchReads(t, e, seedBase+8) })
 			t.Run("JavaGCKeepsFolioLedgers", func(t *testing.T) {
 				if len(folioLedgers) == 0 {
 					t.Skip("no Folio ledgers (FolioWritesJavaReads failed)")

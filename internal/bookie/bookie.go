@@ -129,6 +129,10 @@ type Config struct {
 	// MaxBatchReadSize caps the frame of a v2 BATCH_READ response, length
 	// prefix included (Java's maxBatchReadSize). Default wire.MaxFrameSize.
 	MaxBatchReadSize int64
+	// RejectBatchRead answers every v2 BATCH_READ_ENTRY with EBADREQ, as
+	// a bookie that does not serve batch reads: clients' tests of their
+	// fallback to single reads use it. Default false.
+	RejectBatchRead bool
 	// Go runs fn on a new goroutine. The simulator replaces it to schedule
 	// work itself. Default: the go statement.
 	Go func(fn func())
@@ -399,6 +403,10 @@ func (b *Bookie) serve(req *wire.Request, respond Responder, start time.Time) {
 	case wire.OpReadEntry:
 		b.read(req, resp)
 	case wire.OpBatchReadEntry:
+		if b.cfg.RejectBatchRead {
+			b.fillStatus(req, resp, wire.StatusBadRequest)
+			break
+		}
 		b.batchRead(req, resp)
 	case wire.OpWriteLAC:
 		b.writeLAC(req, resp)

@@ -44,6 +44,16 @@ type SendRead struct {
 	Fence   bool
 }
 
+// SendBatchRead asks the shell to send one BATCH_READ_ENTRY (v2) to Bookie:
+// up to MaxCount entries from StartEntryID on, the answer frame at most
+// MaxSize bytes. The answer comes back as a BatchReadResponse.
+type SendBatchRead struct {
+	Bookie       metadata.BookieID
+	StartEntryID int64
+	MaxCount     int32
+	MaxSize      int64
+}
+
 // SendReadLAC asks the shell to send READ_LAC to each of Bookies (v3 only).
 // Answers come back as ReadLACResponse.
 type SendReadLAC struct {
@@ -101,6 +111,19 @@ type EntryComplete struct {
 // that could not be read (entries before it were delivered).
 type ReadComplete struct {
 	Err error
+}
+
+// BatchReadComplete ends a BatchRead: Entries, consecutive from the
+// range's first entry, at least one when Err is nil. With Err set,
+// Fallback reports that a bookie could not serve batch reads (or lost its
+// connection on one, as a bookie without them does): the shell should
+// read the range with single reads instead. Failed lists the bookies that
+// answered with an error, in the order they did.
+type BatchReadComplete struct {
+	Entries  []digest.Entry
+	Err      error
+	Fallback bool
+	Failed   []metadata.BookieID
 }
 
 // RecoveryComplete ends a recovery: the CLOSED metadata and its version
@@ -165,30 +188,32 @@ type LongPollComplete struct {
 // (effect_test.go checks that the list is complete).
 func Effects() []Effect {
 	return []Effect{
-		SendAdd{}, SendRead{}, SendReadLAC{}, SendForce{}, SendWriteLAC{}, SendLongPoll{},
+		SendAdd{}, SendRead{}, SendBatchRead{}, SendReadLAC{}, SendForce{}, SendWriteLAC{}, SendLongPoll{},
 		WriteMetadata{}, ReadMetadata{}, BookieSlow{},
 		AddComplete{}, CloseComplete{}, ForceComplete{}, LACComplete{}, LongPollComplete{},
-		EntryComplete{}, ReadComplete{}, RecoveryComplete{},
+		EntryComplete{}, ReadComplete{}, BatchReadComplete{}, RecoveryComplete{},
 	}
 }
 
-func (SendAdd) isEffect()          {}
-func (SendRead) isEffect()         {}
-func (SendReadLAC) isEffect()      {}
-func (WriteMetadata) isEffect()    {}
-func (ReadMetadata) isEffect()     {}
-func (AddComplete) isEffect()      {}
-func (CloseComplete) isEffect()    {}
-func (LACComplete) isEffect()      {}
-func (EntryComplete) isEffect()    {}
-func (ReadComplete) isEffect()     {}
-func (RecoveryComplete) isEffect() {}
-func (SendForce) isEffect()        {}
-func (SendWriteLAC) isEffect()     {}
-func (SendLongPoll) isEffect()     {}
-func (BookieSlow) isEffect()       {}
-func (ForceComplete) isEffect()    {}
-func (LongPollComplete) isEffect() {}
+func (SendAdd) isEffect()           {}
+func (SendRead) isEffect()          {}
+func (SendReadLAC) isEffect()       {}
+func (SendBatchRead) isEffect()     {}
+func (BatchReadComplete) isEffect() {}
+func (WriteMetadata) isEffect()     {}
+func (ReadMetadata) isEffect()      {}
+func (AddComplete) isEffect()       {}
+func (CloseComplete) isEffect()     {}
+func (LACComplete) isEffect()       {}
+func (EntryComplete) isEffect()     {}
+func (ReadComplete) isEffect()      {}
+func (RecoveryComplete) isEffect()  {}
+func (SendForce) isEffect()         {}
+func (SendWriteLAC) isEffect()      {}
+func (SendLongPoll) isEffect()      {}
+func (BookieSlow) isEffect()        {}
+func (ForceComplete) isEffect()     {}
+func (LongPollComplete) isEffect()  {}
 
 // The String methods give the one-line form used in traces.
 
@@ -206,6 +231,10 @@ func (e SendRead) String() string {
 		kind = "fence-read"
 	}
 	return fmt.Sprintf("send %s e%d -> %s", kind, e.EntryID, bookieList(e.Bookies))
+}
+
+func (e SendBatchRead) String() string {
+	return fmt.Sprintf("send batch-read e%d max=%d size=%d -> %s", e.StartEntryID, e.MaxCount, e.MaxSize, e.Bookie)
 }
 
 func (e SendReadLAC) String() string { return "send read-lac -> " + bookieList(e.Bookies) }
@@ -239,6 +268,13 @@ func (e EntryComplete) String() string {
 }
 
 func (e ReadComplete) String() string { return "read complete: " + errString(e.Err) }
+
+func (e BatchReadComplete) String() string {
+	if e.Err != nil {
+		return fmt.Sprintf("batch-read complete: %s fallback=%v", errString(e.Err), e.Fallback)
+	}
+	return fmt.Sprintf("batch-read complete: %d entries from e%d", len(e.Entries), e.Entries[0].EntryID)
+}
 
 func (e RecoveryComplete) String() string {
 	if e.Err != nil {

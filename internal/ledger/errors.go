@@ -60,6 +60,12 @@ var (
 	// ErrInvalidEntryID: WriteAt named a negative entry id. Nothing was
 	// sent; the writer goes on.
 	ErrInvalidEntryID = errors.New("invalid entry id")
+
+	// ErrBatchReadUnsupported: what the shell puts in a BatchReadResponse
+	// when the bookie cannot serve BATCH_READ_ENTRY (it answered EBADREQ,
+	// now or earlier on the same connection). An unknown outcome for the
+	// entries, never a negative.
+	ErrBatchReadUnsupported = errors.New("bookie does not serve batch reads")
 )
 
 // isNegative reports whether err is an explicit negative: the bookie says it

@@ -27,6 +27,18 @@ type ReadResponse struct {
 	Err     error
 }
 
+// BatchReadResponse is a bookie's answer to a BATCH_READ_ENTRY from
+// StartEntryID: Bodies[i] is entry StartEntryID+i as stored (digested).
+// Err is the bookie's status for the first entry, a transport error, or
+// ErrBatchReadUnsupported. The machine does not keep Bodies past Step
+// except as the payloads of the entries it delivers.
+type BatchReadResponse struct {
+	Bookie       metadata.BookieID
+	StartEntryID int64
+	Bodies       [][]byte
+	Err          error
+}
+
 // ReadLACResponse is a bookie's answer to a READ_LAC: its explicit LAC body
 // and its last entry body, either of which may be absent (nil).
 type ReadLACResponse struct {
@@ -86,17 +98,18 @@ type Tick struct{}
 // the list is complete).
 func Events() []Event {
 	return []Event{
-		AddResponse{}, ReadResponse{}, ReadLACResponse{}, ForceResponse{}, LongPollResponse{},
+		AddResponse{}, ReadResponse{}, BatchReadResponse{}, ReadLACResponse{}, ForceResponse{}, LongPollResponse{},
 		MetadataWritten{}, MetadataRead{}, WritableBookies{}, Tick{},
 	}
 }
 
-func (AddResponse) isEvent()      {}
-func (ReadResponse) isEvent()     {}
-func (ReadLACResponse) isEvent()  {}
-func (MetadataWritten) isEvent()  {}
-func (MetadataRead) isEvent()     {}
-func (WritableBookies) isEvent()  {}
-func (ForceResponse) isEvent()    {}
-func (LongPollResponse) isEvent() {}
-func (Tick) isEvent()             {}
+func (AddResponse) isEvent()       {}
+func (ReadResponse) isEvent()      {}
+func (BatchReadResponse) isEvent() {}
+func (ReadLACResponse) isEvent()   {}
+func (MetadataWritten) isEvent()   {}
+func (MetadataRead) isEvent()      {}
+func (WritableBookies) isEvent()   {}
+func (ForceResponse) isEvent()     {}
+func (LongPollResponse) isEvent()  {}
+func (Tick) isEvent()              {}

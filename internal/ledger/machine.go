@@ -28,4 +28,5 @@ var (
 	_ Machine = (*Read)(nil)
 	_ Machine = (*ReadLAC)(nil)
 	_ Machine = (*LongPollLAC)(nil)
+	_ Machine = (*BatchRead)(nil)
 )

@@ -31,6 +31,14 @@ type ReadLACConfig struct {
 	// UseReadLAC asks with the v3 READ_LAC request instead of
 	// READ_ENTRY(-1) (Java's PendingReadLacOp). Ignored when Fence.
 	UseReadLAC bool
+	// Try drops the coverage rule (Java's TryReadLastConfirmedOp): the
+	// read finishes with the first OK answer that verifies, whatever the
+	// others; explicit negatives count as valid answers of LAC -1 but do
+	// not finish it. If no bookie gives a verified OK, the result is the
+	// highest LAC among the valid answers once all are in, or an error if
+	// there was none. The LAC may then be lower than the ledger's: one
+	// bookie's view, not a covering set's. Ignored when Fence.
+	Try bool
 }
 
 // ReadLAC reads the last add confirmed of a ledger with the coverage rule
@@ -61,6 +69,7 @@ type ReadLAC struct {
 	length   int64
 	entryID  int64 // the entry that gave lac and length
 	lastErr  error
+	anyValid bool
 	done     bool
 
 	effects []Effect
@@ -180,11 +189,17 @@ func (r *ReadLAC) answer(bookie metadata.BookieID, rerr error, verify func() (la
 	default:
 		r.lastErr = fmt.Errorf("bookie %s: %w", bookie, rerr)
 	}
-	if valid && r.coverage.Covered() {
+	r.anyValid = r.anyValid || valid
+	try := r.cfg.Try && !r.cfg.Fence
+	if valid && (r.coverage.Covered() || try && rerr == nil) {
 		r.finish(LACComplete{LAC: r.lac, Length: r.length, EntryID: r.entryID})
 		return
 	}
 	if !slices.Contains(r.answered, false) {
+		if try && r.anyValid {
+			r.finish(LACComplete{LAC: r.lac, Length: r.length, EntryID: r.entryID})
+			return
+		}
 		err := r.lastErr
 		if err == nil {
 			err = ErrNotAnswered

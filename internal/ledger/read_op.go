@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -25,10 +24,21 @@ type ReadConfig struct {
 	// shell remembers them; Java's reorderReadSequence). nil: write-set
 	// order. It must be a pure function during the read.
 	Avoid func(metadata.BookieID) bool
-	// SpeculativeTimeout is the read's TickInterval: at each Tick, entries
-	// whose replicas asked so far have not answered are asked of their next
-	// replica. Zero: no speculative reads.
+	// SpeculativeTimeout is the read's first TickInterval: at each Tick,
+	// entries whose replicas asked so far have not answered are asked of
+	// their next replica. Zero: no speculative reads.
 	SpeculativeTimeout time.Duration
+	// SpeculativeMax and SpeculativeMultiplier make the later intervals
+	// back off (Speculation): each is the previous one times the
+	// multiplier, capped at SpeculativeMax. Zero: every interval is
+	// SpeculativeTimeout.
+	SpeculativeMax        time.Duration
+	SpeculativeMultiplier float64
+	// Sticky, when the ledger has E == Qw, asks every entry of the
+	// bookie at ensemble index StickyIndex first (Java's
+	// stickyReadsEnabled; see readOrder). False: write-set order.
+	Sticky      bool
+	StickyIndex int
 }
 
 // Read reads the entries First … Last in sequential mode (spec §3.3): each
@@ -54,6 +64,9 @@ type ReadConfig struct {
 type Read struct {
 	cfg     ReadConfig
 	q       quorum.Params
+	spec    Speculation
+	tick    time.Duration // the current TickInterval
+	failed  []metadata.BookieID
 	entries []entryRead // entries[i] is entry First+i
 	// next is the lowest entry not yet delivered, as an index into entries.
 	next    int
@@ -80,19 +93,12 @@ func NewRead(cfg ReadConfig) (*Read, error) {
 		return nil, fmt.Errorf("ledger %d: bad read range [%d, %d]", cfg.LedgerID, cfg.First, cfg.Last)
 	}
 	q := quorum.Params{EnsembleSize: md.EnsembleSize, WriteQuorum: md.WriteQuorum, AckQuorum: md.AckQuorum}
-	r := &Read{cfg: cfg, q: q, entries: make([]entryRead, cfg.Last-cfg.First+1)}
+	spec := Speculation{First: cfg.SpeculativeTimeout, Max: cfg.SpeculativeMax, Multiplier: cfg.SpeculativeMultiplier}
+	r := &Read{cfg: cfg, q: q, spec: spec, tick: max(0, cfg.SpeculativeTimeout), entries: make([]entryRead, cfg.Last-cfg.First+1)}
 	for i := range r.entries {
 		id := cfg.First + int64(i)
-		ensemble := md.EnsembleAt(id)
 		e := &r.entries[i]
-		for _, idx := range q.WriteSet(id) {
-			e.replicas = append(e.replicas, ensemble[idx])
-		}
-		if cfg.Avoid != nil {
-			slices.SortStableFunc(e.replicas, func(a, b metadata.BookieID) int {
-				return cmp.Compare(b2i(cfg.Avoid(a)), b2i(cfg.Avoid(b)))
-			})
-		}
+		e.replicas = readOrder(q, md.EnsembleAt(id), id, stickyIndex(cfg.Sticky, cfg.StickyIndex), cfg.Avoid)
 		e.answered = make([]bool, len(e.replicas))
 	}
 	return r, nil
@@ -115,8 +121,16 @@ func (r *Read) Ready() []Effect {
 // Done reports whether the ReadComplete has been queued.
 func (r *Read) Done() bool { return r.done }
 
-// TickInterval is ReadConfig.SpeculativeTimeout.
-func (r *Read) TickInterval() time.Duration { return r.cfg.SpeculativeTimeout }
+// TickInterval is the interval to the next speculative Tick:
+// ReadConfig.SpeculativeTimeout at first, backed off after each Tick (see
+// ReadConfig.SpeculativeMax). A shell reads it again after every Tick.
+func (r *Read) TickInterval() time.Duration { return r.tick }
+
+// Failed returns the bookies that answered a request of this read with an
+// error (negatives included), in the order they did, each once: the shell
+// moves its sticky bookie on when it is one of them (Java's
+// recordReadErrorOnBookie).
+func (r *Read) Failed() []metadata.BookieID { return r.failed }
 
 func (r *Read) ask(i int) {
 	e := &r.entries[i]
@@ -135,6 +149,7 @@ func b2i(b bool) int {
 func (r *Read) Step(ev Event) {
 	if _, ok := ev.(Tick); ok {
 		r.speculate()
+		r.tick = r.spec.next(r.tick)
 		return
 	}
 	resp, ok := ev.(ReadResponse)
@@ -162,6 +177,9 @@ func (r *Read) Step(ev Event) {
 			r.deliver()
 			return
 		}
+	}
+	if !slices.Contains(r.failed, resp.Bookie) {
+		r.failed = append(r.failed, resp.Bookie)
 	}
 	if isNegative(err) {
 		e.negatives++

@@ -1,6 +1,7 @@
 package ledgerexec
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -138,6 +139,8 @@ func (x *Executor) Do(eff ledger.Effect) bool {
 		for _, b := range e.Bookies {
 			x.sendRead(b, e.EntryID, e.Fence)
 		}
+	case ledger.SendBatchRead:
+		x.sendBatchRead(e)
 	case ledger.SendReadLAC:
 		for _, b := range e.Bookies {
 			x.sendReadLAC(b)
@@ -167,7 +170,7 @@ func (x *Executor) Do(eff ledger.Effect) bool {
 			emit(ledger.MetadataRead{Metadata: md, Version: v, Err: err})
 		})
 	case ledger.AddComplete, ledger.CloseComplete, ledger.ForceComplete, ledger.LACComplete,
-		ledger.LongPollComplete, ledger.EntryComplete, ledger.ReadComplete, ledger.RecoveryComplete:
+		ledger.LongPollComplete, ledger.EntryComplete, ledger.ReadComplete, ledger.BatchReadComplete, ledger.RecoveryComplete:
 		return false
 	default:
 		panic(fmt.Sprintf("ledgerexec: effect %T is neither carried out nor a completion", eff))
@@ -230,6 +233,36 @@ func (x *Executor) sendRead(b metadata.BookieID, entryID int64, fence bool) {
 				// The response aliases the connection's frame buffer.
 				ev.Body = append([]byte(nil), resp.Read.Body...)
 			}
+		}
+		emit(ev)
+	})
+}
+
+// sendBatchRead sends one BATCH_READ_ENTRY. EBADREQ (the bookie, or the
+// transport for a connection whose bookie answered it before) becomes
+// ledger.ErrBatchReadUnsupported.
+func (x *Executor) sendBatchRead(e ledger.SendBatchRead) {
+	req := x.takeReq()
+	defer x.putReq(req)
+	*req = BatchReadRequest(x.cfg.LedgerID, e.StartEntryID, e.MaxCount, e.MaxSize)
+	b, first := e.Bookie, e.StartEntryID
+	emit, slow := x.cfg.Emit, x.cfg.Slow
+	x.cfg.Bookies.Send(string(b), x.cfg.LedgerID, req, func(resp *wire.Response, err error) {
+		ev := ledger.BatchReadResponse{Bookie: b, StartEntryID: first, Err: err}
+		if err == nil {
+			ev.Err = statusErr(resp.Status, resp.BatchRead.Status)
+			if ev.Err == nil {
+				// The response aliases the connection's frame buffer.
+				ev.Bodies = make([][]byte, len(resp.BatchRead.Entries))
+				for i, body := range resp.BatchRead.Entries {
+					ev.Bodies[i] = append([]byte(nil), body...)
+				}
+			}
+		}
+		if errors.Is(ev.Err, wire.ErrBadRequest) {
+			ev.Err = fmt.Errorf("bookie %s: %w: %w", b, ledger.ErrBatchReadUnsupported, ev.Err)
+		} else if err != nil && slow != nil {
+			slow(b) // no answer: timeout or lost connection
 		}
 		emit(ev)
 	})

@@ -82,6 +82,18 @@ func LongPollRequest(ledgerID, previousLAC, timeoutMs int64) wire.Request {
 	}
 }
 
+// BatchReadRequest returns the v2 BATCH_READ_ENTRY request for up to
+// maxCount entries of ledger ledgerID from startEntryID on, the answer
+// frame at most maxSize bytes: a plain read, which neither fences nor
+// waits. The transport sets the request id.
+func BatchReadRequest(ledgerID, startEntryID int64, maxCount int32, maxSize int64) wire.Request {
+	return wire.Request{
+		Header:    wire.Header{Op: wire.OpBatchReadEntry},
+		Has:       wire.BodyBatchRead,
+		BatchRead: wire.BatchReadRequest{LedgerID: ledgerID, StartEntryID: startEntryID, MaxCount: maxCount, MaxSize: maxSize},
+	}
+}
+
 // ReadLACRequest returns the READ_LAC request for ledger ledgerID: the
 // bookie's explicit LAC and its last stored entry. It never fences.
 func ReadLACRequest(ledgerID int64) wire.Request {

@@ -105,6 +105,21 @@ func (t *Ticker) Fired() {
 	}
 }
 
+// FiredNext arms the next tick after interval (a machine's TickInterval
+// read again after its Tick: speculative reads back off); zero or
+// negative: no more ticks.
+func (t *Ticker) FiredNext(interval time.Duration) {
+	if t.t == nil {
+		return
+	}
+	t.interval = interval
+	if interval <= 0 {
+		t.t.Stop()
+		return
+	}
+	t.t.Reset(interval)
+}
+
 // Stop disarms the ticker; nothing fires after it.
 func (t *Ticker) Stop() {
 	if t.t != nil {
@@ -115,7 +130,8 @@ func (t *Ticker) Stop() {
 // Run drives m to completion on the calling goroutine with the executor's
 // own Queue (Config.Emit nil): it calls start, carries out m's effects in
 // order (handing completions to deliver), steps the answers as they come
-// and a Tick each m.TickInterval() on clk (nil: clock.Real). It returns nil
+// and a Tick after m.TickInterval() on clk (nil: clock.Real), the interval
+// read again after each Tick (a machine may back off). It returns nil
 // once m is Done, ctx's error if ctx ends first, or ErrStopped if stop
 // closes first; the machine is then abandoned and answers still in flight
 // are dropped.
@@ -153,8 +169,8 @@ func (x *Executor) Run(ctx context.Context, clk clock.Clock, stop <-chan struct{
 		}
 		select {
 		case <-tick.C():
-			tick.Fired()
 			m.Step(ledger.Tick{})
+			tick.FiredNext(m.TickInterval())
 		case <-q.Signal():
 			for _, it := range q.Drain() {
 				m.Step(it.(ledger.Event))

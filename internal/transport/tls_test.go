@@ -54,6 +54,13 @@ func (m countingBookieMetrics) RequestCompleted(bookie.RequestKind, wire.Status,
 
 func startRealBookie(t *testing.T, opts server.Options) *realBookie {
 	t.Helper()
+	return startRealBookieWith(t, opts, nil)
+}
+
+// startRealBookieWith is startRealBookie with mod applied to the bookie's
+// Config.
+func startRealBookieWith(t *testing.T, opts server.Options, mod func(*bookie.Config)) *realBookie {
+	t.Helper()
 	st, err := ledgerstore.Open(vfs.NewMem(), ledgerstore.Config{
 		JournalDirs: []string{"/journal"}, LedgerDirs: []string{"/ledgers"}, Clock: clock.Real{},
 		WriteCacheBytes: 8 << 20, ReadCacheBytes: 1 << 20, IndexCacheBytes: 1 << 20,
@@ -64,7 +71,11 @@ func startRealBookie(t *testing.T, opts server.Options) *realBookie {
 	}
 	rb := &realBookie{}
 	quiet := slog.New(slog.DiscardHandler)
-	b, err := bookie.New(st, bookie.Config{Clock: clock.Real{}, Metrics: countingBookieMetrics{b: rb}, Logger: quiet})
+	bcfg := bookie.Config{Clock: clock.Real{}, Metrics: countingBookieMetrics{b: rb}, Logger: quiet}
+	if mod != nil {
+		mod(&bcfg)
+	}
+	b, err := bookie.New(st, bcfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -497,6 +497,11 @@ type session struct {
 	out    []byte
 	conn   net.Conn
 	closed bool
+	// noBatch: the bookie answered a BATCH_READ_ENTRY on this connection
+	// with EBADREQ (it does not serve batch reads); later ones fail at once
+	// without being sent. A new connection asks again (the bookie may have
+	// been upgraded meanwhile).
+	noBatch bool
 	// wake (capacity 1) tells the writer there is output; done is closed
 	// when the session ends.
 	wake chan struct{}
@@ -521,6 +526,11 @@ func (p *peer) send(req *wire.Request, cb ResponseFunc) {
 			return
 		}
 		s = p.newSessionLocked()
+	}
+	if req.Header.Op == wire.OpBatchReadEntry && s.noBatch {
+		p.mu.Unlock()
+		cb(nil, fmt.Errorf("%s: %w: the bookie answered EBADREQ to a batch read on this connection", p.addr, wire.ErrBadRequest))
+		return
 	}
 	if t.cfg.Protocol == wire.ProtocolV3 {
 		req.Header.Version = wire.VersionThree
@@ -875,6 +885,9 @@ func (s *session) readLoop(conn net.Conn) {
 		var r *request
 		if !s.closed {
 			r = s.takeLocked(k)
+			if r != nil && k.op == wire.OpBatchReadEntry && (resp.Status == wire.StatusBadRequest || resp.BatchRead.Status == wire.StatusBadRequest) {
+				s.noBatch = true
+			}
 		}
 		p.mu.Unlock()
 		if r == nil {

@@ -157,6 +157,10 @@ type Config struct {
 	// ReadOnlyBookie. It needs readOnlyModeEnabled=true (Java refuses the
 	// same combination).
 	ForceReadOnlyBookie bool
+	// RejectBatchRead answers every v2 BATCH_READ_ENTRY with EBADREQ, as
+	// a bookie without batch reads (rejectBatchRead, Folio's key, default
+	// false): for testing clients' fallback to single reads.
+	RejectBatchRead bool
 	// ReadOnlyModeOnAnyDiskFull: the bookie turns read-only as soon as any
 	// ledger directory is full (readOnlyModeOnAnyDiskFullEnabled, default
 	// false: only when all are). Either way a full ledger directory takes
@@ -526,6 +530,7 @@ var configKeys = []configKey{
 	{"logFormat", oneOfKey(func(c *Config) *string { return &c.LogFormat }, "text", "json")},
 	// Storage and bookie-state keys.
 	{"forceReadOnlyBookie", boolKey(func(c *Config) *bool { return &c.ForceReadOnlyBookie })},
+	{"rejectBatchRead", boolKey(func(c *Config) *bool { return &c.RejectBatchRead })},
 	{"readOnlyModeOnAnyDiskFullEnabled", boolKey(func(c *Config) *bool { return &c.ReadOnlyModeOnAnyDiskFull })},
 	{"allowStorageExpansion", boolKey(func(c *Config) *bool { return &c.AllowStorageExpansion })},
 	{"logSizeLimit", logSizeKey},

@@ -151,6 +151,7 @@ var bkKeys = []KeyInfo{
 	impl("registrationRetryInterval", "1000", rFolio+": milliseconds between failed registration attempts"),
 	impl("logLevel", "info", rFolio+": debug, info, warn or error; --log-level overrides it (BookKeeper configures logging in log4j2.yaml)"),
 	impl("logFormat", "text", rFolio+": text or json (log/slog handlers); --log-format overrides it"),
+	impl("rejectBatchRead", "false", rFolio+": true answers every BATCH_READ_ENTRY with EBADREQ, as a bookie without batch reads (for testing clients' fallback to single reads)"),
 	impl("bookieId", "", rSame+": a custom bookie id (not host:port); the address is published in the registration's BookieServiceInfo, through which clients resolve it"),
 	refuse("dataIntegrityChecking", "false", whenTrue, "BookKeeper's data integrity checker (checking and repairing local storage on start) is not implemented"),
 	refuse("dataIntegrityStampMissingCookies", "false", whenTrue, "stamping missing cookies belongs to the data integrity checker, which is not implemented"),

@@ -308,6 +308,7 @@ func (s *processStart) newBookie(context.Context) error {
 	if p.bk, err = bookie.New(p.store, bookie.Config{
 		// A batch read's answer must fit the frames this bookie sends.
 		MaxBatchReadSize: int64(min(cfg.MaxFrameSize, wire.MaxFrameSize)),
+		RejectBatchRead:  cfg.RejectBatchRead,
 		Clock:            s.clock,
 		Logger:           p.log,
 		Metrics:          p.metrics,

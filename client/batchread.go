@@ -1,0 +1,190 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/foliodb/folio/internal/ledger"
+	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/transport"
+	"github.com/foliodb/folio/internal/wire"
+)
+
+// batchFrameOverhead is the part of a BATCH_READ answer frame that is not
+// entries (prefix, header, rc, ledger, start entry, request id), and
+// batchEntryOverhead what each entry adds besides its body: the bookie's
+// accounting (spec/wire-protocol.md §3.4).
+const (
+	batchFrameOverhead = 36
+	batchEntryOverhead = 4
+	// entryHeaderSize is a stored entry body's header before the digest
+	// (ledger id, entry id, LAC, length).
+	entryHeaderSize = 32
+)
+
+// BatchRead reads up to maxCount entries from first on, at most maxBytes
+// of answer (Java's ReadHandle.batchRead / batchReadAsync). It returns at
+// least one entry, consecutive from first, or an error; fewer than
+// maxCount when:
+//
+//   - the LAC known to the handle comes first: entries past it are never
+//     returned (Java's batch path asks the bookie for maxCount whatever
+//     the LAC and may return unconfirmed entries; Folio does not);
+//   - first's fragment ends first: one request covers one ensemble's
+//     entries (ask again from the next entry for the rest);
+//   - maxBytes comes first, counted as the bookie counts its answer frame:
+//     36 bytes, plus per entry 4 and its stored body (32 header bytes, the
+//     digest, the payload). The first entry is always returned, even if
+//     larger. maxBytes 0, or above the frame limit (Config.MaxFrameSize),
+//     means the frame limit (as Java);
+//   - the bookie answering does not have a later entry (it stops there,
+//     silently, as Java's bookie does); ask again from the next entry.
+//
+// With Config.UseV2WireProtocol (and not Config.DisableBatchRead) on a
+// ledger whose fragment has EnsembleSize == WriteQuorumSize, it sends one
+// BATCH_READ_ENTRY to one replica of first's write set, moving to the next
+// replica on an error or a body that fails verification, and asking the
+// next one also after the speculative-read delay. A bookie that answers
+// EBADREQ (it does not serve batch reads) gets single reads on that
+// connection from then on; if no replica can serve the batch (EBADREQ, a
+// dropped connection as a 4.16 bookie does on the unknown opcode, errors,
+// timeouts), the range is read with single reads, whose rules decide each
+// entry. If the first replica's failure was a lost or refused connection
+// (ErrBookieUnavailable: what a 4.16 bookie's drop looks like), the handle
+// reads single entries for every later BatchRead too, as Java's
+// notSupportBatch (it cannot tell such a bookie from one that was down). Without v2, or with E > Qw (a bookie then stores no run of
+// consecutive entries longer than Qw: Java reads single entries too), it
+// reads single entries, with the same cut.
+//
+// Errors: first < 0, maxCount ≤ 0 or maxBytes < 0 is an invalid argument
+// (nothing is read); first past the known LAC is ErrReadBeyondLAC
+// (ReadLastAddConfirmed learns a newer one; Java's BKReadException), as is
+// first past the end of a ledger the handle learns was closed; an entry
+// that does not exist is ErrNoSuchEntry only when enough of its bookies
+// say so (as for Read). The entries returned are on their way to the LAC
+// cache: LastAddConfirmed moves to the highest LAC they carry.
+func (r *ReadHandle) BatchRead(ctx context.Context, first int64, maxCount int, maxBytes int) (_ []Entry, err error) {
+	defer func() { err = r.c.closedError(err) }()
+	switch {
+	case first < 0:
+		return nil, fmt.Errorf("client: ledger %d: batch read from negative entry %d", r.id, first)
+	case maxCount <= 0:
+		return nil, fmt.Errorf("client: ledger %d: batch read of %d entries: need at least 1", r.id, maxCount)
+	case maxBytes < 0:
+		return nil, fmt.Errorf("client: ledger %d: batch read with a negative size bound %d", r.id, maxBytes)
+	}
+	if _, lac := r.snapshot(); first > lac {
+		return nil, fmt.Errorf("%w: ledger %d: batch read from entry %d, LAC is %d", ErrReadBeyondLAC, r.id, first, lac)
+	}
+	md, err := r.refresh(ctx)
+	if err != nil {
+		return nil, err
+	}
+	_, lac := r.snapshot()
+	if first > lac {
+		// A close learnt by the refresh lowered the LAC below first.
+		return nil, fmt.Errorf("%w: ledger %d is closed at entry %d, batch read from entry %d", ErrReadBeyondLAC, r.id, lac, first)
+	}
+	last := lac
+	if n := int64(maxCount); n <= lac-first {
+		last = first + n - 1
+	}
+	last = min(last, fragmentEnd(md, first))
+	frame := r.c.cfg.MaxFrameSize
+	if frame <= 0 {
+		frame = wire.MaxFrameSize
+	}
+	size := int64(maxBytes)
+	if size == 0 || size > int64(frame) {
+		size = int64(frame)
+	}
+	r.mu.Lock()
+	noBatch := r.mu.noBatch
+	r.mu.Unlock()
+	if r.c.cfg.UseV2WireProtocol && !r.c.cfg.DisableBatchRead && !noBatch && md.EnsembleSize == md.WriteQuorum {
+		out, fallback, err := r.batchRead(ctx, md, first, last, size)
+		if !fallback {
+			return out, err
+		}
+		if errors.Is(err, transport.ErrBookieUnavailable) {
+			// As Java's notSupportBatch: a 4.16 bookie drops the
+			// connection on the unknown opcode, and every request on that
+			// connection with it; do not ask again on this handle.
+			r.mu.Lock()
+			r.mu.noBatch = true
+			r.mu.Unlock()
+		}
+		r.c.log.Debug("batch read failed on every replica, reading single entries", "ledger", r.id, "first", first, "err", err)
+	}
+	out, err := r.read(ctx, first, last, true)
+	if err != nil {
+		return nil, err
+	}
+	return r.cutToSize(out, size), nil
+}
+
+// fragmentEnd returns the last entry of the fragment holding entry id
+// (math.MaxInt64 for the last fragment).
+func fragmentEnd(md *metadata.LedgerMetadata, id int64) int64 {
+	end := int64(1<<63 - 1)
+	for i := len(md.Ensembles) - 1; i >= 0; i-- {
+		if md.Ensembles[i].FirstEntryID <= id {
+			return end
+		}
+		end = md.Ensembles[i].FirstEntryID - 1
+	}
+	return end
+}
+
+// cutToSize keeps the entries whose answer frame, counted as a bookie
+// counts a batch, stays within size; the first is always kept.
+func (r *ReadHandle) cutToSize(entries []Entry, size int64) []Entry {
+	total := int64(batchFrameOverhead)
+	for i, e := range entries {
+		total += batchEntryOverhead + entryHeaderSize + int64(r.dig.Size()+len(e.Payload))
+		if i > 0 && total > size {
+			return entries[:i]
+		}
+	}
+	return entries
+}
+
+// batchRead runs one BatchRead machine over first … last. fallback reports
+// that the range should be read with single reads instead.
+func (r *ReadHandle) batchRead(ctx context.Context, md *metadata.LedgerMetadata, first, last, size int64) (_ []Entry, fallback bool, _ error) {
+	sticky, stickyIdx := r.stickyFor(md)
+	m, err := ledger.NewBatchRead(ledger.BatchReadConfig{LedgerID: r.id, Metadata: md, Verifier: r.dig,
+		First: first, MaxCount: int(min(last-first+1, 1<<31-1)), MaxSize: size,
+		Avoid: r.c.health.avoidSet(), Sticky: sticky, StickyIndex: stickyIdx, Speculation: r.c.cfg.speculation()})
+	if err != nil {
+		return nil, false, err
+	}
+	var res ledger.BatchReadComplete
+	start := time.Now()
+	err = r.c.run(ctx, r.newExecutor(), m, m.Start, func(eff ledger.Effect) {
+		if e, ok := eff.(ledger.BatchReadComplete); ok {
+			res = e
+		}
+	})
+	r.stickyFailed(md, first, res.Failed)
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		if res.Fallback {
+			return nil, true, err
+		}
+		observe(r.c.metrics.read, start, err)
+		return nil, false, publicError(fmt.Errorf("client: ledger %d: batch read: %w", r.id, err))
+	}
+	r.adoptEntries(res.Entries)
+	out := make([]Entry, len(res.Entries))
+	for i, e := range res.Entries {
+		out[i] = Entry{ID: e.EntryID, Payload: e.Payload}
+	}
+	r.c.metrics.entriesRead.Add(float64(len(out)))
+	observe(r.c.metrics.read, start, nil)
+	return out, false, nil
+}
