@@ -573,6 +573,15 @@ type LedgerOptions struct {
 	// fail with ErrInvalidConfig. Ledger 0 cannot be chosen: zero asks for
 	// a generated id. A chosen id is not reserved against the generator:
 	// a later generated id skips it (the generator retries taken ids).
+	//
+	// Never choose the id of a ledger that existed before, even one since
+	// deleted: bookies may still hold its entries (deletion is collected
+	// lazily), and with the same password they pass the digest check, so
+	// a recovery or a reader of the new ledger can take the old ledger's
+	// entries for its own (filling ids the new writer has not written),
+	// and a bookie that fenced the old ledger refuses the new writer's
+	// adds with ErrLedgerFenced. Java's withLedgerId has the same hazard;
+	// applications choose ids from a space they never reuse.
 	LedgerID int64
 }
 

@@ -88,7 +88,14 @@ func (a *WriteAdvHandle) Force(ctx context.Context) error { return a.h.Force(ctx
 // acknowledged entries, as Java's LedgerHandleAdv does. Entries above the
 // close point that reached bookies are not part of the ledger. It returns
 // ErrMetadataVersion if another client closed the ledger at a different
-// end. Calling it again returns the same result.
+// end, or at the same last entry with another length: each entry carries
+// the length of the entries submitted before it, so when entries were
+// submitted out of id order a recovery closes with the length carried by
+// the last entry, which can differ from the sum this writer acknowledged
+// (Java computes and compares lengths the same way). An explicit-id
+// ledger's Length is the sum of its payloads only if entries were
+// submitted in id order or its own writer closed it. Calling Close again
+// returns the same result.
 func (a *WriteAdvHandle) Close(ctx context.Context) error { return a.h.Close(ctx) }
 
 // WriteAt writes payload as entry entryID and waits until it is
