@@ -163,8 +163,10 @@ func (m LedgerMetadata) Ctime() time.Time {
 // stored, -1 when absent (Java's getCtime on etcd).
 func (m LedgerMetadata) CtimeMillis() int64 { return m.ctime }
 
-// CToken returns the creator token, a ZooKeeper-only detail that makes a
-// retried create idempotent (Java's getCToken); 0 elsewhere.
+// CToken returns the creator token, which makes a retried create
+// recognise its own write (Java's getCToken): set by Java on ZooKeeper,
+// and by Folio for ledgers created under a chosen id
+// (LedgerOptions.LedgerID); 0 otherwise.
 func (m LedgerMetadata) CToken() int64 { return m.cToken }
 
 // CustomMetadata returns a copy of the application's metadata given at

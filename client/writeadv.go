@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -58,6 +60,15 @@ func (c *Client) storeNewLedger(ctx context.Context, id int64, md *metadata.Ledg
 			return 0, 0, publicError(fmt.Errorf("client: create ledger: %w", err))
 		}
 		return id, v, nil
+	}
+	// A creator token of our own (Java's cToken) makes this creator's
+	// value unlike any other's: a store that retries a create whose first
+	// attempt may have been applied recognises its own write by comparing
+	// values, and without the token two creators racing for one chosen id
+	// with the same options (same ensemble, same millisecond) could both
+	// conclude they created it.
+	if md.CToken == 0 {
+		md.CToken = rand.Int64N(math.MaxInt64) + 1
 	}
 	v, err := c.md.CreateLedgerMetadata(ctx, id, md)
 	if err != nil {
