@@ -1,0 +1,146 @@
+package admin
+
+import (
+	"context"
+
+	iadmin "github.com/foliodb/folio/internal/admin"
+)
+
+// LedgerInspection is what InspectLedger found: the ledger's metadata,
+// what each of its bookies holds, what each fragment's bookies miss, and
+// what a recovery would conclude. It is a snapshot: a live writer may have
+// moved on since.
+type LedgerInspection struct {
+	LedgerID        int64  `json:"ledgerId"`
+	State           string `json:"state"`
+	EnsembleSize    int    `json:"ensembleSize"`
+	WriteQuorumSize int    `json:"writeQuorumSize"`
+	AckQuorumSize   int    `json:"ackQuorumSize"`
+	// LastEntryID is the metadata's (-1 while the ledger is open).
+	LastEntryID int64 `json:"lastEntryId"`
+	// Bookies are every bookie of any ensemble, in first-appearance order.
+	Bookies   []BookieLedgerView `json:"bookies"`
+	Fragments []FragmentView     `json:"fragments"`
+	Recovery  RecoveryPrediction `json:"recovery"`
+}
+
+// EntryRange is the entries First … Last, inclusive.
+type EntryRange struct {
+	First int64 `json:"first"`
+	Last  int64 `json:"last"`
+}
+
+// BookieLedgerView is one bookie's view of the ledger, from its answers to
+// GET_LIST_OF_ENTRIES_OF_LEDGER and READ_LAC (neither fences).
+type BookieLedgerView struct {
+	ID string `json:"id"`
+	// Reachable is false when the bookie did not answer; Error says why.
+	Reachable bool   `json:"reachable"`
+	Error     string `json:"error,omitempty"`
+	// HasLedger is false when the bookie answered "no such ledger".
+	HasLedger bool `json:"hasLedger"`
+	// Entries are the entry ids the bookie holds, as ascending ranges, and
+	// EntryCount how many.
+	Entries    []EntryRange `json:"entries"`
+	EntryCount int64        `json:"entryCount"`
+	// LAC is the highest last-add-confirmed the bookie knows, -1 if none.
+	LAC int64 `json:"lac"`
+}
+
+// FragmentView is one ensemble segment and, for each of its bookies, the
+// entries of the segment it should hold and misses.
+type FragmentView struct {
+	FirstEntryID int64 `json:"firstEntryId"`
+	// LastEntryID is the segment's last entry: the next segment's first
+	// minus one, or for the last segment the ledger's end (closed) or the
+	// highest entry any bookie holds or any LAC names (open); -1 when the
+	// segment is empty.
+	LastEntryID int64                `json:"lastEntryId"`
+	Bookies     []FragmentBookieView `json:"bookies"`
+}
+
+// FragmentBookieView is one bookie of a fragment: of the Expected entries
+// in its write sets it holds Held; Missing lists the first 100 it lacks
+// and MissingCount counts them all (both 0 when it did not answer).
+type FragmentBookieView struct {
+	ID           string  `json:"id"`
+	Expected     int64   `json:"expected"`
+	Held         int64   `json:"held"`
+	Missing      []int64 `json:"missing"`
+	MissingCount int64   `json:"missingCount"`
+	Reachable    bool    `json:"reachable"`
+}
+
+// RecoveryOutcome is what a recovery of the ledger would conclude.
+type RecoveryOutcome string
+
+// Recovery outcomes.
+const (
+	// RecoveryClosed: the ledger is CLOSED; recovery changes nothing.
+	RecoveryClosed RecoveryOutcome = iadmin.OutcomeClosed
+	// RecoveryEnd: recovery would close the ledger at LastEntryID.
+	RecoveryEnd RecoveryOutcome = iadmin.OutcomeEnd
+	// RecoveryUndecided: too few bookies answered to prove where the
+	// ledger ends; recovery would fail until they are back.
+	RecoveryUndecided RecoveryOutcome = iadmin.OutcomeUndecided
+)
+
+// RecoveryPrediction applies ledger recovery's rules to the bookies'
+// answers: it starts after max(LAC, first entry of the last fragment − 1),
+// recovers every entry some bookie of its write set holds, and ends before
+// the first entry that Qw − Qa + 1 bookies of its write set lack.
+type RecoveryPrediction struct {
+	Outcome RecoveryOutcome `json:"outcome"`
+	// LAC is the highest LAC any bookie reported.
+	LAC int64 `json:"lac"`
+	// StartEntryID is the first entry recovery would read.
+	StartEntryID int64 `json:"startEntryId"`
+	// LastEntryID is where the ledger ends (RecoveryClosed, RecoveryEnd)
+	// or the last entry that could be decided (RecoveryUndecided).
+	LastEntryID int64 `json:"lastEntryId"`
+	// UndecidedEntryID is the entry that could not be decided, -1 unless
+	// RecoveryUndecided.
+	UndecidedEntryID int64  `json:"undecidedEntryId"`
+	Reason           string `json:"reason"`
+}
+
+// InspectLedger reads the ledger's metadata and asks each of its bookies
+// which entries it holds and its LAC (Java: getLedgerMetadata with the
+// shell's readledger/ledger -m and the entry checks of
+// LedgerChecker). It changes nothing: no fencing read, no metadata write.
+// ErrInvalidLedgerID, ErrNoSuchLedger. A bookie that does not answer is
+// reported in its view, not as an error.
+func (a *Admin) InspectLedger(ctx context.Context, id int64) (*LedgerInspection, error) {
+	if err := a.check(); err != nil {
+		return nil, err
+	}
+	if err := validLedger(id); err != nil {
+		return nil, err
+	}
+	in, err := iadmin.InspectLedger(ctx, a.md, a.bks, id)
+	if err != nil {
+		return nil, publicError(err)
+	}
+	out := &LedgerInspection{LedgerID: in.LedgerID, State: in.State, EnsembleSize: in.EnsembleSize,
+		WriteQuorumSize: in.WriteQuorumSize, AckQuorumSize: in.AckQuorumSize, LastEntryID: in.LastEntryID,
+		Bookies: make([]BookieLedgerView, 0, len(in.Bookies)), Fragments: make([]FragmentView, 0, len(in.Fragments)),
+		Recovery: RecoveryPrediction{Outcome: RecoveryOutcome(in.Recovery.Outcome), LAC: in.Recovery.LAC,
+			StartEntryID: in.Recovery.StartEntryID, LastEntryID: in.Recovery.LastEntryID,
+			UndecidedEntryID: in.Recovery.UndecidedEntryID, Reason: in.Recovery.Reason}}
+	for _, b := range in.Bookies {
+		v := BookieLedgerView{ID: b.ID, Reachable: b.Reachable, Error: b.Error, HasLedger: b.HasLedger,
+			EntryCount: b.EntryCount, LAC: b.LAC, Entries: make([]EntryRange, 0, len(b.Entries))}
+		for _, r := range b.Entries {
+			v.Entries = append(v.Entries, EntryRange(r))
+		}
+		out.Bookies = append(out.Bookies, v)
+	}
+	for _, f := range in.Fragments {
+		v := FragmentView{FirstEntryID: f.FirstEntryID, LastEntryID: f.LastEntryID, Bookies: make([]FragmentBookieView, 0, len(f.Bookies))}
+		for _, b := range f.Bookies {
+			v.Bookies = append(v.Bookies, FragmentBookieView(b))
+		}
+		out.Fragments = append(out.Fragments, v)
+	}
+	return out, nil
+}
