@@ -11,19 +11,12 @@ import (
 	"github.com/foliodb/folio/internal/metadata"
 )
 
-// Ensemble is one segment of a ledger: the bookies that store the entries
-// from FirstEntryID until the next segment's first.
-type Ensemble struct {
-	FirstEntryID int64    `json:"firstEntryId"`
-	Bookies      []string `json:"bookies"`
-}
-
 // LedgerOnBookies is one ledger of LedgersContainingBookies.
 type LedgerOnBookies struct {
 	LedgerID int64 `json:"ledgerId"`
 	// State is the ledger's state (OPEN, IN_RECOVERY, CLOSED).
 	State     string     `json:"state"`
-	Ensembles []Ensemble `json:"ensembles"`
+	Ensembles []client.Ensemble `json:"ensembles"`
 }
 
 // LedgersContainingBookies returns, in ascending id order, the ledgers
@@ -61,10 +54,10 @@ func (a *Admin) LedgersContainingBookies(ctx context.Context, bookies ...string)
 	return out, nil
 }
 
-func ensembles(segs []metadata.Segment) []Ensemble {
-	out := make([]Ensemble, 0, len(segs))
+func ensembles(segs []metadata.Segment) []client.Ensemble {
+	out := make([]client.Ensemble, 0, len(segs))
 	for _, s := range segs {
-		e := Ensemble{FirstEntryID: s.FirstEntryID, Bookies: make([]string, 0, len(s.Ensemble))}
+		e := client.Ensemble{FirstEntryID: s.FirstEntryID, Bookies: make([]string, 0, len(s.Ensemble))}
 		for _, b := range s.Ensemble {
 			e.Bookies = append(e.Bookies, string(b))
 		}
@@ -258,7 +251,7 @@ type RecoverLedgerResult struct {
 	// PreviousLastEntryID was its end before (-1 otherwise).
 	Forced              bool       `json:"forced"`
 	PreviousLastEntryID int64      `json:"previousLastEntryId"`
-	Ensembles           []Ensemble `json:"ensembles"`
+	Ensembles           []client.Ensemble `json:"ensembles"`
 	// Version is the metadata's version in the store.
 	Version int64 `json:"version"`
 }
@@ -271,7 +264,7 @@ type RecoverLedgerResult struct {
 // that cannot finish leaves the ledger IN_RECOVERY
 // (client.ErrLedgerRecovery) and may be retried.
 func (a *Admin) RecoverLedger(ctx context.Context, id int64, o RecoverLedgerOptions) (RecoverLedgerResult, error) {
-	res := RecoverLedgerResult{LedgerID: id, PreviousLastEntryID: -1, Ensembles: []Ensemble{}}
+	res := RecoverLedgerResult{LedgerID: id, PreviousLastEntryID: -1, Ensembles: []client.Ensemble{}}
 	if err := validLedger(id); err != nil {
 		return res, err
 	}

@@ -1,0 +1,382 @@
+package admin_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/foliodb/folio/admin"
+	"github.com/foliodb/folio/client"
+	"github.com/foliodb/folio/client/foliotest"
+	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/testcluster"
+)
+
+// shared is one in-process cluster for the tests that only read or switch
+// cluster-wide settings they restore.
+var shared struct {
+	uri string
+}
+
+func TestMain(m *testing.M) {
+	c, err := foliotest.New(foliotest.Bookies(3))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	shared.uri = c.URI()
+	code := m.Run()
+	if err := c.Close(); err != nil && code == 0 {
+		fmt.Println(err)
+		code = 1
+	}
+	if code != 0 {
+		panic(fmt.Sprintf("exit %d", code))
+	}
+}
+
+func newAdmin(t *testing.T, uri string) *admin.Admin {
+	t.Helper()
+	ctx := context.Background()
+	a, err := admin.New(ctx, admin.Config{Client: client.Config{MetadataServiceURI: uri}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := a.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return a
+}
+
+// writeLedger creates a closed ledger of n entries on 3 bookies (Qw 2).
+func writeLedger(t *testing.T, uri string, n int) (int64, client.LedgerMetadata) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := client.New(ctx, client.Config{MetadataServiceURI: uri})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w, err := c.CreateLedger(ctx, client.LedgerOptions{EnsembleSize: 3, WriteQuorumSize: 2, AckQuorumSize: 2, Password: []byte("pw")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if _, err := w.Append(ctx, fmt.Appendf(nil, "entry-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return w.ID(), w.Metadata()
+}
+
+func TestListBookiesAndDiskInfo(t *testing.T) {
+	ctx := context.Background()
+	a := newAdmin(t, shared.uri)
+	all, err := a.ListBookies(ctx, admin.ListBookiesOptions{DiskInfo: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 3 {
+		t.Fatalf("ListBookies: %d bookies, want 3: %+v", len(all), all)
+	}
+	for _, b := range all {
+		if b.State != admin.BookieWritable {
+			t.Errorf("%s: state %q, want writable", b.ID, b.State)
+		}
+		if b.Disk == nil || b.Disk.Err != nil || b.Disk.TotalBytes <= 0 || b.Disk.FreeBytes < 0 || b.Disk.FreeBytes > b.Disk.TotalBytes {
+			t.Errorf("%s: disk %+v", b.ID, b.Disk)
+		}
+	}
+	if ro, err := a.ListBookies(ctx, admin.ListBookiesOptions{ReadOnlyOnly: true}); err != nil || len(ro) != 0 {
+		t.Errorf("read-only bookies: %v, %v; want none", ro, err)
+	}
+	withCookies, err := a.ListBookies(ctx, admin.ListBookiesOptions{All: true})
+	if err != nil || len(withCookies) != 3 {
+		t.Errorf("All: %v, %v; want the 3 bookies", withCookies, err)
+	}
+	if _, err := a.ListBookies(ctx, admin.ListBookiesOptions{All: true, WritableOnly: true}); err == nil {
+		t.Error("All with WritableOnly: no error")
+	}
+	d, err := a.DiskInfo(ctx, all[0].ID)
+	if err != nil || d.TotalBytes <= 0 {
+		t.Errorf("DiskInfo(%s) = %+v, %v", all[0].ID, d, err)
+	}
+	if _, err := a.DiskInfo(ctx, "127.0.0.1:1"); !errors.Is(err, admin.ErrNoSuchBookie) {
+		t.Errorf("DiskInfo of an unregistered bookie: %v, want ErrNoSuchBookie", err)
+	}
+	for _, bad := range []string{"", "readonly", "a b:1", "host/x:1"} {
+		if _, err := a.DiskInfo(ctx, bad); !errors.Is(err, admin.ErrInvalidBookieID) {
+			t.Errorf("DiskInfo(%q): %v, want ErrInvalidBookieID", bad, err)
+		}
+		if _, err := a.RecoverBookie(ctx, []string{bad}, admin.RecoverBookieOptions{DryRun: true}); !errors.Is(err, admin.ErrInvalidBookieID) {
+			t.Errorf("RecoverBookie(%q): %v, want ErrInvalidBookieID", bad, err)
+		}
+		if err := a.DecommissionBookie(ctx, bad, admin.DecommissionOptions{}); !errors.Is(err, admin.ErrInvalidBookieID) {
+			t.Errorf("DecommissionBookie(%q): %v, want ErrInvalidBookieID", bad, err)
+		}
+		if _, err := a.LedgersContainingBookies(ctx, bad); !errors.Is(err, admin.ErrInvalidBookieID) {
+			t.Errorf("LedgersContainingBookies(%q): %v, want ErrInvalidBookieID", bad, err)
+		}
+	}
+	if _, err := a.DeleteCookie(ctx, all[0].ID); !errors.Is(err, admin.ErrStillRegistered) {
+		t.Errorf("DeleteCookie of a running bookie: %v, want ErrStillRegistered", err)
+	}
+}
+
+func TestInspectAndUnknownLedger(t *testing.T) {
+	ctx := context.Background()
+	a := newAdmin(t, shared.uri)
+	id, md := writeLedger(t, shared.uri, 5)
+	in, err := a.InspectLedger(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.State != "CLOSED" || in.LastEntryID != 4 || in.Recovery.Outcome != admin.RecoveryClosed || len(in.Fragments) != 1 {
+		t.Fatalf("inspection: %+v", in)
+	}
+	var held int64
+	for _, b := range in.Fragments[0].Bookies {
+		if b.MissingCount != 0 || b.Held != b.Expected || !b.Reachable {
+			t.Errorf("fragment bookie %+v: want every expected entry held", b)
+		}
+		held += b.Held
+	}
+	if held != 5*2 {
+		t.Errorf("fragment holds %d copies, want 10 (5 entries, Qw 2)", held)
+	}
+	if in.Fragments[0].Bookies[0].ID != md.Ensembles()[0].Bookies[0] {
+		t.Errorf("fragment bookies %v, metadata %v", in.Fragments[0].Bookies, md.Ensembles())
+	}
+	for _, bad := range []int64{-1, metadata.MaxLedgerID + 1} {
+		if _, err := a.InspectLedger(ctx, bad); !errors.Is(err, admin.ErrInvalidLedgerID) {
+			t.Errorf("InspectLedger(%d): %v, want ErrInvalidLedgerID", bad, err)
+		}
+		if _, err := a.RecoverLedger(ctx, bad, admin.RecoverLedgerOptions{}); !errors.Is(err, admin.ErrInvalidLedgerID) {
+			t.Errorf("RecoverLedger(%d): %v, want ErrInvalidLedgerID", bad, err)
+		}
+	}
+	const unknown = 1 << 40
+	if _, err := a.InspectLedger(ctx, unknown); !errors.Is(err, admin.ErrNoSuchLedger) || !errors.Is(err, client.ErrNoSuchLedger) {
+		t.Errorf("InspectLedger of an unknown ledger: %v, want ErrNoSuchLedger", err)
+	}
+	if _, err := a.RecoverLedger(ctx, unknown, admin.RecoverLedgerOptions{}); !errors.Is(err, admin.ErrNoSuchLedger) {
+		t.Errorf("RecoverLedger of an unknown ledger: %v, want ErrNoSuchLedger", err)
+	}
+	if _, ok, err := a.UnderReplication(ctx, unknown); ok || err != nil {
+		t.Errorf("UnderReplication of an unknown ledger: %v, %v; want not marked", ok, err)
+	}
+	// A closed ledger is left alone without Force.
+	r, err := a.RecoverLedger(ctx, id, admin.RecoverLedgerOptions{})
+	if err != nil || !r.AlreadyClosed || r.LastEntryID != 4 || r.Forced {
+		t.Errorf("RecoverLedger of a closed ledger: %+v, %v", r, err)
+	}
+}
+
+func TestAutoRecoverySwitchAndDelay(t *testing.T) {
+	ctx := context.Background()
+	a := newAdmin(t, shared.uri)
+	if on, err := a.IsAutoRecoveryEnabled(ctx); err != nil || !on {
+		t.Fatalf("IsAutoRecoveryEnabled = %v, %v; want enabled (never set)", on, err)
+	}
+	if err := a.DisableAutoRecovery(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if on, err := a.IsAutoRecoveryEnabled(ctx); err != nil || on {
+		t.Fatalf("after disable: %v, %v", on, err)
+	}
+	if err := a.TriggerAudit(ctx); !errors.Is(err, admin.ErrAutoRecoveryDisabled) {
+		t.Errorf("TriggerAudit while disabled: %v, want ErrAutoRecoveryDisabled", err)
+	}
+	if err := a.EnableAutoRecovery(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.TriggerAudit(ctx); !errors.Is(err, admin.ErrNoAuditor) {
+		t.Errorf("TriggerAudit without AutoRecovery running: %v, want ErrNoAuditor", err)
+	}
+	if _, err := a.Auditor(ctx); !errors.Is(err, admin.ErrNoAuditor) {
+		t.Errorf("Auditor: %v, want ErrNoAuditor", err)
+	}
+	if err := a.DecommissionBookie(ctx, "127.0.0.1:1", admin.DecommissionOptions{}); !errors.Is(err, admin.ErrNoAuditor) {
+		t.Errorf("DecommissionBookie without an auditor: %v, want ErrNoAuditor", err)
+	}
+	bookies, err := a.ListBookies(ctx, admin.ListBookiesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.DecommissionBookie(ctx, bookies[0].ID, admin.DecommissionOptions{}); !errors.Is(err, admin.ErrStillRegistered) {
+		t.Errorf("DecommissionBookie of a running bookie: %v, want ErrStillRegistered", err)
+	}
+	if err := a.SetLostBookieRecoveryDelay(ctx, -time.Second); err == nil {
+		t.Error("a negative delay was accepted")
+	}
+	if err := a.SetLostBookieRecoveryDelay(ctx, 90*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if d, stored, err := a.LostBookieRecoveryDelay(ctx); err != nil || !stored || d != 90*time.Second {
+		t.Errorf("LostBookieRecoveryDelay = %v, %v, %v; want 90s stored", d, stored, err)
+	}
+}
+
+func TestClosed(t *testing.T) {
+	ctx := context.Background()
+	a, err := admin.New(ctx, admin.Config{Client: client.Config{MetadataServiceURI: shared.uri}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := a.ListBookies(ctx, admin.ListBookiesOptions{}); !errors.Is(err, admin.ErrClosed) {
+		t.Errorf("ListBookies after Close: %v", err)
+	}
+	if _, err := a.RecoverLedger(ctx, 1, admin.RecoverLedgerOptions{}); !errors.Is(err, admin.ErrClosed) {
+		t.Errorf("RecoverLedger after Close: %v", err)
+	}
+	if _, err := admin.New(ctx, admin.Config{Client: client.Config{MetadataServiceURI: "nosuch://x"}}); !errors.Is(err, client.ErrInvalidConfig) {
+		t.Errorf("New with a bad URI: %v, want client.ErrInvalidConfig", err)
+	}
+}
+
+// TestRecoverBookie recovers the data of a killed bookie process: a query
+// and a dry run first, which change nothing, then the recovery, after
+// which no ledger names the bookie and every entry reads back.
+func TestRecoverBookie(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts bookie processes")
+	}
+	ctx := context.Background()
+	c := testcluster.Start(t, 4)
+	a := newAdmin(t, c.URI)
+	id, md := writeLedger(t, c.URI, 20)
+	failed := md.Ensembles()[0].Bookies[1]
+	for _, b := range c.Bookies {
+		if b.Addr() == failed {
+			b.Kill()
+		}
+	}
+	_, v0, err := c.MD.ReadLedger(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	on, err := a.LedgersContainingBookies(ctx, failed)
+	if err != nil || len(on) != 1 || on[0].LedgerID != id || on[0].State != "CLOSED" {
+		t.Fatalf("LedgersContainingBookies(%s) = %+v, %v", failed, on, err)
+	}
+	var progress []admin.Progress
+	plan, err := a.RecoverBookie(ctx, []string{failed}, admin.RecoverBookieOptions{DryRun: true, Progress: func(p admin.Progress) { progress = append(progress, p) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Plan) != 1 || plan.Plan[0].LedgerID != id || plan.Plan[0].Fence || len(plan.Plan[0].Fragments) != 1 ||
+		!slices.Equal(plan.Plan[0].Fragments[0].Replace, []string{failed}) || plan.Plan[0].Fragments[0].LastEntryID != 19 {
+		t.Fatalf("dry run plan: %+v", plan.Plan)
+	}
+	if _, v, err := c.MD.ReadLedger(ctx, id); err != nil || v != v0 {
+		t.Fatalf("the dry run changed the metadata: version %v → %v (%v)", v0, v, err)
+	}
+
+	progress = nil
+	res, err := a.RecoverBookie(ctx, []string{failed}, admin.RecoverBookieOptions{DeleteCookies: true,
+		Progress: func(p admin.Progress) { progress = append(progress, p) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ledgers != 1 || res.Fragments != 1 || res.Entries == 0 || len(res.Failed) != 0 || !slices.Equal(res.DeletedCookies, []string{failed}) {
+		t.Fatalf("RecoverBookie: %+v", res)
+	}
+	if len(progress) != 1 || progress[0].Op != "recover" || progress[0].LedgersDone != 1 || progress[0].Ledgers != 1 || progress[0].EntriesCopied != res.Entries {
+		t.Errorf("progress: %+v", progress)
+	}
+	if on, err := a.LedgersContainingBookies(ctx, failed); err != nil || len(on) != 0 {
+		t.Errorf("after recovery, ledgers naming %s: %+v, %v", failed, on, err)
+	}
+	in, err := a.InspectLedger(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range in.Fragments[0].Bookies {
+		if b.ID == failed || b.MissingCount != 0 || b.Held != b.Expected {
+			t.Errorf("after recovery: %+v", b)
+		}
+	}
+	testcluster.CheckStored(ctx, t, c.MD, id, []byte("pw"), func(e int64) []byte { return fmt.Appendf(nil, "entry-%d", e) })
+
+	// Again: nothing left to do.
+	res, err = a.RecoverBookie(ctx, []string{failed}, admin.RecoverBookieOptions{})
+	if err != nil || res.Ledgers != 0 || res.Entries != 0 {
+		t.Errorf("second RecoverBookie: %+v, %v", res, err)
+	}
+}
+
+// TestUnderReplicatedAndAuditor: records marked in the store are listed
+// and filtered, and the auditor of a running AutoRecovery is named.
+func TestUnderReplicatedAndAuditor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts bookie and AutoRecovery processes")
+	}
+	ctx := context.Background()
+	c := testcluster.Start(t, 3)
+	a := newAdmin(t, c.URI)
+	// AutoRecovery off: the auditor stays elected but marks nothing of its
+	// own, so the listing is exactly what is marked here.
+	if err := a.DisableAutoRecovery(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ar := c.MD.(metadata.AutoRecoveryDriver)
+	for id, missing := range map[int64][]metadata.BookieID{7: {"10.0.0.1:3181"}, 9: {"10.0.0.1:3181", "10.0.0.2:3181"}, 12: {"10.0.0.2:3181"}} {
+		if err := ar.MarkLedgerUnderReplicated(ctx, id, missing); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func(o admin.UnderReplicatedOptions) []int64 {
+		var ids []int64
+		for u, err := range a.UnderReplicatedLedgers(ctx, o) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, u.LedgerID)
+		}
+		return ids
+	}
+	if got := list(admin.UnderReplicatedOptions{ReplicationWorker: true}); !slices.Equal(got, []int64{7, 9, 12}) {
+		t.Errorf("under-replicated: %v", got)
+	}
+	if got := list(admin.UnderReplicatedOptions{MissingReplica: "10.0.0.1:3181"}); !slices.Equal(got, []int64{7, 9}) {
+		t.Errorf("missing 10.0.0.1: %v", got)
+	}
+	if got := list(admin.UnderReplicatedOptions{ExcludingMissingReplica: "10.0.0.1:3181"}); !slices.Equal(got, []int64{12}) {
+		t.Errorf("excluding 10.0.0.1: %v", got)
+	}
+	u, ok, err := a.UnderReplication(ctx, 9)
+	if err != nil || !ok || !slices.Equal(u.MissingReplicas, []string{"10.0.0.1:3181", "10.0.0.2:3181"}) || u.Marked.IsZero() {
+		t.Errorf("UnderReplication(9) = %+v, %v, %v", u, ok, err)
+	}
+
+	c.StartAutoRecovery("127.0.0.1:4999")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := a.Auditor(ctx)
+		if err == nil {
+			if got != "127.0.0.1:4999" {
+				t.Fatalf("Auditor = %q", got)
+			}
+			break
+		}
+		if !errors.Is(err, admin.ErrNoAuditor) || time.Now().After(deadline) {
+			t.Fatalf("Auditor: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
