@@ -15,7 +15,7 @@ import (
 type LedgerOnBookies struct {
 	LedgerID int64 `json:"ledgerId"`
 	// State is the ledger's state (OPEN, IN_RECOVERY, CLOSED).
-	State     string     `json:"state"`
+	State     string            `json:"state"`
 	Ensembles []client.Ensemble `json:"ensembles"`
 }
 
@@ -249,8 +249,8 @@ type RecoverLedgerResult struct {
 	AlreadyClosed bool `json:"alreadyClosed"`
 	// Forced: a CLOSED ledger was recovered again (Force), and
 	// PreviousLastEntryID was its end before (-1 otherwise).
-	Forced              bool       `json:"forced"`
-	PreviousLastEntryID int64      `json:"previousLastEntryId"`
+	Forced              bool              `json:"forced"`
+	PreviousLastEntryID int64             `json:"previousLastEntryId"`
 	Ensembles           []client.Ensemble `json:"ensembles"`
 	// Version is the metadata's version in the store.
 	Version int64 `json:"version"`
