@@ -249,8 +249,10 @@ func TestClosed(t *testing.T) {
 }
 
 // TestRecoverBookie recovers the data of a killed bookie process: a query
-// and a dry run first, which change nothing, then the recovery, after
-// which no ledger names the bookie and every entry reads back.
+// and a dry run first, which change nothing (the open ledger's writer still
+// appends after them), then the recovery, which fences and closes the open
+// ledger after its last acknowledged entry, after which no ledger names the
+// bookie and every acknowledged entry reads back.
 func TestRecoverBookie(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts bookie processes")
@@ -258,65 +260,204 @@ func TestRecoverBookie(t *testing.T) {
 	ctx := context.Background()
 	c := testcluster.Start(t, 4)
 	a := newAdmin(t, c.URI)
-	id, md := writeLedger(t, c.URI, 20)
+	closedID, md := writeLedger(t, c.URI, 20)
 	failed := md.Ensembles()[0].Bookies[1]
+
+	// Two open ledgers on the same bookie, their writers alive: one keeps
+	// appending after the dry run (so it replaces the dead bookie itself),
+	// the other stays idle (so recovery must fence and close it).
+	cl, err := client.New(ctx, client.Config{MetadataServiceURI: c.URI, AddEntryTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	openOn := func() *client.WriteHandle {
+		for {
+			h, err := cl.CreateLedger(ctx, client.LedgerOptions{EnsembleSize: 3, WriteQuorumSize: 2, AckQuorumSize: 2, Password: []byte("pw")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.Contains(h.Metadata().Ensembles()[0].Bookies, failed) {
+				return h
+			}
+			if err := h.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	appendTo := func(w *client.WriteHandle, n int) {
+		t.Helper()
+		for range n {
+			if _, err := w.Append(ctx, fmt.Appendf(nil, "entry-%d", w.LastAddConfirmed()+1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	w, idle := openOn(), openOn()
+	openID, idleID := w.ID(), idle.ID()
+	appendTo(w, 5)
+	appendTo(idle, 4)
 	for _, b := range c.Bookies {
 		if b.Addr() == failed {
 			b.Kill()
+			b.WaitUnregistered()
 		}
 	}
-	_, v0, err := c.MD.ReadLedger(ctx, id)
-	if err != nil {
-		t.Fatal(err)
+	versions := map[int64]metadata.Version{}
+	for _, id := range []int64{closedID, openID, idleID} {
+		_, v, err := c.MD.ReadLedger(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions[id] = v
 	}
 
 	on, err := a.LedgersContainingBookies(ctx, failed)
-	if err != nil || len(on) != 1 || on[0].LedgerID != id || on[0].State != "CLOSED" {
+	if err != nil || len(on) != 3 || on[0].LedgerID != closedID || on[0].State != "CLOSED" || on[1].LedgerID != openID || on[1].State != "OPEN" || on[2].LedgerID != idleID {
 		t.Fatalf("LedgersContainingBookies(%s) = %+v, %v", failed, on, err)
 	}
-	var progress []admin.Progress
-	plan, err := a.RecoverBookie(ctx, []string{failed}, admin.RecoverBookieOptions{DryRun: true, Progress: func(p admin.Progress) { progress = append(progress, p) }})
+	plan, err := a.RecoverBookie(ctx, []string{failed}, admin.RecoverBookieOptions{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plan.Plan) != 1 || plan.Plan[0].LedgerID != id || plan.Plan[0].Fence || len(plan.Plan[0].Fragments) != 1 ||
-		!slices.Equal(plan.Plan[0].Fragments[0].Replace, []string{failed}) || plan.Plan[0].Fragments[0].LastEntryID != 19 {
-		t.Fatalf("dry run plan: %+v", plan.Plan)
+	if len(plan.Plan) != 3 || plan.Entries != 0 || plan.Ledgers != 0 {
+		t.Fatalf("dry run: %+v", plan)
 	}
-	if _, v, err := c.MD.ReadLedger(ctx, id); err != nil || v != v0 {
-		t.Fatalf("the dry run changed the metadata: version %v → %v (%v)", v0, v, err)
+	if p := plan.Plan[0]; p.LedgerID != closedID || p.Fence || len(p.Fragments) != 1 ||
+		!slices.Equal(p.Fragments[0].Replace, []string{failed}) || p.Fragments[0].LastEntryID != 19 {
+		t.Errorf("dry run plan of the closed ledger: %+v", p)
 	}
+	if p := plan.Plan[1]; p.LedgerID != openID || !p.Fence || p.Skip || len(p.Fragments) != 1 || p.Fragments[0].LastEntryID != -1 {
+		t.Errorf("dry run plan of the open ledger: %+v", p)
+	}
+	if p := plan.Plan[2]; p.LedgerID != idleID || !p.Fence || p.Skip {
+		t.Errorf("dry run plan of the idle ledger: %+v", p)
+	}
+	for id, v0 := range versions {
+		if _, v, err := c.MD.ReadLedger(ctx, id); err != nil || v != v0 {
+			t.Fatalf("the dry run changed ledger %d's metadata: version %v → %v (%v)", id, v0, v, err)
+		}
+	}
+	// Nothing was fenced: the writer goes on (replacing the dead bookie
+	// itself as it needs).
+	appendTo(w, 3)
+	acked := idle.LastAddConfirmed()
 
-	progress = nil
+	var progress []admin.Progress
 	res, err := a.RecoverBookie(ctx, []string{failed}, admin.RecoverBookieOptions{DeleteCookies: true,
 		Progress: func(p admin.Progress) { progress = append(progress, p) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Ledgers != 1 || res.Fragments != 1 || res.Entries == 0 || len(res.Failed) != 0 || !slices.Equal(res.DeletedCookies, []string{failed}) {
+	if res.Entries == 0 || len(res.Failed) != 0 || !slices.Equal(res.DeletedCookies, []string{failed}) {
 		t.Fatalf("RecoverBookie: %+v", res)
 	}
-	if len(progress) != 1 || progress[0].Op != "recover" || progress[0].LedgersDone != 1 || progress[0].Ledgers != 1 || progress[0].EntriesCopied != res.Entries {
+	if n := len(progress); n == 0 || progress[n-1].Op != "recover" || progress[n-1].LedgersDone != progress[n-1].Ledgers || progress[n-1].EntriesCopied != res.Entries {
 		t.Errorf("progress: %+v", progress)
 	}
 	if on, err := a.LedgersContainingBookies(ctx, failed); err != nil || len(on) != 0 {
 		t.Errorf("after recovery, ledgers naming %s: %+v, %v", failed, on, err)
 	}
-	in, err := a.InspectLedger(ctx, id)
-	if err != nil {
+	// The idle ledger was fenced and closed at (or after: an append may
+	// have been in flight) its last acknowledged entry; nothing
+	// acknowledged is lost, and its writer can add nothing more.
+	m, _, err := c.MD.ReadLedger(ctx, idleID)
+	if err != nil || !m.IsClosed() || m.LastEntryID < acked {
+		t.Fatalf("idle ledger after recovery: %+v, %v; want closed at ≥ %d", m, err, acked)
+	}
+	if _, err := idle.Append(ctx, []byte("late")); !errors.Is(err, client.ErrLedgerFenced) && !errors.Is(err, client.ErrLedgerClosed) {
+		t.Errorf("append to the idle ledger after recovery: %v, want fenced", err)
+	}
+	// The other one's writer had replaced the bookie in its last ensemble:
+	// only its first fragment was copied, and it goes on.
+	appendTo(w, 2)
+	if err := w.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range in.Fragments[0].Bookies {
-		if b.ID == failed || b.MissingCount != 0 || b.Held != b.Expected {
-			t.Errorf("after recovery: %+v", b)
+	for _, id := range []int64{closedID, openID, idleID} {
+		in, err := a.InspectLedger(ctx, id)
+		if err != nil {
+			t.Fatal(err)
 		}
+		for _, f := range in.Fragments {
+			for _, b := range f.Bookies {
+				if b.ID == failed || b.MissingCount != 0 || b.Held != b.Expected {
+					t.Errorf("ledger %d after recovery: %+v", id, b)
+				}
+			}
+		}
+		testcluster.CheckStored(ctx, t, c.MD, id, []byte("pw"), func(e int64) []byte { return fmt.Appendf(nil, "entry-%d", e) })
 	}
-	testcluster.CheckStored(ctx, t, c.MD, id, []byte("pw"), func(e int64) []byte { return fmt.Appendf(nil, "entry-%d", e) })
 
 	// Again: nothing left to do.
 	res, err = a.RecoverBookie(ctx, []string{failed}, admin.RecoverBookieOptions{})
 	if err != nil || res.Ledgers != 0 || res.Entries != 0 {
 		t.Errorf("second RecoverBookie: %+v, %v", res, err)
+	}
+}
+
+// TestDecommissionBookie drains a stopped bookie through a running
+// AutoRecovery and deletes its cookie, reporting progress.
+func TestDecommissionBookie(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts bookie and AutoRecovery processes")
+	}
+	ctx := context.Background()
+	c := testcluster.Start(t, 4)
+	a := newAdmin(t, c.URI)
+	id, md := writeLedger(t, c.URI, 10)
+	victim := md.Ensembles()[0].Bookies[0]
+	var vb *testcluster.Bookie
+	for _, b := range c.Bookies {
+		if b.Addr() == victim {
+			vb = b
+		}
+	}
+	if err := a.DecommissionBookie(ctx, victim, admin.DecommissionOptions{}); !errors.Is(err, admin.ErrStillRegistered) {
+		t.Fatalf("decommission of a running bookie: %v, want ErrStillRegistered", err)
+	}
+	vb.Kill()
+	vb.WaitUnregistered()
+	c.StartAutoRecovery("127.0.0.1:4998", "--lost-bookie-recovery-delay", "0s")
+	waitAuditor(t, a)
+	var progress []admin.Progress
+	if err := a.DecommissionBookie(ctx, victim, admin.DecommissionOptions{PollInterval: 100 * time.Millisecond,
+		Progress: func(p admin.Progress) { progress = append(progress, p) }}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(progress); n == 0 || progress[n-1].Op != "decommission" || progress[n-1].LedgersRemaining != 0 || progress[n-1].UnderReplicated != 0 {
+		t.Errorf("progress: %+v", progress)
+	}
+	if on, err := a.LedgersContainingBookies(ctx, victim); err != nil || len(on) != 0 {
+		t.Errorf("after decommission, ledgers naming %s: %+v, %v", victim, on, err)
+	}
+	if _, _, err := c.MD.ReadCookie(ctx, metadata.BookieID(victim)); !errors.Is(err, metadata.ErrNoSuchCookie) {
+		t.Errorf("cookie after decommission: %v, want none", err)
+	}
+	if deleted, err := a.DeleteCookie(ctx, victim); err != nil || deleted {
+		t.Errorf("DeleteCookie after decommission: %v, %v; want nothing to delete", deleted, err)
+	}
+	testcluster.CheckStored(ctx, t, c.MD, id, []byte("pw"), func(e int64) []byte { return fmt.Appendf(nil, "entry-%d", e) })
+}
+
+// waitAuditor waits until an auditor is elected.
+func waitAuditor(t *testing.T, a *admin.Admin) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testcluster.StartTimeout)
+	defer cancel()
+	for {
+		got, err := a.Auditor(ctx)
+		if err == nil {
+			return got
+		}
+		if !errors.Is(err, admin.ErrNoAuditor) {
+			t.Fatalf("Auditor: %v", err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no auditor elected")
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 
@@ -365,18 +506,7 @@ func TestUnderReplicatedAndAuditor(t *testing.T) {
 	}
 
 	c.StartAutoRecovery("127.0.0.1:4999")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got, err := a.Auditor(ctx)
-		if err == nil {
-			if got != "127.0.0.1:4999" {
-				t.Fatalf("Auditor = %q", got)
-			}
-			break
-		}
-		if !errors.Is(err, admin.ErrNoAuditor) || time.Now().After(deadline) {
-			t.Fatalf("Auditor: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if got := waitAuditor(t, a); got != "127.0.0.1:4999" {
+		t.Fatalf("Auditor = %q", got)
 	}
 }
