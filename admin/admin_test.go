@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -125,6 +127,25 @@ func TestListBookiesAndDiskInfo(t *testing.T) {
 		if _, err := a.LedgersContainingBookies(ctx, bad); !errors.Is(err, admin.ErrInvalidBookieID) {
 			t.Errorf("LedgersContainingBookies(%q): %v, want ErrInvalidBookieID", bad, err)
 		}
+	}
+	withInfo, err := a.ListBookies(ctx, admin.ListBookiesOptions{ServiceInfo: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range withInfo {
+		if b.ServiceInfo == nil {
+			t.Fatalf("%s: no service info", b.ID)
+		}
+		e, ok := b.ServiceInfo.Endpoint("bookie")
+		if !ok || e.Protocol != "bookie-rpc" || net.JoinHostPort(e.Host, strconv.Itoa(e.Port)) != b.ID {
+			t.Errorf("%s: bookie endpoint %+v (%v) in %+v", b.ID, e, ok, b.ServiceInfo)
+		}
+	}
+	if _, err := a.BookieServiceInfo(ctx, "127.0.0.1:1"); !errors.Is(err, admin.ErrNoSuchBookie) {
+		t.Errorf("BookieServiceInfo of an unregistered bookie: %v, want ErrNoSuchBookie", err)
+	}
+	if _, err := a.BookieServiceInfo(ctx, "a b"); !errors.Is(err, admin.ErrInvalidBookieID) {
+		t.Errorf("BookieServiceInfo of a malformed id: %v, want ErrInvalidBookieID", err)
 	}
 	if _, err := a.DeleteCookie(ctx, all[0].ID); !errors.Is(err, admin.ErrStillRegistered) {
 		t.Errorf("DeleteCookie of a running bookie: %v, want ErrStillRegistered", err)

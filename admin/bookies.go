@@ -30,9 +30,14 @@ type Bookie struct {
 	// ID is the bookie id (host:port, or a custom bookieId).
 	ID    string      `json:"id"`
 	State BookieState `json:"state"`
-	// Disk is the bookie's disk space, with ListBookiesOptions.DiskInfo
-	// (nil otherwise).
+	// Disk is the bookie's disk space, with ListBookiesOptions.DiskInfo;
+	// nil otherwise and for a bookie that is down.
 	Disk *DiskInfo `json:"disk,omitempty"`
+	// ServiceInfo is what the bookie published about itself (its
+	// endpoints: bookie protocol, admin HTTP server), with
+	// ListBookiesOptions.ServiceInfo; nil otherwise and for a bookie that
+	// is down.
+	ServiceInfo *ServiceInfo `json:"serviceInfo,omitempty"`
 }
 
 // DiskInfo is a bookie's answer to GET_BOOKIE_INFO (Java's
@@ -62,6 +67,10 @@ type ListBookiesOptions struct {
 	// concurrently; one that does not answer has Disk.Err set and the
 	// others are still listed.
 	DiskInfo bool
+	// ServiceInfo reads what each registered bookie published about itself
+	// (BookieServiceInfo). A bookie that unregisters meanwhile is listed
+	// without it.
+	ServiceInfo bool
 }
 
 // ListBookies lists the cluster's bookies: the writable ones, then the
@@ -126,6 +135,21 @@ func (a *Admin) ListBookies(ctx context.Context, o ListBookiesOptions) ([]Bookie
 		for i := range out {
 			if j := slices.IndexFunc(info, func(r iadmin.BookieInfo) bool { return r.ID == out[i].ID }); j >= 0 {
 				out[i].Disk = diskInfo(info[j])
+			}
+		}
+	}
+	if o.ServiceInfo {
+		for i := range out {
+			if out[i].State == BookieDown {
+				continue
+			}
+			info, err := a.BookieServiceInfo(ctx, out[i].ID)
+			switch {
+			case errors.Is(err, ErrNoSuchBookie):
+			case err != nil:
+				return nil, err
+			default:
+				out[i].ServiceInfo = &info
 			}
 		}
 	}
