@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"sync"
 
@@ -46,16 +47,16 @@ var (
 	ErrInvalidLedgerID = errors.New("invalid ledger id")
 	// ErrStillRegistered: DecommissionBookie refuses a bookie that is
 	// still registered (writable or read-only); stop it first.
-	ErrStillRegistered = iadmin.ErrStillRegistered
+	ErrStillRegistered = errors.New("bookie is still registered")
 	// ErrAutoRecoveryDisabled: TriggerAudit and DecommissionBookie refuse
 	// while re-replication is switched off cluster-wide
 	// (DisableAutoRecovery).
-	ErrAutoRecoveryDisabled = iadmin.ErrAutoRecoveryDisabled
+	ErrAutoRecoveryDisabled = errors.New("AutoRecovery is disabled")
 	// ErrNoAuditor: no auditor is elected (no AutoRecovery process runs).
-	ErrNoAuditor = iadmin.ErrNoAuditor
+	ErrNoAuditor = errors.New("no auditor is elected")
 	// ErrNoPassword: RecoverLedger of a ledger whose metadata stores no
 	// password (written by an old client) needs RecoverLedgerOptions.Password.
-	ErrNoPassword = iadmin.ErrNoPassword
+	ErrNoPassword = errors.New("the ledger's metadata stores no password")
 	// ErrNotSupported: the metadata store's driver does not offer the
 	// operation (AutoRecovery and decommissioning need etcd; a zk://
 	// cluster is administered with Java's tools for these).
@@ -208,14 +209,24 @@ func (e *publicErr) Unwrap() error        { return e.cause }
 func (e *publicErr) Is(target error) bool { return target == e.public }
 
 // publicError gives err the public sentinel of its internal cause: the
-// metadata store's "no such ledger" and "not supported", and the
-// client's mapping of the store's security errors.
+// implementation's (internal/admin) refusals, the metadata store's "no
+// such ledger" and "not supported", and the client's mapping of the
+// store's security errors.
 func publicError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, ErrNoSuchLedger), errors.Is(err, ErrNotSupported):
+	case errors.Is(err, ErrNoSuchLedger), errors.Is(err, ErrNotSupported), errors.Is(err, ErrStillRegistered),
+		errors.Is(err, ErrAutoRecoveryDisabled), errors.Is(err, ErrNoAuditor), errors.Is(err, ErrNoPassword):
 		return err
+	case errors.Is(err, iadmin.ErrStillRegistered):
+		return &publicErr{public: ErrStillRegistered, cause: err}
+	case errors.Is(err, iadmin.ErrAutoRecoveryDisabled):
+		return &publicErr{public: ErrAutoRecoveryDisabled, cause: err}
+	case errors.Is(err, iadmin.ErrNoAuditor):
+		return &publicErr{public: ErrNoAuditor, cause: err}
+	case errors.Is(err, iadmin.ErrNoPassword):
+		return &publicErr{public: ErrNoPassword, cause: err}
 	case errors.Is(err, metadata.ErrNoSuchLedger):
 		return &publicErr{public: ErrNoSuchLedger, cause: err}
 	case errors.Is(err, metadata.ErrNotSupported):
@@ -228,4 +239,37 @@ func publicError(err error) error {
 		return &publicErr{public: client.ErrInvalidConfig, cause: err}
 	}
 	return err
+}
+
+// LedgerMetadata returns ledger id's metadata as stored (Java:
+// getLedgerMetadata): ensembles, quorums, state, end, custom metadata.
+// It is client.Client.LedgerMetadata, through the Admin's client.
+// ErrInvalidLedgerID, ErrNoSuchLedger.
+func (a *Admin) LedgerMetadata(ctx context.Context, id int64) (client.LedgerMetadata, error) {
+	if err := validLedger(id); err != nil {
+		return client.LedgerMetadata{}, err
+	}
+	c, err := a.client(ctx)
+	if err != nil {
+		return client.LedgerMetadata{}, err
+	}
+	return c.LedgerMetadata(ctx, id)
+}
+
+// ListLedgers streams every ledger id in ascending order, a page at a
+// time (Java: listLedgers). It is client.Client.ListLedgers, through the
+// Admin's client; an error is yielded once and ends the sequence.
+func (a *Admin) ListLedgers(ctx context.Context) iter.Seq2[int64, error] {
+	return func(yield func(int64, error) bool) {
+		c, err := a.client(ctx)
+		if err != nil {
+			yield(0, err)
+			return
+		}
+		for id, err := range c.ListLedgers(ctx) {
+			if !yield(id, err) || err != nil {
+				return
+			}
+		}
+	}
 }

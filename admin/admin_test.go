@@ -184,7 +184,26 @@ func TestInspectAndUnknownLedger(t *testing.T) {
 			t.Errorf("RecoverLedger(%d): %v, want ErrInvalidLedgerID", bad, err)
 		}
 	}
+	if got, err := a.LedgerMetadata(ctx, id); err != nil || !got.Equal(md) {
+		t.Errorf("LedgerMetadata = %v, %v; want %v", got, err, md)
+	}
+	listed := false
+	for l, err := range a.ListLedgers(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed = listed || l == id
+	}
+	if !listed {
+		t.Errorf("ListLedgers did not list ledger %d", id)
+	}
 	const unknown = 1 << 40
+	if _, err := a.LedgerMetadata(ctx, unknown); !errors.Is(err, admin.ErrNoSuchLedger) {
+		t.Errorf("LedgerMetadata of an unknown ledger: %v, want ErrNoSuchLedger", err)
+	}
+	if _, err := a.LedgerMetadata(ctx, -1); !errors.Is(err, admin.ErrInvalidLedgerID) {
+		t.Errorf("LedgerMetadata(-1): %v, want ErrInvalidLedgerID", err)
+	}
 	if _, err := a.InspectLedger(ctx, unknown); !errors.Is(err, admin.ErrNoSuchLedger) || !errors.Is(err, client.ErrNoSuchLedger) {
 		t.Errorf("InspectLedger of an unknown ledger: %v, want ErrNoSuchLedger", err)
 	}
