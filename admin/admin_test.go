@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"testing"
@@ -26,18 +27,16 @@ var shared struct {
 func TestMain(m *testing.M) {
 	c, err := foliotest.New(foliotest.Bookies(3))
 	if err != nil {
-		fmt.Println(err)
-		return
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	shared.uri = c.URI()
 	code := m.Run()
-	if err := c.Close(); err != nil && code == 0 {
-		fmt.Println(err)
-		code = 1
+	if err := c.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = max(code, 1)
 	}
-	if code != 0 {
-		panic(fmt.Sprintf("exit %d", code))
-	}
+	os.Exit(code)
 }
 
 func newAdmin(t *testing.T, uri string) *admin.Admin {

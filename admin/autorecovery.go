@@ -43,7 +43,8 @@ type UnderReplicatedOptions struct {
 
 // UnderReplicatedLedgers streams the under-replicated ledgers in
 // ascending id order, a page at a time (Java:
-// listUnderreplicatedLedgers(predicate)). An error is yielded once and
+// LedgerUnderreplicationManager.listLedgersToRereplicate(predicate); the
+// shell's listunderreplicated). An error is yielded once and
 // ends the sequence; ErrNotSupported on a metadata store without
 // AutoRecovery.
 func (a *Admin) UnderReplicatedLedgers(ctx context.Context, o UnderReplicatedOptions) iter.Seq2[UnderReplicatedLedger, error] {
@@ -143,7 +144,8 @@ func (a *Admin) Auditor(ctx context.Context) (string, error) {
 }
 
 // IsAutoRecoveryEnabled reports whether re-replication is enabled
-// cluster-wide (Java: isAutoRecoveryEnabled); it is until disabled.
+// cluster-wide (Java: LedgerUnderreplicationManager.isLedgerReplicationEnabled;
+// the shell's autorecovery); it is until disabled.
 func (a *Admin) IsAutoRecoveryEnabled(ctx context.Context) (bool, error) {
 	ar, err := a.autoRecovery()
 	if err != nil {
@@ -154,12 +156,14 @@ func (a *Admin) IsAutoRecoveryEnabled(ctx context.Context) (bool, error) {
 }
 
 // EnableAutoRecovery resumes re-replication cluster-wide (Java:
-// enableAutoRecovery): the auditor marks ledgers again and the
+// LedgerUnderreplicationManager.enableLedgerReplication; autorecovery
+// -enable): the auditor marks ledgers again and the
 // replication workers take them.
 func (a *Admin) EnableAutoRecovery(ctx context.Context) error { return a.setAutoRecovery(ctx, true) }
 
 // DisableAutoRecovery stops re-replication cluster-wide (Java:
-// disableAutoRecovery): the auditor stops marking ledgers and the
+// LedgerUnderreplicationManager.disableLedgerReplication; autorecovery
+// -disable): the auditor stops marking ledgers and the
 // replication workers stop taking them; work in progress finishes.
 func (a *Admin) DisableAutoRecovery(ctx context.Context) error { return a.setAutoRecovery(ctx, false) }
 

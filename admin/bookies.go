@@ -63,7 +63,7 @@ type ListBookiesOptions struct {
 	// Not with WritableOnly or ReadOnlyOnly.
 	All bool
 	// DiskInfo asks each registered bookie for its disk space (Java:
-	// getBookieInfo; the bookieinfo command). Bookies are asked
+	// BookKeeper.getBookieInfo; the shell's bookieinfo). Bookies are asked
 	// concurrently; one that does not answer has Disk.Err set and the
 	// others are still listed.
 	DiskInfo bool
@@ -165,7 +165,7 @@ func diskInfo(r iadmin.BookieInfo) *DiskInfo {
 }
 
 // DiskInfo asks one registered bookie for its disk space (Java:
-// getBookieInfo for one bookie). ErrInvalidBookieID for a malformed id,
+// BookKeeper.getBookieInfo, for one bookie). ErrInvalidBookieID for a malformed id,
 // ErrNoSuchBookie if it is not registered; a bookie that does not answer
 // is an error naming it.
 func (a *Admin) DiskInfo(ctx context.Context, bookie string) (DiskInfo, error) {

@@ -105,9 +105,9 @@ type RecoveryPrediction struct {
 }
 
 // InspectLedger reads the ledger's metadata and asks each of its bookies
-// which entries it holds and its LAC (Java: getLedgerMetadata with the
-// shell's readledger/ledger -m and the entry checks of
-// LedgerChecker). It changes nothing: no fencing read, no metadata write.
+// which entries it holds and its LAC (Java: getLedgerMetadata with
+// getListOfEntriesOfLedger on each bookie, as the ledger checker reads
+// them; the shell's inspectledger). It changes nothing: no fencing read, no metadata write.
 // ErrInvalidLedgerID, ErrNoSuchLedger. A bookie that does not answer is
 // reported in its view, not as an error.
 func (a *Admin) InspectLedger(ctx context.Context, id int64) (*LedgerInspection, error) {

@@ -258,8 +258,8 @@ type RecoverLedgerResult struct {
 
 // RecoverLedger recovers one ledger: it marks it IN_RECOVERY, fences its
 // bookies (its writer, if alive, can add nothing more), finds its last
-// entry and closes it there (Java: BookKeeper's openLedger with recovery,
-// the shell's recoverledger). A CLOSED ledger is left as it is unless
+// entry and closes it there (Java: BookKeeperAdmin.openLedger, which
+// recovers; the shell's recoverledger). A CLOSED ledger is left as it is unless
 // o.Force. ErrInvalidLedgerID, ErrNoSuchLedger, ErrNoPassword; a recovery
 // that cannot finish leaves the ledger IN_RECOVERY
 // (client.ErrLedgerRecovery) and may be retried.

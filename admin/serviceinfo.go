@@ -41,7 +41,7 @@ func (s ServiceInfo) Endpoint(id string) (Endpoint, bool) {
 }
 
 // BookieServiceInfo returns what the registered bookie published about
-// itself (Java: RegistrationClient.getBookieServiceInfo), e.g. the address
+// itself (Java: BookKeeperAdmin.getBookieServiceInfo), e.g. the address
 // of its admin HTTP server. A registration without published info (a
 // Java bookie on etcd) gets the info of its host:port id, as Java's
 // clients assume. ErrInvalidBookieID, ErrNoSuchBookie if it is not
