@@ -351,8 +351,16 @@ func TestRecoverBookie(t *testing.T) {
 		versions[id] = v
 	}
 
+	// Both listings are in ascending id order, which is not creation order.
 	on, err := a.LedgersContainingBookies(ctx, failed)
-	if err != nil || len(on) != 3 || on[0].LedgerID != closedID || on[0].State != "CLOSED" || on[1].LedgerID != openID || on[1].State != "OPEN" || on[2].LedgerID != idleID {
+	states := map[int64]string{}
+	for i, l := range on {
+		states[l.LedgerID] = l.State
+		if i > 0 && on[i-1].LedgerID >= l.LedgerID {
+			t.Errorf("LedgersContainingBookies: not ascending: %+v", on)
+		}
+	}
+	if err != nil || len(on) != 3 || states[closedID] != "CLOSED" || states[openID] != "OPEN" || states[idleID] != "OPEN" {
 		t.Fatalf("LedgersContainingBookies(%s) = %+v, %v", failed, on, err)
 	}
 	plan, err := a.RecoverBookie(ctx, []string{failed}, admin.RecoverBookieOptions{DryRun: true})
@@ -362,14 +370,18 @@ func TestRecoverBookie(t *testing.T) {
 	if len(plan.Plan) != 3 || plan.Entries != 0 || plan.Ledgers != 0 {
 		t.Fatalf("dry run: %+v", plan)
 	}
-	if p := plan.Plan[0]; p.LedgerID != closedID || p.Fence || len(p.Fragments) != 1 ||
+	planned := map[int64]admin.PlannedLedger{}
+	for _, p := range plan.Plan {
+		planned[p.LedgerID] = p
+	}
+	if p := planned[closedID]; p.Fence || len(p.Fragments) != 1 ||
 		!slices.Equal(p.Fragments[0].Replace, []string{failed}) || p.Fragments[0].LastEntryID != 19 {
 		t.Errorf("dry run plan of the closed ledger: %+v", p)
 	}
-	if p := plan.Plan[1]; p.LedgerID != openID || !p.Fence || p.Skip || len(p.Fragments) != 1 || p.Fragments[0].LastEntryID != -1 {
+	if p := planned[openID]; !p.Fence || p.Skip || len(p.Fragments) != 1 || p.Fragments[0].LastEntryID != -1 {
 		t.Errorf("dry run plan of the open ledger: %+v", p)
 	}
-	if p := plan.Plan[2]; p.LedgerID != idleID || !p.Fence || p.Skip {
+	if p := planned[idleID]; !p.Fence || p.Skip {
 		t.Errorf("dry run plan of the idle ledger: %+v", p)
 	}
 	for id, v0 := range versions {
