@@ -19,6 +19,7 @@ const underReplicatedPage = 1000
 // UnderReplicatedLedger is a ledger the auditor marked under-replicated
 // and the replication workers have not repaired yet.
 type UnderReplicatedLedger struct {
+	// LedgerID is the ledger marked.
 	LedgerID int64 `json:"ledgerId"`
 	// MissingReplicas are the bookies whose copies are missing, ascending.
 	MissingReplicas []string `json:"missingReplicas"`

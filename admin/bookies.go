@@ -28,7 +28,8 @@ const (
 // Bookie is one bookie of ListBookies.
 type Bookie struct {
 	// ID is the bookie id (host:port, or a custom bookieId).
-	ID    string      `json:"id"`
+	ID string `json:"id"`
+	// State is writable, read-only or (with All) down.
 	State BookieState `json:"state"`
 	// Disk is the bookie's disk space, with ListBookiesOptions.DiskInfo;
 	// nil otherwise and for a bookie that is down.

@@ -11,17 +11,22 @@ import (
 // what a recovery would conclude. It is a snapshot: a live writer may have
 // moved on since.
 type LedgerInspection struct {
-	LedgerID        int64  `json:"ledgerId"`
-	State           string `json:"state"`
-	EnsembleSize    int    `json:"ensembleSize"`
-	WriteQuorumSize int    `json:"writeQuorumSize"`
-	AckQuorumSize   int    `json:"ackQuorumSize"`
+	// LedgerID is the ledger inspected.
+	LedgerID int64 `json:"ledgerId"`
+	// State is the metadata's state: OPEN, IN_RECOVERY or CLOSED.
+	State string `json:"state"`
+	// EnsembleSize, WriteQuorumSize and AckQuorumSize are the metadata's.
+	EnsembleSize    int `json:"ensembleSize"`
+	WriteQuorumSize int `json:"writeQuorumSize"`
+	AckQuorumSize   int `json:"ackQuorumSize"`
 	// LastEntryID is the metadata's (-1 while the ledger is open).
 	LastEntryID int64 `json:"lastEntryId"`
 	// Bookies are every bookie of any ensemble, in first-appearance order.
-	Bookies   []BookieLedgerView `json:"bookies"`
-	Fragments []FragmentView     `json:"fragments"`
-	Recovery  RecoveryPrediction `json:"recovery"`
+	Bookies []BookieLedgerView `json:"bookies"`
+	// Fragments are the ensemble segments, in entry order.
+	Fragments []FragmentView `json:"fragments"`
+	// Recovery is what a ledger recovery would conclude now.
+	Recovery RecoveryPrediction `json:"recovery"`
 }
 
 // EntryRange is the entries First … Last, inclusive.
@@ -33,6 +38,7 @@ type EntryRange struct {
 // BookieLedgerView is one bookie's view of the ledger, from its answers to
 // GET_LIST_OF_ENTRIES_OF_LEDGER and READ_LAC (neither fences).
 type BookieLedgerView struct {
+	// ID is the bookie's id.
 	ID string `json:"id"`
 	// Reachable is false when the bookie did not answer; Error says why.
 	Reachable bool   `json:"reachable"`
@@ -50,25 +56,33 @@ type BookieLedgerView struct {
 // FragmentView is one ensemble segment and, for each of its bookies, the
 // entries of the segment it should hold and misses.
 type FragmentView struct {
+	// FirstEntryID is the segment's first entry.
 	FirstEntryID int64 `json:"firstEntryId"`
 	// LastEntryID is the segment's last entry: the next segment's first
 	// minus one, or for the last segment the ledger's end (closed) or the
 	// highest entry any bookie holds or any LAC names (open); -1 when the
 	// segment is empty.
-	LastEntryID int64                `json:"lastEntryId"`
-	Bookies     []FragmentBookieView `json:"bookies"`
+	LastEntryID int64 `json:"lastEntryId"`
+	// Bookies are the segment's ensemble, in ensemble order.
+	Bookies []FragmentBookieView `json:"bookies"`
 }
 
 // FragmentBookieView is one bookie of a fragment: of the Expected entries
 // in its write sets it holds Held; Missing lists the first 100 it lacks
 // and MissingCount counts them all (both 0 when it did not answer).
 type FragmentBookieView struct {
-	ID           string  `json:"id"`
-	Expected     int64   `json:"expected"`
-	Held         int64   `json:"held"`
+	// ID is the bookie's id.
+	ID string `json:"id"`
+	// Expected is how many of the fragment's entries fall in this
+	// bookie's write sets, and Held how many of those it holds.
+	Expected int64 `json:"expected"`
+	Held     int64 `json:"held"`
+	// Missing are the first 100 expected entries it lacks, and
+	// MissingCount how many it lacks in all.
 	Missing      []int64 `json:"missing"`
 	MissingCount int64   `json:"missingCount"`
-	Reachable    bool    `json:"reachable"`
+	// Reachable is false when the bookie did not answer.
+	Reachable bool `json:"reachable"`
 }
 
 // RecoveryOutcome is what a recovery of the ledger would conclude.
@@ -90,6 +104,7 @@ const (
 // recovers every entry some bookie of its write set holds, and ends before
 // the first entry that Qw − Qa + 1 bookies of its write set lack.
 type RecoveryPrediction struct {
+	// Outcome is what recovery would conclude.
 	Outcome RecoveryOutcome `json:"outcome"`
 	// LAC is the highest LAC any bookie reported.
 	LAC int64 `json:"lac"`
@@ -100,8 +115,9 @@ type RecoveryPrediction struct {
 	LastEntryID int64 `json:"lastEntryId"`
 	// UndecidedEntryID is the entry that could not be decided, -1 unless
 	// RecoveryUndecided.
-	UndecidedEntryID int64  `json:"undecidedEntryId"`
-	Reason           string `json:"reason"`
+	UndecidedEntryID int64 `json:"undecidedEntryId"`
+	// Reason explains the outcome in words.
+	Reason string `json:"reason"`
 }
 
 // InspectLedger reads the ledger's metadata and asks each of its bookies

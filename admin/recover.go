@@ -13,9 +13,12 @@ import (
 
 // LedgerOnBookies is one ledger of LedgersContainingBookies.
 type LedgerOnBookies struct {
+	// LedgerID is the ledger.
 	LedgerID int64 `json:"ledgerId"`
 	// State is the ledger's state (OPEN, IN_RECOVERY, CLOSED).
-	State     string            `json:"state"`
+	State string `json:"state"`
+	// Ensembles are all its ensemble segments, not only those naming the
+	// bookies.
 	Ensembles []client.Ensemble `json:"ensembles"`
 }
 
@@ -97,28 +100,34 @@ type RecoverBookieOptions struct {
 
 // PlannedLedger is one ledger of a dry run: what RecoverBookie would do.
 type PlannedLedger struct {
+	// LedgerID is the ledger, State its state now.
 	LedgerID int64  `json:"ledgerId"`
 	State    string `json:"state"`
 	// Fence: the ledger is not closed and its last ensemble names a failed
 	// bookie, so it would be fenced and closed first; Skip: it would be
 	// left alone instead (SkipOpenLedgers).
-	Fence     bool              `json:"fence"`
-	Skip      bool              `json:"skip"`
+	Fence bool `json:"fence"`
+	Skip  bool `json:"skip"`
+	// Fragments are the segments naming a failed bookie, whose entries
+	// would be copied.
 	Fragments []PlannedFragment `json:"fragments"`
 }
 
 // PlannedFragment is a segment naming failed bookies. LastEntryID is -1
 // while the ledger's last segment is open (its end comes with the fence).
 type PlannedFragment struct {
-	FirstEntryID int64    `json:"firstEntryId"`
-	LastEntryID  int64    `json:"lastEntryId"`
-	Ensemble     []string `json:"ensemble"`
+	// FirstEntryID and LastEntryID bound the segment's entries.
+	FirstEntryID int64 `json:"firstEntryId"`
+	LastEntryID  int64 `json:"lastEntryId"`
+	// Ensemble is the segment's ensemble.
+	Ensemble []string `json:"ensemble"`
 	// Replace are the failed bookies of Ensemble.
 	Replace []string `json:"replace"`
 }
 
 // LedgerFailure is a ledger RecoverBookie could not recover, and why.
 type LedgerFailure struct {
+	// LedgerID is the ledger, Err why it could not be recovered.
 	LedgerID int64 `json:"ledgerId"`
 	Err      error `json:"-"`
 }
@@ -232,14 +241,17 @@ type RecoverLedgerOptions struct {
 	// may move its end. Only for repairing a ledger closed at a wrong
 	// point; readers may have seen the old end.
 	Force bool
-	// Password and DigestType are used only for legacy ledgers whose
-	// metadata stores no password; otherwise the ledger's own are used.
-	Password   []byte
+	// Password is used only for legacy ledgers whose metadata stores no
+	// password; otherwise the ledger's own is used.
+	Password []byte
+	// DigestType goes with Password (ignored without it).
 	DigestType client.DigestType
 }
 
 // RecoverLedgerResult is the ledger after RecoverLedger, as stored.
 type RecoverLedgerResult struct {
+	// LedgerID is the ledger; State, LastEntryID and Length are its
+	// state, last entry and length in bytes as stored after the call.
 	LedgerID    int64  `json:"ledgerId"`
 	State       string `json:"state"`
 	LastEntryID int64  `json:"lastEntryId"`
@@ -249,9 +261,10 @@ type RecoverLedgerResult struct {
 	AlreadyClosed bool `json:"alreadyClosed"`
 	// Forced: a CLOSED ledger was recovered again (Force), and
 	// PreviousLastEntryID was its end before (-1 otherwise).
-	Forced              bool              `json:"forced"`
-	PreviousLastEntryID int64             `json:"previousLastEntryId"`
-	Ensembles           []client.Ensemble `json:"ensembles"`
+	Forced              bool  `json:"forced"`
+	PreviousLastEntryID int64 `json:"previousLastEntryId"`
+	// Ensembles are the ledger's ensemble segments as stored.
+	Ensembles []client.Ensemble `json:"ensembles"`
 	// Version is the metadata's version in the store.
 	Version int64 `json:"version"`
 }

@@ -13,7 +13,10 @@ import (
 // ServiceInfo is what a registered bookie publishes about how to reach it
 // (Java's BookieServiceInfo): its endpoints and free-form properties.
 type ServiceInfo struct {
-	Endpoints  []Endpoint        `json:"endpoints"`
+	// Endpoints are where the bookie serves, in the order it published.
+	Endpoints []Endpoint `json:"endpoints"`
+	// Properties are free-form key-values the bookie published (nil if
+	// none).
 	Properties map[string]string `json:"properties,omitempty"`
 }
 
@@ -21,11 +24,14 @@ type ServiceInfo struct {
 type Endpoint struct {
 	// ID names the endpoint: "bookie" for the bookie protocol,
 	// "httpserver" for its admin HTTP server.
-	ID   string `json:"id"`
+	ID string `json:"id"`
+	// Host and Port are where the endpoint listens.
 	Host string `json:"host"`
 	Port int    `json:"port"`
 	// Protocol is "bookie-rpc" or "http".
-	Protocol   string   `json:"protocol"`
+	Protocol string `json:"protocol"`
+	// Auth are the authentication mechanisms the endpoint offers, and
+	// Extensions its protocol extensions (e.g. "tls"), as published.
 	Auth       []string `json:"auth,omitempty"`
 	Extensions []string `json:"extensions,omitempty"`
 }
