@@ -155,7 +155,7 @@ func TestInspectAndUnknownLedger(t *testing.T) {
 	ctx := context.Background()
 	a := newAdmin(t, shared.uri)
 	id, md := writeLedger(t, shared.uri, 5)
-	in, err := a.InspectLedger(ctx, id)
+	in, err := a.InspectLedger(ctx, id, admin.InspectLedgerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestInspectAndUnknownLedger(t *testing.T) {
 		t.Errorf("fragment bookies %v, metadata %v", in.Fragments[0].Bookies, md.Ensembles())
 	}
 	for _, bad := range []int64{-1, metadata.MaxLedgerID + 1} {
-		if _, err := a.InspectLedger(ctx, bad); !errors.Is(err, admin.ErrInvalidLedgerID) {
+		if _, err := a.InspectLedger(ctx, bad, admin.InspectLedgerOptions{}); !errors.Is(err, admin.ErrInvalidLedgerID) {
 			t.Errorf("InspectLedger(%d): %v, want ErrInvalidLedgerID", bad, err)
 		}
 		if _, err := a.RecoverLedger(ctx, bad, admin.RecoverLedgerOptions{}); !errors.Is(err, admin.ErrInvalidLedgerID) {
@@ -203,7 +203,7 @@ func TestInspectAndUnknownLedger(t *testing.T) {
 	if _, err := a.LedgerMetadata(ctx, -1); !errors.Is(err, admin.ErrInvalidLedgerID) {
 		t.Errorf("LedgerMetadata(-1): %v, want ErrInvalidLedgerID", err)
 	}
-	if _, err := a.InspectLedger(ctx, unknown); !errors.Is(err, admin.ErrNoSuchLedger) || !errors.Is(err, client.ErrNoSuchLedger) {
+	if _, err := a.InspectLedger(ctx, unknown, admin.InspectLedgerOptions{}); !errors.Is(err, admin.ErrNoSuchLedger) || !errors.Is(err, client.ErrNoSuchLedger) {
 		t.Errorf("InspectLedger of an unknown ledger: %v, want ErrNoSuchLedger", err)
 	}
 	if _, err := a.RecoverLedger(ctx, unknown, admin.RecoverLedgerOptions{}); !errors.Is(err, admin.ErrNoSuchLedger) {
@@ -426,7 +426,7 @@ func TestRecoverBookie(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []int64{closedID, openID, idleID} {
-		in, err := a.InspectLedger(ctx, id)
+		in, err := a.InspectLedger(ctx, id, admin.InspectLedgerOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -559,5 +559,90 @@ func TestUnderReplicatedAndAuditor(t *testing.T) {
 	c.StartAutoRecovery("127.0.0.1:4999")
 	if got := waitAuditor(t, a); got != "127.0.0.1:4999" {
 		t.Fatalf("Auditor = %q", got)
+	}
+}
+
+// TestInspectFenceState reads the bookies' fence bits from their admin
+// HTTP servers: not fenced while the writer is live, fenced after
+// RecoverLedger, which closes the ledger after its acknowledged entries.
+func TestInspectFenceState(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts bookie processes")
+	}
+	ctx := context.Background()
+	c := testcluster.Start(t, 3)
+	a := newAdmin(t, c.URI)
+	httpOf := map[string]string{}
+	for _, b := range c.Bookies {
+		httpOf[b.Addr()] = b.HTTPAddr()
+	}
+	cl, err := client.New(ctx, client.Config{MetadataServiceURI: c.URI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	w, err := cl.CreateLedger(ctx, client.LedgerOptions{EnsembleSize: 3, WriteQuorumSize: 3, AckQuorumSize: 2, Password: []byte("pw")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if _, err := w.Append(ctx, fmt.Appendf(nil, "entry-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fenced := func() map[string]*bool {
+		t.Helper()
+		in, err := a.InspectLedger(ctx, w.ID(), admin.InspectLedgerOptions{AdminHTTP: httpOf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]*bool{}
+		for _, b := range in.Bookies {
+			out[b.ID] = b.Fenced
+			if b.Fenced != nil && b.FenceSource == "" {
+				t.Errorf("%s: fence state without its source", b.ID)
+			}
+		}
+		return out
+	}
+	for b, f := range fenced() {
+		if f == nil || *f {
+			t.Errorf("live ledger: bookie %s fenced = %v, want false", b, f)
+		}
+	}
+	// Without admin HTTP servers the fence bit is unknown.
+	in, err := a.InspectLedger(ctx, w.ID(), admin.InspectLedgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range in.Bookies {
+		if b.Fenced != nil {
+			t.Errorf("%s: fence state %v without an admin HTTP server", b.ID, *b.Fenced)
+		}
+	}
+	if in.Recovery.Outcome != admin.RecoveryEnd || in.Recovery.LastEntryID != 3 {
+		t.Errorf("prediction for the live ledger: %+v, want end at 3", in.Recovery)
+	}
+
+	r, err := a.RecoverLedger(ctx, w.ID(), admin.RecoverLedgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != "CLOSED" || r.LastEntryID != 3 || r.AlreadyClosed {
+		t.Fatalf("RecoverLedger: %+v, want closed at 3", r)
+	}
+	for b, f := range fenced() {
+		if f == nil || !*f {
+			t.Errorf("recovered ledger: bookie %s fenced = %v, want true", b, f)
+		}
+	}
+	if _, err := w.Append(ctx, []byte("late")); !errors.Is(err, client.ErrLedgerFenced) && !errors.Is(err, client.ErrLedgerClosed) {
+		t.Errorf("append after recovery: %v, want fenced", err)
+	}
+	if _, err := a.InspectLedger(ctx, w.ID(), admin.InspectLedgerOptions{SharedAdminHTTP: []string{"no-port"}}); err == nil {
+		t.Error("a malformed admin HTTP address was accepted")
+	}
+	if _, err := a.InspectLedger(ctx, w.ID(), admin.InspectLedgerOptions{AdminHTTP: map[string]string{"a b": "127.0.0.1:1"}}); !errors.Is(err, admin.ErrInvalidBookieID) {
+		t.Errorf("admin HTTP server of a malformed bookie id: %v, want ErrInvalidBookieID", err)
 	}
 }

@@ -59,7 +59,7 @@ func ExampleAdmin_InspectLedger() {
 		log.Fatal(err)
 	}
 	defer a.Close()
-	in, err := a.InspectLedger(ctx, id)
+	in, err := a.InspectLedger(ctx, id, admin.InspectLedgerOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func ExampleAdmin_InspectLedger() {
 		}
 	}
 
-	_, err = a.InspectLedger(ctx, id+1000)
+	_, err = a.InspectLedger(ctx, id+1000, admin.InspectLedgerOptions{})
 	fmt.Println("unknown ledger:", errors.Is(err, admin.ErrNoSuchLedger))
 	// Output:
 	// state: CLOSED last entry: 2 recovery: closed

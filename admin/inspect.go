@@ -2,9 +2,31 @@ package admin
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 
 	iadmin "github.com/foliodb/folio/internal/admin"
 )
+
+// InspectLedgerOptions configure InspectLedger. The zero value reads no
+// fence state.
+type InspectLedgerOptions struct {
+	// AdminHTTP maps bookie ids to their admin HTTP servers ("host:port",
+	// or "https://host:port" for one serving TLS), from which each
+	// bookie's fence bit of the ledger is read (GET
+	// /api/v1/bookie/ledger/info, which never fences): the BookKeeper
+	// protocol has no request that reports the bit without setting it.
+	AdminHTTP map[string]string
+	// SharedAdminHTTP are admin HTTP servers serving several bookies
+	// (folio standalone's), asked for every bookie AdminHTTP does not name.
+	SharedAdminHTTP []string
+	// HTTPClient makes those requests (with the TLS configuration an
+	// https server needs); nil means a client with a 5 s timeout.
+	HTTPClient *http.Client
+	// HTTPToken, when set, is sent as a bearer token (a bookie with
+	// httpServerAuthTokenPath requires it).
+	HTTPToken string
+}
 
 // LedgerInspection is what InspectLedger found: the ledger's metadata,
 // what each of its bookies holds, what each fragment's bookies miss, and
@@ -51,6 +73,11 @@ type BookieLedgerView struct {
 	EntryCount int64        `json:"entryCount"`
 	// LAC is the highest last-add-confirmed the bookie knows, -1 if none.
 	LAC int64 `json:"lac"`
+	// Fenced is the bookie's fence bit of the ledger, nil when unknown: it
+	// is read only from the admin HTTP servers InspectLedgerOptions names.
+	// FenceSource is the server it came from.
+	Fenced      *bool  `json:"fenced"`
+	FenceSource string `json:"fenceSource,omitempty"`
 }
 
 // FragmentView is one ensemble segment and, for each of its bookies, the
@@ -124,19 +151,36 @@ type RecoveryPrediction struct {
 // which entries it holds and its LAC (Java: getLedgerMetadata with
 // getListOfEntriesOfLedger on each bookie, as the ledger checker reads
 // them; the shell's inspectledger). It changes nothing: no fencing read, no metadata write.
-// ErrInvalidLedgerID, ErrNoSuchLedger. A bookie that does not answer is
-// reported in its view, not as an error.
-func (a *Admin) InspectLedger(ctx context.Context, id int64) (*LedgerInspection, error) {
+// With o's admin HTTP servers, each bookie's fence bit is read too.
+// ErrInvalidLedgerID, ErrNoSuchLedger; a malformed admin HTTP address is
+// an error naming it. A bookie that does not answer is reported in its
+// view, not as an error.
+func (a *Admin) InspectLedger(ctx context.Context, id int64, o InspectLedgerOptions) (*LedgerInspection, error) {
 	if err := a.check(); err != nil {
 		return nil, err
 	}
 	if err := validLedger(id); err != nil {
 		return nil, err
 	}
+	eps := iadmin.HTTPEndpoints{Client: o.HTTPClient, Token: o.HTTPToken}
+	for b, addr := range o.AdminHTTP {
+		if err := validBookie(b); err != nil {
+			return nil, fmt.Errorf("admin HTTP server of %w", err)
+		}
+		if err := eps.ParseHTTPEndpoint(b + "=" + addr); err != nil {
+			return nil, fmt.Errorf("admin HTTP server of bookie %s: %w", b, err)
+		}
+	}
+	for _, addr := range o.SharedAdminHTTP {
+		if err := eps.ParseHTTPEndpoint(addr); err != nil {
+			return nil, fmt.Errorf("admin HTTP server: %w", err)
+		}
+	}
 	in, err := iadmin.InspectLedger(ctx, a.md, a.bks, id)
 	if err != nil {
 		return nil, publicError(err)
 	}
+	iadmin.FillFenceState(ctx, in, &eps)
 	out := &LedgerInspection{LedgerID: in.LedgerID, State: in.State, EnsembleSize: in.EnsembleSize,
 		WriteQuorumSize: in.WriteQuorumSize, AckQuorumSize: in.AckQuorumSize, LastEntryID: in.LastEntryID,
 		Bookies: make([]BookieLedgerView, 0, len(in.Bookies)), Fragments: make([]FragmentView, 0, len(in.Fragments)),
@@ -145,7 +189,8 @@ func (a *Admin) InspectLedger(ctx context.Context, id int64) (*LedgerInspection,
 			UndecidedEntryID: in.Recovery.UndecidedEntryID, Reason: in.Recovery.Reason}}
 	for _, b := range in.Bookies {
 		v := BookieLedgerView{ID: b.ID, Reachable: b.Reachable, Error: b.Error, HasLedger: b.HasLedger,
-			EntryCount: b.EntryCount, LAC: b.LAC, Entries: make([]EntryRange, 0, len(b.Entries))}
+			EntryCount: b.EntryCount, LAC: b.LAC, Entries: make([]EntryRange, 0, len(b.Entries)),
+			Fenced: b.Fenced, FenceSource: b.FenceSource}
 		for _, r := range b.Entries {
 			v.Entries = append(v.Entries, EntryRange(r))
 		}
