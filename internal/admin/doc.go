@@ -1,7 +1,8 @@
-// Package admin holds the operator's cluster operations: what the
-// `folio shell` commands and a bookie's admin HTTP server (HTTPCluster)
-// run. The CLI only parses flags and formats what these functions return
-// (DESIGN.md §8, docs/design/layout.md). By file:
+// Package admin holds the operator's cluster operations: what the public
+// admin API (github.com/foliodb/folio/admin, which wraps these with public
+// types and is what `folio shell` calls for them) and a bookie's admin
+// HTTP server (HTTPCluster) run. The CLI only parses flags and formats what
+// these functions return (DESIGN.md §8, docs/design/layout.md). By file:
 //
 //   - bookies.go: the registered bookies (ListBookies) and their disk
 //     figures (GetBookieInfo);

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/foliodb/folio/admin"
 	"github.com/foliodb/folio/internal/autorecovery"
 	"github.com/foliodb/folio/internal/ledger/placement"
 	"github.com/foliodb/folio/internal/metadata"
@@ -79,57 +80,22 @@ func newListUnderReplicatedCommand(o *ShellOptions) *cobra.Command {
 			"-printreplicationworkerid=--printreplicationworkerid,-onlydisplayledgercount=--onlydisplayledgercount"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			d, ar, err := openAutoRecovery(ctx, o)
+			adm, err := openAdmin(ctx, o)
 			if err != nil {
 				return err
 			}
-			defer d.Close()
-			var rw metadata.ReplicationWorkerReader
-			if printWorker {
-				var ok bool
-				if rw, ok = d.(metadata.ReplicationWorkerReader); !ok {
-					return fmt.Errorf("--printreplicationworkerid: %w", metadata.ErrNotSupported)
-				}
-			}
+			defer adm.Close()
 			rows := []UnderReplicatedRow{}
-			for start := int64(0); ; {
-				page, err := ar.ListUnderReplicatedLedgers(ctx, start, listLedgersPage)
+			opts := admin.UnderReplicatedOptions{MissingReplica: missing, ExcludingMissingReplica: excluding, ReplicationWorker: printWorker && !onlyCount}
+			for u, err := range adm.UnderReplicatedLedgers(ctx, opts) {
 				if err != nil {
-					return fmt.Errorf("listing under-replicated ledgers: %w", err)
+					return autoRecoveryError(err)
 				}
-				if len(page) == 0 {
-					break
+				row := UnderReplicatedRow{LedgerID: u.LedgerID, MissingReplicas: u.MissingReplicas, ReplicationWorkerID: u.ReplicationWorker}
+				if !u.Marked.IsZero() {
+					row.Ctime = u.Marked.UTC().Format(time.RFC3339)
 				}
-				for _, r := range page {
-					row := UnderReplicatedRow{LedgerID: r.LedgerID, MissingReplicas: []string{}}
-					has := func(b string) bool {
-						for _, m := range r.MissingReplicas {
-							if string(m) == b {
-								return true
-							}
-						}
-						return false
-					}
-					if missing != "" && !has(missing) || excluding != "" && has(excluding) {
-						continue
-					}
-					for _, m := range r.MissingReplicas {
-						row.MissingReplicas = append(row.MissingReplicas, string(m))
-					}
-					if !r.Ctime.IsZero() {
-						row.Ctime = r.Ctime.UTC().Format(time.RFC3339)
-					}
-					if rw != nil && !onlyCount {
-						switch worker, err := rw.ReplicationWorker(ctx, r.LedgerID); {
-						case err == nil:
-							row.ReplicationWorkerID = string(worker)
-						case !errors.Is(err, metadata.ErrNotFound):
-							return fmt.Errorf("reading the lock of ledger %d: %w", r.LedgerID, err)
-						}
-					}
-					rows = append(rows, row)
-				}
-				start = page[len(page)-1].LedgerID + 1
+				rows = append(rows, row)
 			}
 			if onlyCount {
 				v := UnderReplicatedCountView{Count: len(rows)}
@@ -179,19 +145,19 @@ func newWhoIsAuditorCommand(o *ShellOptions) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			d, ar, err := openAutoRecovery(ctx, o)
+			adm, err := openAdmin(ctx, o)
 			if err != nil {
 				return err
 			}
-			defer d.Close()
-			a, err := ar.Auditor(ctx)
-			if errors.Is(err, metadata.ErrNotFound) {
+			defer adm.Close()
+			a, err := adm.Auditor(ctx)
+			if errors.Is(err, admin.ErrNoAuditor) {
 				return WithHint(errors.New("no auditor is elected"), "start `folio autorecovery` (or bookies with autoRecoveryDaemonEnabled)")
 			}
 			if err != nil {
-				return err
+				return autoRecoveryError(err)
 			}
-			return o.Printer(cmd).Print(AuditorView{Auditor: string(a)}, func(w io.Writer) error {
+			return o.Printer(cmd).Print(AuditorView{Auditor: a}, func(w io.Writer) error {
 				_, err := fmt.Fprintf(w, "Auditor: %s\n", a)
 				return err
 			})
@@ -243,23 +209,22 @@ func newLostBookieRecoveryDelayCommand(o *ShellOptions) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			d, ar, err := openAutoRecovery(ctx, o)
+			adm, err := openAdmin(ctx, o)
 			if err != nil {
 				return err
 			}
-			defer d.Close()
+			defer adm.Close()
 			if cmd.Flags().Changed("set") {
 				if set < 0 {
 					return Usagef(cmd, "--set %v: the delay must not be negative", time.Duration(set))
 				}
-				if err := ar.SetLostBookieRecoveryDelay(ctx, time.Duration(set)); err != nil {
-					return fmt.Errorf("setting the lost bookie recovery delay: %w", err)
+				if err := adm.SetLostBookieRecoveryDelay(ctx, time.Duration(set)); err != nil {
+					return autoRecoveryError(err)
 				}
 			}
-			v, err := ar.LostBookieRecoveryDelay(ctx)
-			stored := err == nil
-			if err != nil && !errors.Is(err, metadata.ErrNotFound) {
-				return err
+			v, stored, err := adm.LostBookieRecoveryDelay(ctx)
+			if err != nil {
+				return autoRecoveryError(err)
 			}
 			view := DelayView{Seconds: v.Seconds(), Stored: stored}
 			return o.Printer(cmd).Print(view, func(w io.Writer) error {
@@ -298,19 +263,23 @@ func newAutoRecoverySwitchCommand(o *ShellOptions) *cobra.Command {
 				return Usagef(cmd, "give --enable or --disable, not both")
 			}
 			ctx := cmd.Context()
-			d, ar, err := openAutoRecovery(ctx, o)
+			adm, err := openAdmin(ctx, o)
 			if err != nil {
 				return err
 			}
-			defer d.Close()
-			if enable || disable {
-				if err := ar.SetReplicationEnabled(ctx, enable); err != nil {
-					return fmt.Errorf("switching AutoRecovery: %w", err)
-				}
+			defer adm.Close()
+			switch {
+			case enable:
+				err = adm.EnableAutoRecovery(ctx)
+			case disable:
+				err = adm.DisableAutoRecovery(ctx)
 			}
-			on, err := ar.ReplicationEnabled(ctx)
 			if err != nil {
-				return err
+				return autoRecoveryError(err)
+			}
+			on, err := adm.IsAutoRecoveryEnabled(ctx)
+			if err != nil {
+				return autoRecoveryError(err)
 			}
 			return o.Printer(cmd).Print(SwitchView{Enabled: on}, func(w io.Writer) error {
 				state := "disabled"
@@ -339,27 +308,18 @@ func newTriggerAuditCommand(o *ShellOptions) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			d, ar, err := openAutoRecovery(ctx, o)
+			adm, err := openAdmin(ctx, o)
 			if err != nil {
 				return err
 			}
-			defer d.Close()
-			if on, err := ar.ReplicationEnabled(ctx); err != nil {
-				return err
-			} else if !on {
+			defer adm.Close()
+			switch err := adm.TriggerAudit(ctx); {
+			case errors.Is(err, admin.ErrAutoRecoveryDisabled):
 				return WithHint(errors.New("AutoRecovery is disabled"), "enable it: `folio shell autorecovery --enable`")
-			}
-			if _, err := ar.Auditor(ctx); errors.Is(err, metadata.ErrNotFound) {
+			case errors.Is(err, admin.ErrNoAuditor):
 				return WithHint(errors.New("no auditor is elected"), "start `folio autorecovery`")
-			} else if err != nil {
-				return err
-			}
-			v, err := ar.LostBookieRecoveryDelay(ctx)
-			if err != nil && !errors.Is(err, metadata.ErrNotFound) {
-				return err
-			}
-			if err := ar.SetLostBookieRecoveryDelay(ctx, v); err != nil {
-				return err
+			case err != nil:
+				return autoRecoveryError(err)
 			}
 			_, err = fmt.Fprintln(cmd.OutOrStdout(), "audit triggered")
 			return err

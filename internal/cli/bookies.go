@@ -14,7 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/foliodb/folio/internal/admin"
+	"github.com/foliodb/folio/admin"
+	iadmin "github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/bookie/server"
 )
 
@@ -32,7 +33,7 @@ func warnLogger(o *ShellOptions) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-// BookieView is one row of listbookies: admin.BookieStatus's id and state,
+// BookieView is one row of listbookies: admin.Bookie's id and state,
 // and with --hostnames the bookie's address resolved both ways.
 type BookieView struct {
 	ID    string `json:"id"`
@@ -75,44 +76,18 @@ func newListBookiesCommand(o *ShellOptions) *cobra.Command {
 				return Usagef(cmd, "give at most one of --readwrite, --readonly and --all")
 			}
 			ctx := cmd.Context()
-			d, err := openMetadata(ctx, o)
+			a, err := openAdmin(ctx, o)
 			if err != nil {
 				return err
 			}
-			defer d.Close()
-			status, err := admin.ListBookies(ctx, d, !ro, !rw)
+			defer a.Close()
+			bookies, err := a.ListBookies(ctx, admin.ListBookiesOptions{WritableOnly: rw, ReadOnlyOnly: ro, All: all})
 			if err != nil {
 				return err
 			}
 			rows := []BookieView{}
-			for _, r := range status {
-				rows = append(rows, BookieView{ID: r.ID, State: r.State})
-			}
-			if all {
-				ids, err := d.ListCookies(ctx)
-				if err != nil {
-					return fmt.Errorf("listing the bookies with cookies: %w", err)
-				}
-				state := map[string]string{}
-				for _, r := range rows {
-					state[r.ID] = r.State
-				}
-				rows = rows[:0]
-				for _, id := range ids {
-					st := state[string(id)]
-					if st == "" {
-						st = stateDown
-					}
-					delete(state, string(id))
-					rows = append(rows, BookieView{ID: string(id), State: st})
-				}
-				// A registered bookie without a cookie (a Java bookie of
-				// another layout, or a cookie deleted under it) still shows.
-				for _, r := range status {
-					if _, ok := state[r.ID]; ok {
-						rows = append(rows, BookieView{ID: r.ID, State: r.State})
-					}
-				}
+			for _, b := range bookies {
+				rows = append(rows, BookieView{ID: b.ID, State: string(b.State)})
 			}
 			if hostnames {
 				for i := range rows {
@@ -176,6 +151,15 @@ func resolveBookieAddress(ctx context.Context, v *BookieView) {
 	}
 }
 
+// BookieInfoView is one row of bookieinfo: a bookie's disk space
+// (admin.DiskInfo), or why it did not answer.
+type BookieInfoView struct {
+	ID                string `json:"id"`
+	FreeDiskSpace     int64  `json:"freeDiskSpace"`
+	TotalDiskCapacity int64  `json:"totalDiskCapacity"`
+	Error             string `json:"error,omitempty"`
+}
+
 func newBookieInfoCommand(o *ShellOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "bookieinfo",
@@ -188,25 +172,22 @@ func newBookieInfoCommand(o *ShellOptions) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			d, err := openMetadata(ctx, o)
+			a, err := openAdmin(ctx, o)
 			if err != nil {
 				return err
 			}
-			defer d.Close()
-			bookies, err := admin.ListBookies(ctx, d, true, true)
+			defer a.Close()
+			bookies, err := a.ListBookies(ctx, admin.ListBookiesOptions{DiskInfo: true})
 			if err != nil {
 				return err
 			}
-			ids := make([]string, len(bookies))
+			rows := make([]BookieInfoView, len(bookies))
 			for i, b := range bookies {
-				ids[i] = b.ID
+				rows[i] = BookieInfoView{ID: b.ID, FreeDiskSpace: b.Disk.FreeBytes, TotalDiskCapacity: b.Disk.TotalBytes}
+				if b.Disk.Err != nil {
+					rows[i].Error = b.Disk.Err.Error()
+				}
 			}
-			bk, err := o.newBookies(warnLogger(o), d)
-			if err != nil {
-				return err
-			}
-			defer bk.Close()
-			rows := admin.GetBookieInfo(ctx, bk, ids)
 			failed := 0
 			for _, r := range rows {
 				if r.Error != "" {
@@ -289,7 +270,7 @@ func newBookieSanityCommand(o *ShellOptions) *cobra.Command {
 			defer d.Close()
 			targets := []string{bookie}
 			if bookie == "" {
-				bookies, err := admin.ListBookies(ctx, d, true, false)
+				bookies, err := iadmin.ListBookies(ctx, d, true, false)
 				if err != nil {
 					return err
 				}
@@ -306,10 +287,10 @@ func newBookieSanityCommand(o *ShellOptions) *cobra.Command {
 				return err
 			}
 			defer bk.Close()
-			rows := []admin.SanityResult{}
+			rows := []iadmin.SanityResult{}
 			failed := 0
 			for _, b := range targets {
-				r, err := admin.BookieSanity(ctx, d, bk, b, entries)
+				r, err := iadmin.BookieSanity(ctx, d, bk, b, entries)
 				if err != nil {
 					failed++
 				}

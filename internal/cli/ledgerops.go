@@ -12,8 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/foliodb/folio/admin"
 	"github.com/foliodb/folio/client"
-	"github.com/foliodb/folio/internal/admin"
+	iadmin "github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/wire"
 )
@@ -231,7 +232,7 @@ func newDeleteLedgerCommand(o *ShellOptions) *cobra.Command {
 }
 
 func newSimpleTestCommand(o *ShellOptions) *cobra.Command {
-	st := admin.SimpleTestOptions{}
+	st := iadmin.SimpleTestOptions{}
 	cmd := &cobra.Command{
 		Use:   "simpletest",
 		Short: "Create a ledger, write, read back, close and delete it",
@@ -262,7 +263,7 @@ func newSimpleTestCommand(o *ShellOptions) *cobra.Command {
 			defer d.Close()
 			var finish func()
 			st.Progress, finish = progressFunc(o)
-			res, err := admin.SimpleTest(ctx, c, d, st)
+			res, err := iadmin.SimpleTest(ctx, c, d, st)
 			finish()
 			if err != nil {
 				hint := "`folio shell listbookies` shows the writable bookies"
@@ -321,7 +322,7 @@ func newInspectLedgerCommand(o *ShellOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var eps admin.HTTPEndpoints
+			var eps iadmin.HTTPEndpoints
 			for _, h := range httpFlags {
 				if err := eps.ParseHTTPEndpoint(h); err != nil {
 					return Usagef(cmd, "--http %v", err)
@@ -331,21 +332,16 @@ func newInspectLedgerCommand(o *ShellOptions) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			d, err := openMetadata(ctx, o)
+			adm, err := openAdmin(ctx, o)
 			if err != nil {
 				return err
 			}
-			defer d.Close()
-			bk, err := o.newBookies(warnLogger(o), d)
-			if err != nil {
-				return err
-			}
-			defer bk.Close()
-			ins, err := admin.InspectLedger(ctx, d, bk, id)
+			defer adm.Close()
+			ins, err := adm.InspectLedger(ctx, id, admin.InspectLedgerOptions{
+				AdminHTTP: eps.ByBookie, SharedAdminHTTP: eps.Shared, HTTPClient: eps.Client, HTTPToken: eps.Token})
 			if err != nil {
 				return ledgerError(id, err)
 			}
-			admin.FillFenceState(ctx, ins, &eps)
 			return o.Printer(cmd).Print(ins, func(w io.Writer) error { return writeInspection(w, ins) })
 		},
 	}
@@ -357,7 +353,7 @@ func newInspectLedgerCommand(o *ShellOptions) *cobra.Command {
 // maxRunsShown bounds the entry runs a text line lists.
 const maxRunsShown = 6
 
-func runsText(runs []admin.Run) string {
+func runsText(runs []admin.EntryRange) string {
 	if len(runs) == 0 {
 		return "-"
 	}
@@ -428,10 +424,10 @@ func writeInspection(w io.Writer, ins *admin.LedgerInspection) error {
 	r := ins.Recovery
 	fmt.Fprintln(w)
 	switch r.Outcome {
-	case admin.OutcomeClosed:
+	case admin.RecoveryClosed:
 		_, err := fmt.Fprintf(w, "recovery: nothing to do, the ledger is closed at entry %d\n", r.LastEntryID)
 		return err
-	case admin.OutcomeEnd:
+	case admin.RecoveryEnd:
 		_, err := fmt.Fprintf(w, "recovery: would close the ledger at entry %d (LAC %d, reading from entry %d); %s\n",
 			r.LastEntryID, r.LAC, r.StartEntryID, r.Reason)
 		return err

@@ -4,14 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/foliodb/folio/admin"
 	"github.com/foliodb/folio/client"
-	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/metadata"
 )
 
@@ -83,7 +82,7 @@ func newRecoverLedgerCommand(o *ShellOptions) *cobra.Command {
 			if err != nil || id < 0 || id > metadata.MaxLedgerID {
 				return Usagef(cmd, "bad ledger id %q: want an integer in [0, %d]", args[0], int64(metadata.MaxLedgerID))
 			}
-			var opts admin.RecoverOptions
+			var opts admin.RecoverLedgerOptions
 			opts.Force = force
 			if cmd.Flags().Changed("password") {
 				opts.Password = []byte(password)
@@ -96,24 +95,14 @@ func newRecoverLedgerCommand(o *ShellOptions) *cobra.Command {
 				opts.DigestType = dt
 			}
 			ctx := cmd.Context()
-			d, err := openMetadata(ctx, o)
+			adm, err := openAdmin(ctx, o)
 			if err != nil {
 				return err
 			}
-			defer d.Close()
-			ccfg, err := o.clientConfig()
-			if err != nil {
-				return err
-			}
-			ccfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			c, err := client.New(ctx, ccfg)
-			if err != nil {
-				return WithHint(err, "check that the metadata store is running and reachable")
-			}
-			defer c.Close()
-			res, err := admin.RecoverLedger(ctx, c, d, id, opts)
+			defer adm.Close()
+			res, err := adm.RecoverLedger(ctx, id, opts)
 			switch {
-			case errors.Is(err, metadata.ErrNoSuchLedger):
+			case errors.Is(err, admin.ErrNoSuchLedger):
 				return fmt.Errorf("ledger %d does not exist", id)
 			case errors.Is(err, admin.ErrNoPassword):
 				return WithHint(err, "pass --password (and --digest if it is not crc32c)")
@@ -133,12 +122,8 @@ func newRecoverLedgerCommand(o *ShellOptions) *cobra.Command {
 			if res.Forced {
 				view.PreviousLastEntryID = &res.PreviousLastEntryID
 			}
-			for _, s := range res.Ensembles {
-				e := EnsembleView{FirstEntryID: s.FirstEntryID, Bookies: []string{}}
-				for _, b := range s.Ensemble {
-					e.Bookies = append(e.Bookies, string(b))
-				}
-				view.Ensembles = append(view.Ensembles, e)
+			for _, e := range res.Ensembles {
+				view.Ensembles = append(view.Ensembles, EnsembleView{FirstEntryID: e.FirstEntryID, Bookies: e.Bookies})
 			}
 			return o.Printer(cmd).Print(view, view.writeText)
 		},

@@ -1,11 +1,9 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,8 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/foliodb/folio/client"
-	"github.com/foliodb/folio/internal/admin"
+	"github.com/foliodb/folio/admin"
 	"github.com/foliodb/folio/internal/metadata"
 )
 
@@ -109,19 +106,16 @@ func newRecoverBookieCommand(o *ShellOptions) *cobra.Command {
 			"-deleteCookie=--delete-cookie,-skipUnrecoverableLedgers=--skip-unrecoverable-ledgers," +
 			"-sku=--skip-unrecoverable-ledgers,-replicationRate=--rate-limit,-rate=--rate-limit,-force=--force"},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var failed []metadata.BookieID
-			var names []string
+			var failed []string
 			for _, arg := range args {
 				for _, a := range strings.Split(arg, ",") {
-					b := metadata.BookieID(a)
-					if err := metadata.ValidateBookieID(b); err != nil {
+					if err := metadata.ValidateBookieID(metadata.BookieID(a)); err != nil {
 						return Usagef(cmd, "bad bookie id %q: %v", a, err)
 					}
-					failed = append(failed, b)
-					names = append(names, a)
+					failed = append(failed, a)
 				}
 			}
-			args = names
+			args = failed
 			if cmd.Flags().Changed("ledger") && (ledger < 0 || ledger > metadata.MaxLedgerID) {
 				return Usagef(cmd, "--ledger %d: want a ledger id", ledger)
 			}
@@ -129,38 +123,23 @@ func newRecoverBookieCommand(o *ShellOptions) *cobra.Command {
 				return recoverQuery(cmd, o, failed)
 			}
 			ctx := cmd.Context()
-			d, err := openMetadata(ctx, o)
+			adm, err := openAdmin(ctx, o)
 			if err != nil {
 				return err
 			}
-			defer d.Close()
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			ccfg, err := o.clientConfig()
-			if err != nil {
-				return err
-			}
-			ccfg.Logger = log
-			c, err := client.New(ctx, ccfg)
-			if err != nil {
-				return WithHint(err, "check that the metadata store is running and reachable")
-			}
-			defer c.Close()
-			bks, err := o.newBookies(log, d)
-			if err != nil {
-				return err
-			}
-			defer bks.Close()
+			defer adm.Close()
 			show, finish := statusLine(o)
-			opts := admin.RecoverBookieOptions{SkipOpenLedgers: skipOpen, RateLimitBytesPerSecond: rateLimit, DryRun: dryRun}
+			opts := admin.RecoverBookieOptions{SkipOpenLedgers: skipOpen, RateLimitBytesPerSecond: rateLimit, DryRun: dryRun,
+				DeleteCookies: delCookie && !dryRun, SkipUnrecoverableLedgers: skipBad}
 			if cmd.Flags().Changed("ledger") {
 				opts.Ledgers = []int64{ledger}
 			}
 			if show != nil {
-				opts.Progress = func(done, total, entries int) {
-					show("recovering: %d/%d ledgers, %d entries copied", done, total, entries)
+				opts.Progress = func(p admin.Progress) {
+					show("recovering: %d/%d ledgers, %d entries copied", p.LedgersDone, p.Ledgers, p.EntriesCopied)
 				}
 			}
-			res, err := admin.RecoverBookie(ctx, c, bks, d, failed, opts)
+			res, err := adm.RecoverBookie(ctx, failed, opts)
 			finish()
 			if err != nil {
 				return fmt.Errorf("recovering %s: %w", strings.Join(args, ","), err)
@@ -169,27 +148,11 @@ func newRecoverBookieCommand(o *ShellOptions) *cobra.Command {
 				return o.Printer(cmd).Print(res.Plan, func(w io.Writer) error { return writePlan(w, res.Plan) })
 			}
 			view := RecoverBookieView{Bookies: args, Ledgers: res.Ledgers, Fragments: res.Fragments, Entries: res.Entries,
-				Skipped: res.Skipped, Failed: []string{}}
-			ids := make([]int64, 0, len(res.Failed))
-			for id := range res.Failed {
-				ids = append(ids, id)
-			}
-			slices.Sort(ids)
-			for _, id := range ids {
-				view.Failed = append(view.Failed, fmt.Sprintf("ledger %d: %s", id, res.Failed[id]))
+				Skipped: res.Skipped, Failed: []string{}, DeletedCookies: res.DeletedCookies}
+			for _, f := range res.Failed {
+				view.Failed = append(view.Failed, fmt.Sprintf("ledger %d: %s", f.LedgerID, f.Err))
 			}
 			view.SkippedUnrecoverable = skipBad && len(view.Failed) > 0
-			if delCookie && (len(view.Failed) == 0 || skipBad) {
-				for _, b := range failed {
-					deleted, err := deleteCookieIfAny(ctx, d, b)
-					if err != nil {
-						return err
-					}
-					if deleted {
-						view.DeletedCookies = append(view.DeletedCookies, string(b))
-					}
-				}
-			}
 			if err := o.Printer(cmd).Print(view, func(w io.Writer) error {
 				t := Table{}
 				t.Append("bookies", strings.Join(view.Bookies, ","))
@@ -233,54 +196,24 @@ func newRecoverBookieCommand(o *ShellOptions) *cobra.Command {
 	return cmd
 }
 
-// deleteCookieIfAny deletes b's stored cookie (compare-and-set on the
-// version read) and says whether there was one.
-func deleteCookieIfAny(ctx context.Context, d metadata.Driver, b metadata.BookieID) (bool, error) {
-	_, v, err := d.ReadCookie(ctx, b)
-	if errors.Is(err, metadata.ErrNoSuchCookie) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("reading the cookie of %s: %w", b, err)
-	}
-	if err := d.DeleteCookie(ctx, b, v); err != nil && !errors.Is(err, metadata.ErrNoSuchCookie) {
-		return false, fmt.Errorf("deleting the cookie of %s: %w", b, err)
-	}
-	return true, nil
-}
-
 // recoverQuery is `recover --query`.
-func recoverQuery(cmd *cobra.Command, o *ShellOptions, bookies []metadata.BookieID) error {
+func recoverQuery(cmd *cobra.Command, o *ShellOptions, bookies []string) error {
 	ctx := cmd.Context()
-	d, err := openMetadata(ctx, o)
+	adm, err := openAdmin(ctx, o)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	var ids []int64
-	for _, b := range bookies {
-		got, err := admin.LedgersOnBookie(ctx, d, b, true)
-		if err != nil {
-			return err
-		}
-		ids = append(ids, got...)
+	defer adm.Close()
+	ledgers, err := adm.LedgersContainingBookies(ctx, bookies...)
+	if err != nil {
+		return err
 	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
 	rows := []RecoverQueryRow{}
-	for _, id := range ids {
-		m, _, err := d.ReadLedger(ctx, id)
-		if errors.Is(err, metadata.ErrNoSuchLedger) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("reading ledger %d: %w", id, err)
-		}
-		row := RecoverQueryRow{LedgerID: id, State: m.State.String(), Ensembles: []RecoverQueryEnsemble{}}
-		for _, seg := range m.Ensembles {
-			e := RecoverQueryEnsemble{FirstEntryID: seg.FirstEntryID, Bookies: []string{}}
-			for _, b := range seg.Ensemble {
-				e.Bookies = append(e.Bookies, string(b))
+	for _, l := range ledgers {
+		row := RecoverQueryRow{LedgerID: l.LedgerID, State: l.State, Ensembles: []RecoverQueryEnsemble{}}
+		for _, seg := range l.Ensembles {
+			e := RecoverQueryEnsemble{FirstEntryID: seg.FirstEntryID, Bookies: seg.Bookies}
+			for _, b := range seg.Bookies {
 				if slices.Contains(bookies, b) {
 					e.ToReplace++
 				}
@@ -300,7 +233,7 @@ func recoverQuery(cmd *cobra.Command, o *ShellOptions, bookies []metadata.Bookie
 				marked := make([]string, len(e.Bookies))
 				for i, b := range e.Bookies {
 					marked[i] = b
-					if slices.Contains(bookies, metadata.BookieID(b)) {
+					if slices.Contains(bookies, b) {
 						marked[i] += "*"
 					}
 				}
@@ -361,19 +294,19 @@ func newDecommissionBookieCommand(o *ShellOptions) *cobra.Command {
 				return Usagef(cmd, "--bookie-id %q: %v (use host:port)", id, err)
 			}
 			ctx := cmd.Context()
-			d, err := openMetadata(ctx, o)
+			adm, err := openAdmin(ctx, o)
 			if err != nil {
 				return err
 			}
-			defer d.Close()
+			defer adm.Close()
 			show, finish := statusLine(o)
 			opts := admin.DecommissionOptions{InitialWait: initialWait, PollInterval: poll}
 			if show != nil {
-				opts.Progress = func(ledgers, urs int) {
-					show("decommissioning %s: %d ledgers still store entries on it, %d under-replicated", id, ledgers, urs)
+				opts.Progress = func(p admin.Progress) {
+					show("decommissioning %s: %d ledgers still store entries on it, %d under-replicated", id, p.LedgersRemaining, p.UnderReplicated)
 				}
 			}
-			err = admin.DecommissionBookie(ctx, d, b, opts)
+			err = adm.DecommissionBookie(ctx, id, opts)
 			finish()
 			switch {
 			case errors.Is(err, admin.ErrStillRegistered):
@@ -382,7 +315,7 @@ func newDecommissionBookieCommand(o *ShellOptions) *cobra.Command {
 				return WithHint(err, "start `folio autorecovery`: it re-replicates the bookie's data")
 			case errors.Is(err, admin.ErrAutoRecoveryDisabled):
 				return WithHint(err, "enable it: `folio shell autorecovery --enable`")
-			case errors.Is(err, metadata.ErrNotSupported):
+			case errors.Is(err, admin.ErrNotSupported):
 				return WithHint(err, "use an etcd:// metadata service URI")
 			case err != nil:
 				return fmt.Errorf("decommissioning %s: %w", id, err)
