@@ -526,6 +526,7 @@ const (
 	DigestDummy  DigestType = 4
 )
 
+// String returns BookKeeper's name of the digest type ("CRC32C", …).
 func (d DigestType) String() string {
 	switch d {
 	case 0:
@@ -546,8 +547,13 @@ func (d DigestType) String() string {
 // EnsembleSize 3, WriteQuorumSize min(2, EnsembleSize), AckQuorumSize
 // min(2, WriteQuorumSize), DigestCRC32C, an empty password.
 type LedgerOptions struct {
+	// EnsembleSize, WriteQuorumSize and AckQuorumSize are E, Qw and Qa:
+	// entries are striped over E bookies, each written to Qw of them and
+	// acknowledged once Qa stored it (E ≥ Qw ≥ Qa ≥ 1).
 	EnsembleSize, WriteQuorumSize, AckQuorumSize int
-	DigestType                                   DigestType
+	// DigestType is the entries' digest (Java's DigestType); zero means
+	// CRC32C.
+	DigestType DigestType
 	// Password guards the ledger: every open must give the same bytes. It
 	// is stored in the metadata, as BookKeeper stores it.
 	Password []byte

@@ -33,8 +33,8 @@ func (s LedgerState) String() string { return metadata.LedgerState(s).String() }
 // Bookies[i] is the bookie at index i of the ensemble (Java's
 // getAllEnsembles() map entry: first entry id → List<BookieId>).
 type Ensemble struct {
-	FirstEntryID int64
-	Bookies      []string
+	FirstEntryID int64    // the first entry the ensemble stores
+	Bookies      []string // bookie ids, in ensemble order
 }
 
 // LedgerMetadata is a snapshot of a ledger's metadata (Java's

@@ -21,8 +21,8 @@ const maxReadChunk = 512
 
 // Entry is one entry read from a ledger.
 type Entry struct {
-	ID      int64
-	Payload []byte
+	ID      int64  // the entry id
+	Payload []byte // the entry's data, digest-verified
 }
 
 // ReadHandle reads a ledger. It is safe for concurrent use.

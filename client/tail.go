@@ -16,8 +16,8 @@ import (
 // confirmed the bookies reported, and Entry, the entry asked for, when it
 // is at or below that LAC (nil for "no new entry").
 type LACAndEntry struct {
-	LAC   int64
-	Entry *Entry
+	LAC   int64  // the last add confirmed the bookies reported
+	Entry *Entry // the entry asked for, or nil
 }
 
 // tailPollTimeout is the long-poll timeout Tail uses: also how soon it
