@@ -29,8 +29,8 @@ type BatchReadConfig struct {
 	Avoid       func(metadata.BookieID) bool
 	Sticky      bool
 	StickyIndex int
-	// Speculation schedules the Ticks that ask the next replica while the
-	// one asked last has not answered.
+	// Speculation schedules the Ticks that ask the next replica while no
+	// replica has answered with a batch that verified.
 	Speculation Speculation
 }
 
@@ -45,9 +45,12 @@ type BatchReadConfig struct {
 // verification the answer counts as that replica's error; a later entry
 // that fails ends the batch before it (the verified prefix is the result,
 // as Java's). Bodies past MaxCount are ignored. An error moves to the next
-// replica; a Tick with the replica asked last still silent also asks the
-// next one (BookieSlow for the silent one), and the first good answer
-// wins.
+// replica; a Tick asks the next one too while no replica has answered with
+// a batch that verified and one is left to ask (Java's
+// maybeSendSpeculativeRead; a good answer ends the read, so every Tick
+// before the end asks), reporting the replicas asked and still silent with
+// BookieSlow. A speculative replica failing fast thus leaves the next Tick
+// to ask the one after it. The first good answer wins.
 //
 // When every replica failed: ErrNoSuchEntry if at least Qw − Qa + 1 of
 // them answered with an explicit negative for First; otherwise the first
@@ -194,15 +197,24 @@ func (b *BatchRead) verify(bodies [][]byte) ([]digest.Entry, error) {
 	return out, nil
 }
 
-// speculate asks the next replica if the one asked last has not answered.
+// speculate asks the next replica if one is left (no replica has answered
+// with a verified batch: that would have ended the read) and reports the
+// replicas asked and still silent as slow.
 func (b *BatchRead) speculate() {
-	if b.done || b.answered[b.asked] || b.asked+1 >= len(b.replicas) {
+	if b.done || b.asked+1 >= len(b.replicas) {
 		return
 	}
-	slow := b.replicas[b.asked]
+	var slow []metadata.BookieID
+	for i, r := range b.replicas[:b.asked+1] {
+		if !b.answered[i] {
+			slow = append(slow, r)
+		}
+	}
 	b.asked++
 	b.ask()
-	b.effects = append(b.effects, BookieSlow{Bookie: slow})
+	for _, r := range slow {
+		b.effects = append(b.effects, BookieSlow{Bookie: r})
+	}
 }
 
 func (b *BatchRead) finish(res BatchReadComplete) {

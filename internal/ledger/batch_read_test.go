@@ -257,3 +257,36 @@ func TestBatchReadBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// A speculative replica that fails fast does not stop the speculation: the
+// next Tick asks the third replica while none asked has answered with a
+// verified batch (Java's maybeSendSpeculativeRead), rather than waiting for
+// the silent first replica's transport timeout.
+func TestBatchReadSpeculationAfterSpeculativeError(t *testing.T) {
+	b, dig := newBatch(t, func(c *BatchReadConfig) {
+		c.Speculation = Speculation{First: 10 * time.Millisecond}
+	})
+	first := batchSends(b.Ready())
+	b.Step(Tick{})
+	second := batchSends(b.Ready())
+	if len(first) != 1 || len(second) != 1 {
+		t.Fatalf("sends %v then %v", first, second)
+	}
+	b.Step(BatchReadResponse{Bookie: second[0].Bookie, StartEntryID: 4, Err: ErrTimeout})
+	if effs := b.Ready(); len(effs) != 0 {
+		t.Fatalf("the speculative replica's error with the first still out: %v", effs)
+	}
+	b.Step(Tick{})
+	effs := b.Ready()
+	third := batchSends(effs)
+	if len(third) != 1 || third[0].Bookie == first[0].Bookie || third[0].Bookie == second[0].Bookie {
+		t.Fatalf("after the speculative replica failed, a Tick sent %v, want the third replica", effs)
+	}
+	if effs[len(effs)-1] != (BookieSlow{Bookie: first[0].Bookie}) {
+		t.Fatalf("effects %v, want the still silent %s reported slow", effs, first[0].Bookie)
+	}
+	b.Step(BatchReadResponse{Bookie: third[0].Bookie, StartEntryID: 4, Bodies: bodies(dig, 4, 3)})
+	if res := batchResult(t, b); res.Err != nil || fmt.Sprint(entryIDs(res.Entries)) != "[4 5 6]" {
+		t.Fatalf("result %+v", res)
+	}
+}

@@ -52,21 +52,30 @@ type ReadConfig struct {
 // explicit negative (then the entry was never acknowledged); otherwise it is
 // the first other error, since an unknown answer may hide the entry.
 //
-// Speculative reads (spec §3.3): on a Tick (the shell steps one each
-// ReadConfig.SpeculativeTimeout) every entry still without a
-// result and with no answer from the replicas asked so far is also asked
-// of its next replica; the replica left waiting is reported with a
-// BookieSlow effect. Any asked replica's answer is then accepted.
+// Speculative reads (spec §3.3, Java's maybeSendSpeculativeRead): on a
+// Tick (the shell steps one each TickInterval) every entry still without a
+// result that has a replica left to ask is asked of its next replica,
+// unless one of the replicas it was asked of has answered successfully
+// (with a body that verified) for any entry of this read: that bookie is
+// up, and the entry's answer is only behind the others. A replica that
+// answered the entry with an error does not stop it, so a speculative
+// replica failing fast leaves the next Tick to ask the one after it. The
+// replicas asked and still silent are reported with BookieSlow effects.
+// Any asked replica's answer is then accepted.
 //
 // Inputs: Start, Step(ReadResponse | Tick). Outputs: SendRead,
 // BookieSlow, then EntryComplete for each entry in ascending order, then one
 // ReadComplete. Delivery stops at the first entry that fails.
 type Read struct {
-	cfg     ReadConfig
-	q       quorum.Params
-	spec    Speculation
-	tick    time.Duration // the current TickInterval
-	failed  []metadata.BookieID
+	cfg    ReadConfig
+	q      quorum.Params
+	spec   Speculation
+	tick   time.Duration // the current TickInterval
+	failed []metadata.BookieID
+	// heard holds the bookies that answered an entry of this read with a
+	// body that verified (Java's heardFromHosts): speculate skips the
+	// entries asked of one of them.
+	heard   map[metadata.BookieID]bool
 	entries []entryRead // entries[i] is entry First+i
 	// next is the lowest entry not yet delivered, as an index into entries.
 	next    int
@@ -94,7 +103,7 @@ func NewRead(cfg ReadConfig) (*Read, error) {
 	}
 	q := quorum.Params{EnsembleSize: md.EnsembleSize, WriteQuorum: md.WriteQuorum, AckQuorum: md.AckQuorum}
 	spec := Speculation{First: cfg.SpeculativeTimeout, Max: cfg.SpeculativeMax, Multiplier: cfg.SpeculativeMultiplier}
-	r := &Read{cfg: cfg, q: q, spec: spec, tick: max(0, cfg.SpeculativeTimeout), entries: make([]entryRead, cfg.Last-cfg.First+1)}
+	r := &Read{cfg: cfg, q: q, spec: spec, tick: max(0, cfg.SpeculativeTimeout), heard: map[metadata.BookieID]bool{}, entries: make([]entryRead, cfg.Last-cfg.First+1)}
 	for i := range r.entries {
 		id := cfg.First + int64(i)
 		e := &r.entries[i]
@@ -174,6 +183,7 @@ func (r *Read) Step(ev Event) {
 		var entry digest.Entry
 		if entry, err = r.cfg.Verifier.VerifyEntry(resp.Body, r.cfg.LedgerID, resp.EntryID); err == nil {
 			e.result = &entry
+			r.heard[resp.Bookie] = true
 			r.deliver()
 			return
 		}
@@ -225,8 +235,9 @@ func (r *Read) deliver() {
 	r.effects = append(r.effects, ReadComplete{})
 }
 
-// speculate asks the next replica of every entry that is still waiting
-// whose latest replica has not answered, and reports the replicas left waiting as slow.
+// speculate asks the next replica of every entry that is still waiting,
+// has a replica left, and was asked of no bookie heard from; it reports the
+// replicas asked and still silent as slow.
 func (r *Read) speculate() {
 	if r.done {
 		return
@@ -234,10 +245,17 @@ func (r *Read) speculate() {
 	slow := map[metadata.BookieID]bool{}
 	for i := r.next; i < len(r.entries); i++ {
 		e := &r.entries[i]
-		if e.result != nil || e.err != nil || e.asked+1 >= len(e.replicas) || e.answered[e.asked] {
+		if e.result != nil || e.err != nil || e.asked+1 >= len(e.replicas) {
 			continue
 		}
-		slow[e.replicas[e.asked]] = true
+		if slices.ContainsFunc(e.replicas[:e.asked+1], func(b metadata.BookieID) bool { return r.heard[b] }) {
+			continue
+		}
+		for j, b := range e.replicas[:e.asked+1] {
+			if !e.answered[j] {
+				slow[b] = true
+			}
+		}
 		e.asked++
 		r.ask(i)
 	}

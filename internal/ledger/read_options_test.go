@@ -3,6 +3,7 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -124,5 +125,38 @@ func TestReadLACTry(t *testing.T) {
 	m.Step(ReadResponse{Bookie: "b2", EntryID: -1, Body: dig.AppendEntry(nil, 7, 5, 4, 60, []byte("x"))})
 	if m.Done() {
 		t.Fatal("coverage read ended on one answer")
+	}
+}
+
+// The backoff is monotone and reaches Max without overflow: a multiplier
+// that makes no progress at a small interval adds a nanosecond instead of
+// jumping to Max; one that would overflow gives Max.
+func TestSpeculationNext(t *testing.T) {
+	s := Speculation{First: time.Millisecond, Max: time.Hour, Multiplier: 1.0000001}
+	if got := s.next(time.Millisecond); got != time.Millisecond+1 {
+		t.Fatalf("next(1ms) with multiplier 1.0000001 = %v, want 1ms + 1ns", got)
+	}
+	s = Speculation{First: time.Millisecond, Max: time.Second, Multiplier: 1.5}
+	cur, steps := s.First, 0
+	for cur < s.Max {
+		n := s.next(cur)
+		if n <= cur || n > s.Max {
+			t.Fatalf("next(%v) = %v", cur, n)
+		}
+		cur, steps = n, steps+1
+	}
+	if steps != 18 || s.next(cur) != s.Max {
+		t.Fatalf("reached %v in %d steps", cur, steps)
+	}
+	huge := Speculation{First: time.Second, Max: math.MaxInt64, Multiplier: 1e300}
+	if got := huge.next(time.Second); got != math.MaxInt64 {
+		t.Fatalf("overflowing multiplier: %v", got)
+	}
+	big := Speculation{First: time.Second, Max: math.MaxInt64, Multiplier: 2}
+	if got := big.next(math.MaxInt64 / 3 * 2); got != math.MaxInt64 {
+		t.Fatalf("overflowing product: %v", got)
+	}
+	if got := (Speculation{Max: time.Second, Multiplier: 2}).next(0); got != 0 {
+		t.Fatalf("speculation off: next(0) = %v", got)
 	}
 }

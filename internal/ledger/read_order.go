@@ -20,16 +20,19 @@ type Speculation struct {
 	Multiplier float64
 }
 
-// next returns the interval after cur.
+// next returns the interval after cur: cur times Multiplier, at least
+// cur + 1ns (a multiplier just above 1 makes no progress on a small
+// interval after rounding), at most Max (also when the product would
+// overflow). It is monotone and reaches Max. cur ≤ 0 (no speculation) stays.
 func (s Speculation) next(cur time.Duration) time.Duration {
-	if s.Max <= cur || s.Multiplier <= 1 {
+	if cur <= 0 || s.Max <= cur || s.Multiplier <= 1 {
 		return cur
 	}
-	n := time.Duration(float64(cur) * s.Multiplier)
-	if n <= cur || n > s.Max { // also overflow
+	f := float64(cur) * s.Multiplier
+	if f >= float64(s.Max) {
 		return s.Max
 	}
-	return n
+	return min(max(time.Duration(f), cur+1), s.Max)
 }
 
 // readOrder returns the replicas of entry id in the order a read asks

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"testing"
+	"time"
 
 	"github.com/foliodb/folio/internal/digest"
 	"github.com/foliodb/folio/internal/metadata"
@@ -105,5 +106,67 @@ func TestReadAvoid(t *testing.T) {
 		if sr.Bookies[0] != want[i] {
 			t.Fatalf("e%d asked of %s, want %s", i, sr.Bookies[0], want[i])
 		}
+	}
+}
+
+// A speculative replica that fails fast does not stop the speculation for
+// the entry: the next Tick asks its third replica, since none of the
+// replicas asked has answered successfully (Java's
+// maybeSendSpeculativeRead), rather than waiting for the silent first
+// replica's transport timeout.
+func TestReadSpeculationAfterSpeculativeError(t *testing.T) {
+	dig := batchDigester(t)
+	r, err := NewRead(ReadConfig{LedgerID: 7, Metadata: fullMetadata(), Verifier: dig, First: 0, Last: 0, SpeculativeTimeout: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Start()
+	if s := sends(r.Ready()); len(s) != 1 || s[0].Bookies[0] != "b1" {
+		t.Fatalf("initial sends %v", s)
+	}
+	r.Step(Tick{})
+	if s := sends(r.Ready()); len(s) != 1 || s[0].Bookies[0] != "b2" {
+		t.Fatalf("speculative sends %v", s)
+	}
+	r.Step(ReadResponse{Bookie: "b2", EntryID: 0, Err: ErrTimeout})
+	if effs := r.Ready(); len(effs) != 0 {
+		t.Fatalf("b2's error with b1 still out: %v", effs)
+	}
+	r.Step(Tick{})
+	effs := r.Ready()
+	if s := sends(effs); len(s) != 1 || s[0].Bookies[0] != "b3" {
+		t.Fatalf("after b2 failed, a Tick sent %v, want b3", effs)
+	}
+	if effs[len(effs)-1] != (BookieSlow{Bookie: "b1"}) {
+		t.Fatalf("effects %v, want the still silent b1 reported slow", effs)
+	}
+	r.Step(ReadResponse{Bookie: "b3", EntryID: 0, Body: dig.AppendEntry(nil, 7, 0, -1, 1, []byte("x"))})
+	if effs := r.Ready(); !r.Done() || len(effs) != 2 || effs[1].(ReadComplete).Err != nil {
+		t.Fatalf("completion %v", effs)
+	}
+}
+
+// Speculation is op-wide as Java's heardFromHosts: an entry is not asked
+// of its next replica while one of the replicas it was asked of has
+// answered another entry of the read successfully (that bookie is up; this
+// entry's answer is behind the others).
+func TestReadSpeculationSkipsHeardFromReplicas(t *testing.T) {
+	dig := batchDigester(t)
+	// E = Qw = 3, sticky on b1: e0 and e1 are asked of b1.
+	r, _ := NewRead(ReadConfig{LedgerID: 7, Metadata: fullMetadata(), Verifier: dig, First: 0, Last: 1,
+		SpeculativeTimeout: 10 * time.Millisecond, Sticky: true, StickyIndex: 0})
+	r.Start()
+	if s := sends(r.Ready()); len(s) != 2 || s[0].Bookies[0] != "b1" || s[1].Bookies[0] != "b1" {
+		t.Fatalf("initial sends %v", s)
+	}
+	r.Step(ReadResponse{Bookie: "b1", EntryID: 0, Body: dig.AppendEntry(nil, 7, 0, -1, 1, []byte("x"))})
+	r.Ready()
+	r.Step(Tick{})
+	if effs := r.Ready(); len(effs) != 0 {
+		t.Fatalf("speculated on an entry whose bookie answered another one: %v", effs)
+	}
+	r.Step(ReadResponse{Bookie: "b1", EntryID: 1, Body: dig.AppendEntry(nil, 7, 1, 0, 2, []byte("y"))})
+	if effs := r.Ready(); !r.Done() || len(effs) != 2 || effs[1].(ReadComplete).Err != nil {
+		t.Fatalf("completion %v", effs)
 	}
 }
