@@ -46,17 +46,30 @@ const (
 // ledger whose fragment has EnsembleSize == WriteQuorumSize, it sends one
 // BATCH_READ_ENTRY to one replica of first's write set, moving to the next
 // replica on an error or a body that fails verification, and asking the
-// next one also after the speculative-read delay. A bookie that answers
-// EBADREQ (it does not serve batch reads) gets single reads on that
-// connection from then on; if no replica can serve the batch (EBADREQ, a
-// dropped connection as a 4.16 bookie does on the unknown opcode, errors,
-// timeouts), the range is read with single reads, whose rules decide each
-// entry. If the first replica's failure was a lost or refused connection
-// (ErrBookieUnavailable: what a 4.16 bookie's drop looks like), the handle
-// reads single entries for every later BatchRead too, as Java's
-// notSupportBatch (it cannot tell such a bookie from one that was down). Without v2, or with E > Qw (a bookie then stores no run of
+// next one also after each speculative-read delay while none has answered
+// with a batch that verified. A bookie that answers EBADREQ (it does not
+// serve batch reads) gets single reads on that connection from then on; if
+// no replica can serve the batch (EBADREQ, a dropped connection as a 4.16
+// bookie does on the unknown opcode, errors, timeouts), the range is read
+// with single reads, whose rules decide each entry. If the first error to
+// arrive among the replicas' answers to that failed batch, explicit "no
+// such entry" answers aside, is a lost or refused connection
+// (ErrBookieUnavailable: what a 4.16 bookie's drop looks like, but also
+// what a bookie that is down or restarting gives), the handle reads single
+// entries for every later BatchRead, for the rest of its life, as Java's
+// notSupportBatch: it cannot tell such a bookie from one that was down, so
+// a short outage of the write set's bookies (with E == Qw, the whole
+// ensemble) turns batch reads off for the handle. Without v2, or with E > Qw (a bookie then stores no run of
 // consecutive entries longer than Qw: Java reads single entries too), it
-// reads single entries, with the same cut.
+// reads single entries.
+//
+// Single reads follow the same cuts: the range is read chunk by chunk, each
+// chunk asking only for the entries that may still fit within maxBytes
+// (estimated from the entries' average size, plus one), and reading stops
+// at the first entry that would pass it. An error after at least one entry
+// was read returns the entries before it, without the error (ask again from
+// the next entry to see it), as the batch answer of a bookie that cannot
+// give a later entry ends there.
 //
 // Errors: first < 0, maxCount ≤ 0 or maxBytes < 0 is an invalid argument
 // (nothing is read); first past the known LAC is ErrReadBeyondLAC
@@ -118,11 +131,56 @@ func (r *ReadHandle) BatchRead(ctx context.Context, first int64, maxCount int, m
 		}
 		r.c.log.Debug("batch read failed on every replica, reading single entries", "ledger", r.id, "first", first, "err", err)
 	}
-	out, err := r.read(ctx, first, last, true)
-	if err != nil {
-		return nil, err
+	return r.batchReadSingles(ctx, first, last, size)
+}
+
+// batchReadSingles is BatchRead with single reads: first … last chunk by
+// chunk, counting the answer frame as the bookie counts a batch (see
+// frameSize), and stopping at the first entry that would pass size (the
+// first entry is always returned). Each chunk asks only for the entries
+// that may still fit, estimated from the average entry of the ledger as the
+// handle knows it, then from those read, plus one: with entries of even
+// size one chunk finds the cut. An error after at least one entry was read
+// returns the entries before it, without the error, as a batch answer ends
+// at an entry its bookie cannot give.
+func (r *ReadHandle) batchReadSingles(ctx context.Context, first, last, size int64) ([]Entry, error) {
+	minEntry := r.entryFrameSize(0)
+	est := minEntry
+	if n, lac := r.Length(), r.LastAddConfirmed(); n > 0 && lac >= 0 {
+		est = max(minEntry, r.entryFrameSize(int(min(n/(lac+1), int64(wire.MaxFrameSize)))))
 	}
-	return r.cutToSize(out, size), nil
+	var out []Entry
+	total := int64(batchFrameOverhead)
+	for lo := first; lo <= last && (len(out) == 0 || total+minEntry <= size); {
+		fit := max(0, (size-total)/est) + 1
+		hi := lo + min(fit, maxReadChunk, last-lo+1) - 1
+		got, err := r.readChunk(ctx, lo, hi, nil, true)
+		for _, e := range got {
+			f := r.entryFrameSize(len(e.Payload))
+			if len(out) > 0 && total+f > size {
+				return out, nil
+			}
+			total += f
+			out = append(out, e)
+		}
+		if err != nil {
+			if len(out) > 0 {
+				r.c.log.Debug("batch read: single read failed after a prefix", "ledger", r.id, "first", first, "entries", len(out), "err", err)
+				return out, nil
+			}
+			return nil, r.c.closedError(err)
+		}
+		est = max(minEntry, (total-batchFrameOverhead)/int64(len(out)))
+		lo = hi + 1
+	}
+	return out, nil
+}
+
+// entryFrameSize is what an entry of payload n bytes adds to a batch
+// answer frame as the bookie counts it: the per-entry overhead and its
+// stored body (header, digest, payload).
+func (r *ReadHandle) entryFrameSize(n int) int64 {
+	return int64(batchEntryOverhead + entryHeaderSize + r.dig.Size() + n)
 }
 
 // fragmentEnd returns the last entry of the fragment holding entry id
@@ -136,19 +194,6 @@ func fragmentEnd(md *metadata.LedgerMetadata, id int64) int64 {
 		end = md.Ensembles[i].FirstEntryID - 1
 	}
 	return end
-}
-
-// cutToSize keeps the entries whose answer frame, counted as a bookie
-// counts a batch, stays within size; the first is always kept.
-func (r *ReadHandle) cutToSize(entries []Entry, size int64) []Entry {
-	total := int64(batchFrameOverhead)
-	for i, e := range entries {
-		total += batchEntryOverhead + entryHeaderSize + int64(r.dig.Size()+len(e.Payload))
-		if i > 0 && total > size {
-			return entries[:i]
-		}
-	}
-	return entries
 }
 
 // batchRead runs one BatchRead machine over first … last. fallback reports

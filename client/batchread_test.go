@@ -339,3 +339,66 @@ func TestBatchReadRejected(t *testing.T) {
 		t.Fatalf("%d more batch reads reached the bookies after each connection's EBADREQ", b-b1)
 	}
 }
+
+// BatchRead on the single-read path (v3 here; also E > Qw,
+// DisableBatchRead, or the fallback after a failed batch) asks only for the
+// entries that may fit within maxBytes: maxBytes 1 reads one entry, not
+// the whole range cut afterwards. An error after a prefix returns the
+// prefix.
+func TestBatchReadSingleReads(t *testing.T) {
+	cl := testcluster.Start(t, 3)
+	ctx := testCtx(t)
+	v3 := newClient(t, cl, nil)
+	reads := func() int { return bookieRequests(ctx, t, "READ_ENTRY_REQUEST", cl.Bookies...) }
+
+	t.Run("MaxBytes", func(t *testing.T) {
+		w := writeLedger(t, ctx, v3, 3, 3, 2, 600, true)
+		r := openReader(t, ctx, v3, w.ID())
+		r0 := reads()
+		es, err := r.BatchRead(ctx, 0, 600, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkEntries(t, w.ID(), es, 0, 1)
+		if n := reads() - r0; n != 1 {
+			t.Fatalf("BatchRead(0, 600, maxBytes=1) sent %d single reads, want 1", n)
+		}
+		// A bound that fits a few entries: exactly those, in few reads.
+		r0 = reads()
+		es, err = r.BatchRead(ctx, 10, 600, frameOf(w.ID(), 10, 14))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkEntries(t, w.ID(), es, 10, 5)
+		if n := reads() - r0; n > 6 {
+			t.Fatalf("BatchRead of 5 entries' worth sent %d single reads, want at most 6 (the ledger's average entry sizes the chunk, plus one)", n)
+		}
+	})
+
+	t.Run("PrefixOnError", func(t *testing.T) {
+		// E = 3, Qw = Qa = 1: entry i is stored on bookie i % 3 only.
+		// With the third bookie down, entry 2 fails: the entries before
+		// it are the result, without the error, as a batch answer ending
+		// there. (Last subtest: it kills a bookie.)
+		w := writeLedger(t, ctx, v3, 3, 1, 1, 10, true)
+		r := openReader(t, ctx, v3, w.ID())
+		md, err := v3.LedgerMetadata(ctx, w.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		down := md.EnsembleAt(2)[2]
+		for _, b := range cl.Bookies {
+			if string(b.ID) == down {
+				b.Kill()
+			}
+		}
+		es, err := r.BatchRead(ctx, 0, 10, 0)
+		if err != nil {
+			t.Fatalf("BatchRead with entry 2's only bookie down: %v, want entries 0 and 1", err)
+		}
+		checkEntries(t, w.ID(), es, 0, 2)
+		if _, err := r.BatchRead(ctx, 2, 10, 0); err == nil {
+			t.Fatal("BatchRead from entry 2 with its only bookie down succeeded")
+		}
+	})
+}

@@ -233,16 +233,17 @@ func (r *ReadHandle) readLAC(ctx context.Context, md *metadata.LedgerMetadata) (
 }
 
 // TryReadLastAddConfirmed asks the bookies of the last ensemble for their
-// LAC and returns the first verified answer, without the coverage rule
-// (Java's tryReadLastAddConfirmed): faster, and it works with fewer
-// bookies up, but it is one bookie's view, so it can be lower than the
-// ledger's real LAC (never higher: a bookie only knows LACs the writer
-// confirmed). If no bookie gives a verified answer, it returns the highest
-// LAC among the explicit "nothing here" answers (-1) once all are in, or
-// an error if there were none. The handle's cached LastAddConfirmed moves
-// forward with the answer and the result is that cached value (so it
-// never goes down); for a CLOSED ledger it is the last entry id, without
-// asking the bookies.
+// LAC without the coverage rule (Java's tryReadLastAddConfirmed): it
+// returns as soon as a verified answer carries a LAC above the handle's
+// cached LastAddConfirmed; otherwise it waits for every bookie's answer
+// (or its timeout) and takes the highest LAC among the valid ones
+// (explicit "nothing here" answers count as -1), or fails if there was
+// none. It works with fewer bookies up than ReadLastAddConfirmed, but an
+// early answer is one bookie's view, so it can be lower than the ledger's
+// real LAC (never higher: a bookie only knows LACs the writer confirmed).
+// The handle's cached LastAddConfirmed moves forward with the answer and
+// the result is that cached value (so it never goes down); for a CLOSED
+// ledger it is the last entry id, without asking the bookies.
 func (r *ReadHandle) TryReadLastAddConfirmed(ctx context.Context) (int64, error) {
 	md, err := r.refresh(ctx)
 	if err != nil {
@@ -251,12 +252,14 @@ func (r *ReadHandle) TryReadLastAddConfirmed(ctx context.Context) (int64, error)
 	if md.IsClosed() {
 		return md.LastEntryID, nil
 	}
+	_, known := r.snapshot()
 	m := ledger.NewReadLAC(ledger.ReadLACConfig{
 		LedgerID:   r.id,
 		Metadata:   md,
 		Verifier:   r.dig,
 		UseReadLAC: !r.c.cfg.UseV2WireProtocol,
 		Try:        true,
+		KnownLAC:   known,
 	})
 	var res ledger.LACComplete
 	err = r.c.run(ctx, r.newExecutor(), m, m.Start, func(eff ledger.Effect) {

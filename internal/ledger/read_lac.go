@@ -32,13 +32,20 @@ type ReadLACConfig struct {
 	// READ_ENTRY(-1) (Java's PendingReadLacOp). Ignored when Fence.
 	UseReadLAC bool
 	// Try drops the coverage rule (Java's TryReadLastConfirmedOp): the
-	// read finishes with the first OK answer that verifies, whatever the
-	// others; explicit negatives count as valid answers of LAC -1 but do
-	// not finish it. If no bookie gives a verified OK, the result is the
-	// highest LAC among the valid answers once all are in, or an error if
-	// there was none. The LAC may then be lower than the ledger's: one
-	// bookie's view, not a covering set's. Ignored when Fence.
+	// read finishes early with the first OK answer that verifies and
+	// carries a LAC above KnownLAC; otherwise it waits for every answer
+	// and finishes with the highest LAC among the valid ones (explicit
+	// negatives count as valid answers of LAC -1), which may be at or
+	// below KnownLAC, or with an error if there was none. The LAC is one
+	// bookie's view, not a covering set's: it may be lower than the
+	// ledger's, never higher (a bookie holds only LACs the writer
+	// confirmed). Ignored when Fence.
 	Try bool
+	// KnownLAC is the LAC the caller already knows (the handle's cached
+	// one; -1 for none), with Try: only an answer above it ends the read
+	// early, as Java's TryReadLastConfirmedOp starts from the handle's
+	// LAC. Ignored without Try.
+	KnownLAC int64
 }
 
 // ReadLAC reads the last add confirmed of a ledger with the coverage rule
@@ -191,7 +198,13 @@ func (r *ReadLAC) answer(bookie metadata.BookieID, rerr error, verify func() (la
 	}
 	r.anyValid = r.anyValid || valid
 	try := r.cfg.Try && !r.cfg.Fence
-	if valid && (r.coverage.Covered() || try && rerr == nil) {
+	switch {
+	case try && valid && rerr == nil && r.lac > r.cfg.KnownLAC:
+		// This answer raised the LAC above the caller's (answers before
+		// it did not, or the read would have ended).
+		r.finish(LACComplete{LAC: r.lac, Length: r.length, EntryID: r.entryID})
+		return
+	case !try && valid && r.coverage.Covered():
 		r.finish(LACComplete{LAC: r.lac, Length: r.length, EntryID: r.entryID})
 		return
 	}

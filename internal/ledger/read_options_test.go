@@ -71,14 +71,14 @@ func TestReadSpeculativeBackoff(t *testing.T) {
 	}
 }
 
-// TryReadLastAddConfirmed's machine: the first verified answer ends it,
-// without coverage; negatives count but do not end it; nothing valid is
-// an error.
+// TryReadLastAddConfirmed's machine: the first verified answer above the
+// known LAC ends it, without coverage; negatives count but do not end it;
+// nothing valid is an error.
 func TestReadLACTry(t *testing.T) {
 	dig := batchDigester(t)
 	md := specMetadata() // E=3, Qw=2, Qa=2
 	newTry := func() *ReadLAC {
-		m := NewReadLAC(ReadLACConfig{LedgerID: 7, Metadata: md, Verifier: dig, Try: true})
+		m := NewReadLAC(ReadLACConfig{LedgerID: 7, Metadata: md, Verifier: dig, Try: true, KnownLAC: -1})
 		m.Start()
 		m.Ready()
 		return m
@@ -115,6 +115,33 @@ func TestReadLACTry(t *testing.T) {
 	}
 	if res := result(m); !errors.Is(res.Err, ErrTimeout) {
 		t.Fatalf("no valid answer: %+v", res)
+	}
+
+	// Answers at or below the known LAC do not end it, even once they
+	// cover every write set (Java's TryReadLastConfirmedOp has no coverage
+	// rule): it waits for every answer and gives the highest.
+	known := func(lac int64) *ReadLAC {
+		m := NewReadLAC(ReadLACConfig{LedgerID: 7, Metadata: md, Verifier: dig, Try: true, KnownLAC: lac})
+		m.Start()
+		m.Ready()
+		return m
+	}
+	m = known(4)
+	m.Step(ReadResponse{Bookie: "b1", EntryID: -1, Body: dig.AppendEntry(nil, 7, 4, 3, 50, []byte("x"))})
+	m.Step(ReadResponse{Bookie: "b2", EntryID: -1, Body: dig.AppendEntry(nil, 7, 5, 4, 60, []byte("x"))})
+	if m.Done() {
+		t.Fatal("answers at or below the known LAC ended the try read")
+	}
+	m.Step(ReadResponse{Bookie: "b3", EntryID: -1, Err: ErrTimeout})
+	if res := result(m); res.Err != nil || res.LAC != 4 || res.Length != 60 {
+		t.Fatalf("no answer above the known LAC: %+v", res)
+	}
+	// An answer above it ends the read at once.
+	m = known(4)
+	m.Step(ReadResponse{Bookie: "b1", EntryID: -1, Body: dig.AppendEntry(nil, 7, 4, 3, 50, []byte("x"))})
+	m.Step(ReadResponse{Bookie: "b3", EntryID: -1, Body: dig.AppendEntry(nil, 7, 7, 6, 80, []byte("x"))})
+	if res := result(m); res.Err != nil || res.LAC != 6 || res.Length != 80 {
+		t.Fatalf("answer above the known LAC: %+v", res)
 	}
 
 	// Without Try, one answer is not enough (coverage needs two of three
