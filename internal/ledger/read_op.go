@@ -25,8 +25,9 @@ type ReadConfig struct {
 	// order. It must be a pure function during the read.
 	Avoid func(metadata.BookieID) bool
 	// SpeculativeTimeout is the read's first TickInterval: at each Tick,
-	// entries whose replicas asked so far have not answered are asked of
-	// their next replica. Zero: no speculative reads.
+	// entries still waiting are asked of their next replica unless a
+	// bookie they were asked of has answered this read successfully (see
+	// Read). Zero: no speculative reads.
 	SpeculativeTimeout time.Duration
 	// SpeculativeMax and SpeculativeMultiplier make the later intervals
 	// back off (Speculation): each is the previous one times the
@@ -57,9 +58,9 @@ type ReadConfig struct {
 // result that has a replica left to ask is asked of its next replica,
 // unless one of the replicas it was asked of has answered successfully
 // (with a body that verified) for any entry of this read: that bookie is
-// up, and the entry's answer is only behind the others. A replica that
-// answered the entry with an error does not stop it, so a speculative
-// replica failing fast leaves the next Tick to ask the one after it. The
+// up, and the entry's answer is only behind the others. An error is no
+// success: a speculative replica failing fast leaves the next Tick to ask
+// the one after it (unless it answered another entry successfully). The
 // replicas asked and still silent are reported with BookieSlow effects.
 // Any asked replica's answer is then accepted.
 //
