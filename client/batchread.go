@@ -59,9 +59,9 @@ const (
 // entries for every later BatchRead, for the rest of its life, as Java's
 // notSupportBatch: it cannot tell such a bookie from one that was down, so
 // a short outage of the write set's bookies (with E == Qw, the whole
-// ensemble) turns batch reads off for the handle. Without v2, or with E > Qw (a bookie then stores no run of
-// consecutive entries longer than Qw: Java reads single entries too), it
-// reads single entries.
+// ensemble) turns batch reads off for the handle. Without v2, or with
+// E > Qw (a bookie then stores no run of consecutive entries longer than
+// Qw: Java reads single entries too), it reads single entries.
 //
 // Single reads follow the same cuts: the range is read chunk by chunk, each
 // chunk asking only for the entries that may still fit within maxBytes
@@ -136,7 +136,7 @@ func (r *ReadHandle) BatchRead(ctx context.Context, first int64, maxCount int, m
 
 // batchReadSingles is BatchRead with single reads: first … last chunk by
 // chunk, counting the answer frame as the bookie counts a batch (see
-// frameSize), and stopping at the first entry that would pass size (the
+// entryFrameSize), and stopping at the first entry that would pass size (the
 // first entry is always returned). Each chunk asks only for the entries
 // that may still fit, estimated from the average entry of the ledger as the
 // handle knows it, then from those read, plus one: with entries of even
@@ -170,7 +170,9 @@ func (r *ReadHandle) batchReadSingles(ctx context.Context, first, last, size int
 			}
 			return nil, r.c.closedError(err)
 		}
-		est = max(minEntry, (total-batchFrameOverhead)/int64(len(out)))
+		if len(out) > 0 {
+			est = max(minEntry, (total-batchFrameOverhead)/int64(len(out)))
+		}
 		lo = hi + 1
 	}
 	return out, nil

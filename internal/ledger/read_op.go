@@ -74,8 +74,9 @@ type Read struct {
 	tick   time.Duration // the current TickInterval
 	failed []metadata.BookieID
 	// heard holds the bookies that answered an entry of this read with a
-	// body that verified (Java's heardFromHosts): speculate skips the
-	// entries asked of one of them.
+	// body that verified (Java's heardFromHosts; a late answer for an
+	// entry already done is not verified, so not counted): speculate
+	// skips the entries asked of one of them.
 	heard   map[metadata.BookieID]bool
 	entries []entryRead // entries[i] is entry First+i
 	// next is the lowest entry not yet delivered, as an index into entries.
