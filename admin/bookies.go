@@ -16,10 +16,10 @@ type BookieState string
 // Bookie states.
 const (
 	// BookieWritable: registered and accepting writes.
-	BookieWritable BookieState = iadmin.StateWritable
+	BookieWritable BookieState = "writable"
 	// BookieReadOnly: registered read-only (disks full or the operator's
 	// choice); it serves reads.
-	BookieReadOnly BookieState = iadmin.StateReadOnly
+	BookieReadOnly BookieState = "readonly"
 	// BookieDown: it has a cookie (it joined the cluster once) but is not
 	// registered: not running or not reachable by the store.
 	BookieDown BookieState = "down"

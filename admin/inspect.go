@@ -118,12 +118,12 @@ type RecoveryOutcome string
 // Recovery outcomes.
 const (
 	// RecoveryClosed: the ledger is CLOSED; recovery changes nothing.
-	RecoveryClosed RecoveryOutcome = iadmin.OutcomeClosed
+	RecoveryClosed RecoveryOutcome = "closed"
 	// RecoveryEnd: recovery would close the ledger at LastEntryID.
-	RecoveryEnd RecoveryOutcome = iadmin.OutcomeEnd
+	RecoveryEnd RecoveryOutcome = "end"
 	// RecoveryUndecided: too few bookies answered to prove where the
 	// ledger ends; recovery would fail until they are back.
-	RecoveryUndecided RecoveryOutcome = iadmin.OutcomeUndecided
+	RecoveryUndecided RecoveryOutcome = "undecided"
 )
 
 // RecoveryPrediction applies ledger recovery's rules to the bookies'
