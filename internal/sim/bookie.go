@@ -319,6 +319,8 @@ func statusOfResponse(resp *wire.Response) wire.Status {
 		return resp.Add.Status
 	case resp.Has&wire.BodyReadLAC != 0:
 		return resp.ReadLAC.Status
+	case resp.Has&wire.BodyBatchRead != 0:
+		return resp.BatchRead.Status
 	}
 	return resp.Status
 }
