@@ -194,7 +194,7 @@ func (w *world) newActor(kind actorKind, prefix string, l *ledgerRec) *actor {
 	name := w.newName(prefix)
 	key := w.newKey("actor")
 	w.actorKeys[name] = key
-	a := &actor{w: w, name: name, kind: kind, led: l, rng: w.stream("actor/" + key), pending: map[uint64]*pendingReq{}, snapshotKey: -1, lac: -1}
+	a := &actor{w: w, name: name, kind: kind, led: l, rng: w.stream("actor/" + key), pending: map[uint64]*pendingReq{}, snapshotKey: -1, lac: -1, sticky: -1}
 	a.x = ledgerexec.New(ledgerexec.Config{LedgerID: l.id, Digester: l.dig, MasterKey: l.key, Bookies: a, Store: actorStore{a}, Emit: a.emit})
 	w.actors = append(w.actors, a)
 	return a

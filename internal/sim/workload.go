@@ -593,7 +593,6 @@ func (w *world) startReader(l *ledgerRec) {
 	if a.longPoll {
 		a.ropts.try = false
 	}
-	a.sticky = -1
 	if a.longPoll {
 		w.logf("%s: tail ledger %d by long polls%s", a.name, l.id, a.ropts)
 	} else {
