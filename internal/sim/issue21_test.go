@@ -41,7 +41,7 @@ func TestIssue21Paths(t *testing.T) {
 		"explicit writes": tot.ExplicitWrites, "out-of-order writes": tot.OutOfOrderWrites, "duplicates refused": tot.DuplicatesRefused,
 		"quorum timeouts": tot.QuorumTimeouts, "too many ensemble changes": tot.TooManyChanges, "ticks": tot.Ticks,
 		"speculative reads": tot.Speculative, "try LAC reads": tot.TryReads, "batch reads": tot.BatchReads,
-		"batch read entries": tot.BatchEntries, "sticky moves": tot.StickyMoves,
+		"batch read entries": tot.BatchEntries, "batch fallbacks": tot.BatchFallbacks, "sticky moves": tot.StickyMoves,
 	} {
 		if v == 0 {
 			t.Errorf("no %s in %d seeds", name, n)
