@@ -1,6 +1,9 @@
 package sim
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -81,5 +84,43 @@ func TestLACNeverAhead(t *testing.T) {
 	w.check.observedLAC(a, 3, "try LAC")
 	if len(w.violations) != 1 || w.violations[0].Invariant != LACNeverAhead {
 		t.Fatalf("LAC 3 (on Qa bookies, never acknowledged): violations %v, want %s", w.violations, LACNeverAhead)
+	}
+}
+
+// TestScriptExplicitIDs: the script of a clean run whose ledger has an
+// explicit-id writer with a quorum timeout (seed 11: ids written out of
+// order, duplicates refused, Ticks) is the one checked in as
+// internal/ledger/testdata/sim_explicit_ids.txt, which the driver replays
+// to the same end: write-at, tick and the writer's options are recorded
+// as the driver reads them, and its checks pass.
+func TestScriptExplicitIDs(t *testing.T) {
+	script, r := Script(Config{Seed: 11, Faults: allFaults(t)})
+	if r.Failed() {
+		t.Fatalf("seed 11: %s", r.Summary())
+	}
+	for _, want := range []string{"writer w6 explicit quorum-timeout=1", "write-at w6 ids=", "tick w6"} {
+		if !strings.Contains(script, want) {
+			t.Fatalf("the script has no %q (the simulator changed? pick another seed and rerun with -sim.update-scripts):\n%s", want, script)
+		}
+	}
+	path := filepath.Join("..", "ledger", "testdata", "sim_explicit_ids.txt")
+	if *updateScripts {
+		if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s: fill it with go test ./internal/ledger -run TestInteraction -rewrite", path)
+		return
+	}
+	golden, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := withoutOutputs(string(golden)); strings.TrimRight(got, "\n") != strings.TrimRight(script, "\n") {
+		t.Fatalf("the emitted script differs from %s (regenerate with -sim.update-scripts, then go test ./internal/ledger -run TestInteraction -rewrite):\n%s", path, script)
+	}
+	for _, want := range []string{"duplicate entry id", "check\n----\nok", "lacs\n----\nok"} {
+		if !strings.Contains(string(golden), want) {
+			t.Errorf("%s does not show %q", path, want)
+		}
 	}
 }
