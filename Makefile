@@ -43,7 +43,7 @@ allocs:
 # -race they shrink to a few seeds and the mutation tests skip. With TAGS,
 # every seed also runs the machines' invariant checks.
 sim:
-	$(GO) test -tags '$(TAGS)' -count=1 -v -run 'TestDeterminism|TestSeeds|TestRecoveryRace|TestMutation' ./internal/sim/ | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|seeds in|found with'
+	$(GO) test -tags '$(TAGS)' -count=1 -v -run 'TestDeterminism|TestSeeds|TestRecoveryRace|TestMutation|TestIssue21Paths|TestLACNeverAhead' ./internal/sim/ | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|seeds in|found with'
 
 # fuzz-smoke runs every fuzz target for FUZZTIME so that a crash fails CI.
 fuzz-smoke:

@@ -182,3 +182,54 @@ func (x *Executor) Run(ctx context.Context, clk clock.Clock, stop <-chan struct{
 		}
 	}
 }
+
+// TickFunc steps a machine's Ticks for a shell without a loop of its own
+// to select on a Ticker's channel: one whose every machine runs on one
+// goroutine driven by its clock's callbacks (the simulator, whose clock's
+// AfterFunc callbacks are events of its loop). The schedule is Run's:
+// the first Tick m.TickInterval() after NewTickFunc, each later one the
+// interval read again after the previous Tick (a machine may back off),
+// none once it is zero or m is Done.
+type TickFunc struct {
+	clk  clock.Clock
+	m    ledger.Machine
+	step func()
+	t    clock.Timer
+	// stopped: Stop was called (or m is done); nothing fires after it.
+	stopped bool
+}
+
+// NewTickFunc arms m's first Tick on clk. step must step ledger.Tick{}
+// into m and carry out its effects, on the machine's goroutine (clk's
+// AfterFunc callbacks must run there). A zero TickInterval arms nothing.
+func NewTickFunc(clk clock.Clock, m ledger.Machine, step func()) *TickFunc {
+	t := &TickFunc{clk: clk, m: m, step: step}
+	t.arm()
+	return t
+}
+
+func (t *TickFunc) arm() {
+	d := t.m.TickInterval()
+	if t.stopped || d <= 0 || t.m.Done() {
+		t.t = nil
+		return
+	}
+	t.t = t.clk.AfterFunc(d, t.fire)
+}
+
+func (t *TickFunc) fire() {
+	if t.stopped {
+		return
+	}
+	t.step()
+	t.arm()
+}
+
+// Stop disarms the ticks; step is not called after it returns.
+func (t *TickFunc) Stop() {
+	t.stopped = true
+	if t.t != nil {
+		t.t.Stop()
+		t.t = nil
+	}
+}

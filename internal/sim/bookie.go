@@ -41,10 +41,16 @@ type bookieNode struct {
 	// rng is the bookie's own random stream (its spawned work's delays,
 	// its background work's periods).
 	rng *rand.Rand
+	// rejectBatch: the bookie answers BATCH_READ_ENTRY with EBADREQ
+	// (bookie.Config.RejectBatchRead: one that does not serve batch
+	// reads), so that batch readers fall back to single reads. Drawn from
+	// a stream of its own, one bookie in six.
+	rejectBatch bool
 }
 
 func newBookieNode(w *world, id metadata.BookieID) *bookieNode {
-	return &bookieNode{w: w, id: id, fs: vfs.NewCrashableMem(), collected: map[int64]bool{}, rng: w.stream("bookie/" + string(id))}
+	return &bookieNode{w: w, id: id, fs: vfs.NewCrashableMem(), collected: map[int64]bool{}, rng: w.stream("bookie/" + string(id)),
+		rejectBatch: w.stream("bookie-opts/"+string(id)).IntN(6) == 0}
 }
 
 // start opens the store (replaying the journal) and the bookie, and
@@ -86,7 +92,7 @@ func (n *bookieNode) start() {
 		w.violate("BookieRestarts", -1, "bookie %s: the store does not open after a crash: %v", n.id, err)
 		return
 	}
-	b, err := bookie.New(&fenceStore{Store: st}, bookie.Config{Clock: w.clock, Logger: quietLog, Go: goFn})
+	b, err := bookie.New(&fenceStore{Store: st}, bookie.Config{Clock: w.clock, Logger: quietLog, Go: goFn, RejectBatchRead: n.rejectBatch})
 	if err != nil {
 		st.Close()
 		w.violate("BookieRestarts", -1, "bookie %s: %v", n.id, err)
@@ -94,7 +100,11 @@ func (n *bookieNode) start() {
 	}
 	n.store, n.b = st, b
 	n.up, n.paused, n.held = true, false, nil
-	w.logf("bookie %s started (incarnation %d)", n.id, inc)
+	if n.rejectBatch {
+		w.logf("bookie %s started (incarnation %d), refusing batch reads", n.id, inc)
+	} else {
+		w.logf("bookie %s started (incarnation %d)", n.id, inc)
+	}
 	n.schedule(inc, "journal", 500*time.Microsecond, 3*time.Millisecond, func() { n.stepJournals() })
 	n.schedule(inc, "flush", 5*time.Millisecond, 40*time.Millisecond, func() {
 		if err := st.FlushWriteCache(); err != nil {
@@ -319,6 +329,8 @@ func statusOfResponse(resp *wire.Response) wire.Status {
 		return resp.Add.Status
 	case resp.Has&wire.BodyReadLAC != 0:
 		return resp.ReadLAC.Status
+	case resp.Has&wire.BodyBatchRead != 0:
+		return resp.BatchRead.Status
 	}
 	return resp.Status
 }

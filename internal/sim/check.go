@@ -51,6 +51,21 @@ const (
 	NoInvalidFragments = "NoInvalidFragments"
 	// LedgerIsClosed (liveness): once faults heal, every ledger is closed.
 	LedgerIsClosed = "LedgerIsClosed"
+	// LACNeverAhead: a LAC handed to a reader never passes the ledger's
+	// true LAC: the highest entry its writer acknowledged, or the end it
+	// was closed at. TryReadLastAddConfirmed, which takes one bookie's
+	// answer without the coverage rule, may be behind, never ahead; the
+	// covering LAC read and the long poll are held to the same bound.
+	// Stricter than NoDirtyReads, whose bound counts entries on Qa bookies
+	// that no client acknowledged yet.
+	LACNeverAhead = "LACNeverAhead"
+	// ExplicitIDsRefuseOnlyDuplicates: an explicit-id writer's WriteAt
+	// refuses an id it was given before (pending or acknowledged) with
+	// ErrDuplicateEntryID, queueing nothing and keeping the first payload,
+	// and takes every id never given (while the writer is healthy).
+	// Acknowledgements stay in entry order from 0 whatever the submission
+	// order (NoOutOfOrderEntries).
+	ExplicitIDsRefuseOnlyDuplicates = "ExplicitIDsRefuseOnlyDuplicates"
 )
 
 // checker holds the ground truth the invariants are checked against.
@@ -275,11 +290,30 @@ func (c *checker) recoveryAdd(a *actor, e int64) {
 	}
 }
 
-// observedLAC checks a LAC a reader got.
-func (c *checker) observedLAC(a *actor, lac int64) {
+// observedLAC checks a LAC a reader got (how names the read: "LAC",
+// "try LAC", "long-poll LAC").
+func (c *checker) observedLAC(a *actor, lac int64, how string) {
 	if q := c.quorumLAC(a.led); lac > q {
-		c.w.violate(NoDirtyReads, a.led.id, "%s read LAC %d of ledger %d, but only entries up to %d reached ack quorum on their write sets", a.name, lac, a.led.id, q)
+		c.w.violate(NoDirtyReads, a.led.id, "%s read %s %d of ledger %d, but only entries up to %d reached ack quorum on their write sets", a.name, how, lac, a.led.id, q)
+		return
 	}
+	if t := c.trueLAC(a.led); lac > t {
+		c.w.violate(LACNeverAhead, a.led.id, "%s read %s %d of ledger %d, but its writer acknowledged entries up to %d only and the ledger is not closed past it", a.name, how, lac, a.led.id, t)
+	}
+}
+
+// trueLAC is the ledger's LAC as its clients made it: the highest entry
+// its writer acknowledged (acknowledgements are contiguous from 0), or the
+// end it was closed at, if higher.
+func (c *checker) trueLAC(l *ledgerRec) int64 {
+	t := int64(len(l.acked)) - 1
+	if l.deleted {
+		return max(t, l.deletedEnd)
+	}
+	if md, _ := c.w.meta.read(l.id); md != nil && md.State == metadata.LedgerClosed {
+		t = max(t, md.LastEntryID)
+	}
+	return t
 }
 
 // readEntry checks an entry a reader got: the writer's payload, in order,

@@ -93,12 +93,19 @@ type actor struct {
 	crashed bool
 	// finished: the machine has nothing more to do.
 	finished bool
+	// ticks steps the machine's Ticks on the world's clock (through
+	// ledgerexec, as the client's loops do); nil when it wants none.
+	ticks *ledgerexec.TickFunc
 
 	// Writer.
 	writer     *ledger.Writer
 	window     int // adds in flight at most (1: a synchronous writer)
 	inflight   int
 	closeAsked bool
+	// explicit: the writer names its entry ids (WriteAt), out of order
+	// within its window (writerOpts); submitted are the ids it wrote.
+	explicit  bool
+	submitted map[int64]bool
 
 	// Recovery: the metadata the shell last handed the machine, and the
 	// first entry of the last fragment when the fence started (-1 before).
@@ -115,6 +122,10 @@ type actor struct {
 	next     int64 // next entry to read
 	rounds   int
 	lac      int64
+	// ropts is how the reader reads (readerOpts); sticky its sticky
+	// ensemble index, moved on when that bookie fails a read.
+	ropts  readerOpts
+	sticky int
 }
 
 // pendingReq is one request in flight from an actor to a bookie: what the
@@ -145,17 +156,45 @@ func (a *actor) live() bool { return !a.crashed && !a.finished }
 // setMachine makes m the actor's machine. Requests the previous machine
 // sent are forgotten: answers to them are dropped, as are failures
 // already scheduled for delivery (connectionLost).
+//
+// Its Ticks are stepped as the client's loops step them
+// (ledgerexec.NewTickFunc on the world's clock: each one an event of the
+// loop, the interval read again after each): a writer's quorum timeout, a
+// read's speculative requests. Machines that want none (TickInterval 0,
+// as every machine of the workloads before the writer options and
+// speculative reads) arm nothing.
 func (a *actor) setMachine(m ledger.Machine) {
 	clear(a.pending)
 	a.gen++
 	a.m = m
+	if a.ticks != nil {
+		a.ticks.Stop()
+		a.ticks = nil
+	}
+	if m.TickInterval() > 0 {
+		a.ticks = ledgerexec.NewTickFunc(a.w.clock, m, a.tick)
+	}
+}
+
+// tick steps one Tick into the machine.
+func (a *actor) tick() {
+	if !a.live() {
+		a.ticks.Stop()
+		return
+	}
+	a.w.stats.Ticks++
+	if a.kind == kindWriter {
+		a.w.logf("%s: tick", a.name)
+		a.w.rec.tick(a)
+	}
+	a.stepMachine(ledger.Tick{})
 }
 
 func (w *world) newActor(kind actorKind, prefix string, l *ledgerRec) *actor {
 	name := w.newName(prefix)
 	key := w.newKey("actor")
 	w.actorKeys[name] = key
-	a := &actor{w: w, name: name, kind: kind, led: l, rng: w.stream("actor/" + key), pending: map[uint64]*pendingReq{}, snapshotKey: -1, lac: -1}
+	a := &actor{w: w, name: name, kind: kind, led: l, rng: w.stream("actor/" + key), pending: map[uint64]*pendingReq{}, snapshotKey: -1, lac: -1, sticky: -1}
 	a.x = ledgerexec.New(ledgerexec.Config{LedgerID: l.id, Digester: l.dig, MasterKey: l.key, Bookies: a, Store: actorStore{a}, Emit: a.emit})
 	w.actors = append(w.actors, a)
 	return a
@@ -187,9 +226,12 @@ func (a *actor) stepMachine(ev ledger.Event) {
 }
 
 // drain carries out the machine's effects in order.
-func (a *actor) drain() {
+func (a *actor) drain() { a.carryOut(a.m.Ready()) }
+
+// carryOut carries out effects, which the machine queued, in order.
+func (a *actor) carryOut(effects []ledger.Effect) {
 	w := a.w
-	for _, eff := range a.m.Ready() {
+	for _, eff := range effects {
 		if !a.live() {
 			return
 		}
@@ -252,6 +294,16 @@ func (a *actor) drain() {
 		case ledger.ReadComplete:
 			w.logf("%s: %s", a.name, eff)
 			a.readerDone(eff)
+		case ledger.SendBatchRead:
+			w.logf("%s: %s", a.name, eff)
+			a.x.Do(eff)
+		case ledger.BatchReadComplete:
+			w.logf("%s: %s", a.name, eff)
+			a.readerBatchDone(eff)
+		case ledger.BookieSlow:
+			w.logf("%s: %s", a.name, eff)
+			w.stats.Speculative++
+			a.x.Do(eff)
 		default:
 			// Effects no simulated workload asks for (forces, explicit LAC).
 			w.logf("%s: %s", a.name, eff)
@@ -265,7 +317,10 @@ func (a *actor) drain() {
 // Send is the actor's side of ledgerexec.Bookies: it reads what the
 // network, the bookies and the checkers need off req into a pendingReq,
 // stamps a txn id, and sends a copy of req (the executor reuses its own)
-// as v3.
+// as v3, except BATCH_READ_ENTRY, which exists only in v2: a client with
+// UseV2WireProtocol sends it (and the simulated readers that batch-read
+// play such a client; its other requests are v3 here, which the bookie
+// serves the same way, as it handles each request on its own).
 func (a *actor) Send(bookie string, _ int64, req *wire.Request, cb func(*wire.Response, error)) {
 	r := *req
 	r.Add.Body = slices.Clone(req.Add.Body)
@@ -274,6 +329,9 @@ func (a *actor) Send(bookie string, _ int64, req *wire.Request, cb func(*wire.Re
 	p.txn, p.cb, p.gen = a.nextTxn, cb, a.gen
 	r.Protocol = wire.ProtocolV3
 	r.Header.Version, r.Header.TxnID = wire.VersionThree, p.txn
+	if r.Header.Op == wire.OpBatchReadEntry {
+		r.Protocol, r.Header.Version = wire.ProtocolV2, 2
+	}
 	r.Header.HasPriority = r.Header.Priority != 0
 	a.send(p, &r)
 }
@@ -312,6 +370,9 @@ func describe(l *ledgerRec, b metadata.BookieID, req *wire.Request) *pendingReq 
 		p.desc = fmt.Sprintf("%s L%d e%d", kind, l.id, p.entryID)
 	case wire.OpReadLAC:
 		p.desc = fmt.Sprintf("read-lac L%d", l.id)
+	case wire.OpBatchReadEntry:
+		p.entryID = req.BatchRead.StartEntryID
+		p.desc = fmt.Sprintf("batch-read L%d e%d n=%d", l.id, p.entryID, req.BatchRead.MaxCount)
 	default:
 		p.desc = fmt.Sprintf("%s L%d", req.Header.Op, l.id)
 	}
@@ -398,6 +459,9 @@ func (p *pendingReq) respDesc(resp *wire.Response) string {
 			desc = fmt.Sprintf("%s (e%d)", desc, id)
 		}
 	}
+	if st == wire.StatusOK && p.op == wire.OpBatchReadEntry {
+		desc = fmt.Sprintf("%s (%d entries)", desc, len(resp.BatchRead.Entries))
+	}
 	return desc
 }
 
@@ -409,6 +473,10 @@ func cloneResponse(resp *wire.Response) *wire.Response {
 	r.Read.Body = slices.Clone(resp.Read.Body)
 	r.ReadLAC.LACBody = slices.Clone(resp.ReadLAC.LACBody)
 	r.ReadLAC.LastEntryBody = slices.Clone(resp.ReadLAC.LastEntryBody)
+	r.BatchRead.Entries = make([][]byte, len(resp.BatchRead.Entries))
+	for i, body := range resp.BatchRead.Entries {
+		r.BatchRead.Entries[i] = slices.Clone(body)
+	}
 	return &r
 }
 

@@ -36,6 +36,10 @@
 //     the store's LAC watch (woken on the loop when an add or WRITE_LAC
 //     raises the LAC) and a timer of the world's clock (an event). Either
 //     ends in work the bookie spawns, which is an event too.
+//   - Machines' Ticks (a writer's AddQuorumTimeout, a read's speculative
+//     requests) are stepped by ledgerexec.TickFunc on the world's clock:
+//     each Tick is an event of the loop, as the client's loops step them
+//     on a real clock.
 //   - Crash images walk the file system in sorted order and draw losses of
 //     unsynced blocks from the seeded source (Pebble's own CrashClone ranges
 //     over a map, so it is used only for its exact 0% and 100% views).
@@ -65,5 +69,9 @@
 // # Invariants
 //
 // Named after the TLA+ model of the BookKeeper protocol
-// (Vanlightly/bookkeeper-tlaplus) and DESIGN.md §6; see check.go.
+// (Vanlightly/bookkeeper-tlaplus) and DESIGN.md §6; see check.go. The mixed
+// workload also exercises issue 21's paths (explicit entry ids, the writer
+// options, TryReadLastAddConfirmed, batch reads, sticky and speculative
+// reads), held to the same invariants plus LACNeverAhead and
+// ExplicitIDsRefuseOnlyDuplicates.
 package sim

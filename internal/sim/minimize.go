@@ -203,6 +203,9 @@ var driverCheck = map[string]string{
 	LedgerIsClosed:           "Driver: check reports the ledger not closed, once the script's events ran.",
 	AllAckedEntriesAreReadable: "Driver: no equivalent: the driver's bookies lose nothing in a crash " +
 		"(storage defects belong in a storage test).",
+	LACNeverAhead: "Driver: no equivalent for the reader's LAC (the script leaves readers out); lacs shows " +
+		"the LACs the bookies store.",
+	ExplicitIDsRefuseOnlyDuplicates: "Driver: the write-at command prints each WriteAt's outcome and the effects it queued.",
 }
 
 func mutationFlag(m Mutation) string {

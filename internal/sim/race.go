@@ -19,7 +19,7 @@ func (w *world) runRecoveryRace(sched *Schedule) {
 	e := 2 + w.rng.IntN(min(nb-2, 3))
 	qw := 2 + w.rng.IntN(e-1)
 	qa := 2 + w.rng.IntN(qw-1)
-	a := w.createLedger(e, qw, qa, 1+w.rng.IntN(4))
+	a := w.createLedger(e, qw, qa, 1+w.rng.IntN(4), writerOpts{})
 	if a == nil {
 		return
 	}

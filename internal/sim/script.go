@@ -62,7 +62,11 @@ func (r *recorder) step(st Step) {
 }
 
 // createLedger: the ledger's metadata and its writer.
-func (r *recorder) createLedger(a *actor, md *metadata.LedgerMetadata) {
+// The driver's writer counts a quorum timeout in Ticks, as the Writer
+// does (AddQuorumTimeout cut into four without an explicit LAC interval),
+// so `quorum-timeout=1` (seconds, the driver's unit) with the recorded
+// `tick`s is the simulated writer's timeout, whatever its length.
+func (r *recorder) createLedger(a *actor, md *metadata.LedgerMetadata, o writerOpts) {
 	if r == nil {
 		return
 	}
@@ -72,7 +76,21 @@ func (r *recorder) createLedger(a *actor, md *metadata.LedgerMetadata) {
 		parts[i] = string(b)
 	}
 	r.add(a.led.id, "create E=%d Qw=%d Qa=%d ensemble=(%s)", md.EnsembleSize, md.WriteQuorum, md.AckQuorum, strings.Join(parts, ","))
-	r.add(a.led.id, "writer %s", a.name)
+	opts := ""
+	if o.explicit {
+		opts += " explicit"
+	}
+	if o.quorumTimeout > 0 {
+		r.note(a.led.id, "%s: AddQuorumTimeout %s (the driver counts it in ticks: four)", a.name, fmtTime(o.quorumTimeout))
+		opts += " quorum-timeout=1"
+	}
+	if o.delay {
+		opts += " delay"
+	}
+	if o.maxChanges != 0 {
+		opts += fmt.Sprintf(" max-changes=%d", o.maxChanges)
+	}
+	r.add(a.led.id, "writer %s%s", a.name, opts)
 }
 
 func (r *recorder) append(a *actor) {
@@ -80,6 +98,23 @@ func (r *recorder) append(a *actor) {
 		return
 	}
 	r.add(a.led.id, "append %s", a.name)
+}
+
+// writeAt: an explicit-id writer's WriteAt of entry id (a duplicate too:
+// the driver prints the refusal).
+func (r *recorder) writeAt(a *actor, id int64) {
+	if r == nil {
+		return
+	}
+	r.add(a.led.id, "write-at %s ids=%d", a.name, id)
+}
+
+// tick: a Tick stepped into a writer.
+func (r *recorder) tick(a *actor) {
+	if r == nil {
+		return
+	}
+	r.add(a.led.id, "tick %s", a.name)
 }
 
 func (r *recorder) closeWriter(a *actor) {

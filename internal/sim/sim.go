@@ -180,6 +180,20 @@ type Stats struct {
 	BookieCrashes  int
 	EntriesRead    int // entries delivered to readers
 	VirtualElapsed time.Duration
+
+	// The paths of issue 21: explicit ids, writer options, reads.
+	ExplicitWrites    int // WriteAt calls that wrote an entry
+	OutOfOrderWrites  int // of those, below an id written earlier
+	DuplicatesRefused int // WriteAt of an id written already (refused)
+	QuorumTimeouts    int // adds failed by AddQuorumTimeout
+	TooManyChanges    int // adds failed by MaxEnsembleChanges
+	Ticks             int // Ticks stepped into machines
+	Speculative       int // BookieSlow: a read asked the next replica on a Tick
+	TryReads          int // TryReadLastAddConfirmed answers
+	BatchReads        int // batch reads answered with entries
+	BatchEntries      int // entries they returned
+	BatchFallbacks    int // batch reads that fell back to single reads
+	StickyMoves       int // sticky readers that moved to the next bookie
 }
 
 // Result is the outcome of a run.
@@ -204,6 +218,8 @@ func (r *Result) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ledgers=%d closed=%d deleted=%d acked=%d read=%d recoveries=%d/%d bookie-crashes=%d requests=%d events=%d virtual=%s\n",
 		s.Ledgers, s.Closed, s.Deleted, s.Acked, s.EntriesRead, s.RecoveriesOK, s.Recoveries, s.BookieCrashes, s.Requests, s.Events, fmtTime(s.VirtualElapsed))
+	fmt.Fprintf(&b, "explicit-writes=%d out-of-order=%d duplicates-refused=%d quorum-timeouts=%d too-many-changes=%d ticks=%d speculative=%d try-reads=%d batch-reads=%d/%d entries fallbacks=%d sticky-moves=%d\n",
+		s.ExplicitWrites, s.OutOfOrderWrites, s.DuplicatesRefused, s.QuorumTimeouts, s.TooManyChanges, s.Ticks, s.Speculative, s.TryReads, s.BatchReads, s.BatchEntries, s.BatchFallbacks, s.StickyMoves)
 	fmt.Fprintf(&b, "trace-hash=%s\n", r.TraceHash[:16])
 	if !r.Failed() {
 		b.WriteString("result: ok\n")

@@ -166,13 +166,15 @@ func TestMutationNoFenceReads(t *testing.T) {
 // counting a recovery-local replacement's acks (Apache BookKeeper 4.17's
 // behaviour; issue 16 item 1) are caught by the recovery-race workload: a
 // bookie stores a LAC above what reached Qa bookies of the stored write
-// sets.
+// sets (NoDirtyReads), or a tailing reader is handed a LAC the recovery's
+// rewrites carried above what the writer acknowledged, before any close
+// (LACNeverAhead, which sees the same defect earlier on some seeds).
 func TestMutationPiggybackRecoveryLAC(t *testing.T) {
 	if raceEnabled {
 		t.Skip("too slow under -race; runs in the normal build")
 	}
 	r, _ := findMutationIn(t, WorkloadRecoveryRace, MutationPiggybackRecoveryLAC, false)
-	if v := r.Violations[0]; v.Invariant != NoDirtyReads {
-		t.Fatalf("expected %s, got %s", NoDirtyReads, v)
+	if v := r.Violations[0]; v.Invariant != NoDirtyReads && v.Invariant != LACNeverAhead {
+		t.Fatalf("expected %s or %s, got %s", NoDirtyReads, LACNeverAhead, v)
 	}
 }

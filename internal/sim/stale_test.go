@@ -36,7 +36,7 @@ func (s *spy) Step(ev ledger.Event) {
 func TestStaleLostRequest(t *testing.T) {
 	w := newWorld(Config{Seed: 1}.withDefaults())
 	defer w.shutdown()
-	wr := w.createLedger(3, 3, 2, 3)
+	wr := w.createLedger(3, 3, 2, 3, writerOpts{})
 	if wr == nil {
 		t.Fatal("no ledger")
 	}

@@ -2,7 +2,11 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/foliodb/folio/internal/digest"
@@ -258,13 +262,74 @@ func (w *world) startWriter() {
 	if w.chance(400) {
 		window = 2 + w.rng.IntN(3) // pipelined
 	}
-	w.createLedger(e, qw, qa, window)
+	// The writer's options come from a stream of their own, so that the
+	// step's draws, and every other stream, are those of a run without
+	// them.
+	w.createLedger(e, qw, qa, window, drawWriterOpts(w.stream("wopts/"+w.newKey("wopts"))))
+}
+
+// writerOpts are a writer's choices beyond its quorums and window: the
+// explicit entry ids and the writer options of issue 21.
+type writerOpts struct {
+	// explicit: the writer names its entry ids (WriteAt), in random order
+	// within its window, now and then naming one again (refused).
+	explicit bool
+	// window replaces the drawn window when positive (explicit writers are
+	// mostly pipelined: out of order needs room).
+	window int
+	// quorumTimeout is WriterConfig.AddQuorumTimeout (0: off).
+	quorumTimeout time.Duration
+	// delay is WriterConfig.DelayEnsembleChange.
+	delay bool
+	// maxChanges is WriterConfig.MaxEnsembleChanges.
+	maxChanges int
+}
+
+// drawWriterOpts draws a mixed-workload writer's options from r: about a
+// third of the writers name their ids, and each option is on for about a
+// quarter of them.
+func drawWriterOpts(r *rand.Rand) writerOpts {
+	var o writerOpts
+	if r.IntN(1000) < 300 {
+		o.explicit = true
+		if r.IntN(1000) < 750 {
+			o.window = 2 + r.IntN(4)
+		}
+	}
+	if r.IntN(1000) < 250 {
+		// Around the request timeout (500 ms), so that slow links,
+		// pauses and partitions make it fire.
+		o.quorumTimeout = between(r, 100*time.Millisecond, time.Second)
+	}
+	o.delay = r.IntN(1000) < 250
+	if r.IntN(1000) < 200 {
+		o.maxChanges = []int{ledger.NoEnsembleChanges, 1, 2, 3}[r.IntN(4)]
+	}
+	return o
+}
+
+// String is the trace's form of the options ("" for none).
+func (o writerOpts) String() string {
+	var s string
+	if o.explicit {
+		s += " explicit-ids"
+	}
+	if o.quorumTimeout > 0 {
+		s += " quorum-timeout=" + fmtTime(o.quorumTimeout)
+	}
+	if o.delay {
+		s += " delay-ensemble-change"
+	}
+	if o.maxChanges != 0 {
+		s += fmt.Sprintf(" max-ensemble-changes=%d", o.maxChanges)
+	}
+	return s
 }
 
 // createLedger creates a ledger with an ensemble of the writable bookies
-// and a writer for it with window adds in flight at most; nil if the
-// ensemble or the metadata cannot be had.
-func (w *world) createLedger(e, qw, qa, window int) *actor {
+// and a writer for it with window adds in flight at most and options o;
+// nil if the ensemble or the metadata cannot be had.
+func (w *world) createLedger(e, qw, qa, window int, o writerOpts) *actor {
 	writable := w.writable()
 	policy := w.newPolicy()
 	ensemble, err := policy.NewEnsemble(e, writable)
@@ -294,17 +359,23 @@ func (w *world) createLedger(e, qw, qa, window int) *actor {
 	l := &ledgerRec{id: id, policy: policy, password: password, key: key[:], dig: dig, q: quorumParams{e, qw, qa}, payloads: map[int64][]byte{}, readMax: -1}
 	w.ledgers = append(w.ledgers, l)
 	w.stats.Ledgers++
-	wr, err := ledger.NewWriter(ledger.WriterConfig{LedgerID: id, Metadata: md, Version: v, Placement: policy, Writable: writable})
+	wr, err := ledger.NewWriter(ledger.WriterConfig{LedgerID: id, Metadata: md, Version: v, Placement: policy, Writable: writable,
+		ExplicitIDs: o.explicit, AddQuorumTimeout: o.quorumTimeout, DelayEnsembleChange: o.delay, MaxEnsembleChanges: o.maxChanges})
 	if err != nil {
 		panic(err)
 	}
 	a := w.newActor(kindWriter, "w", l)
 	a.writer = wr
-	a.setMachine(wr)
 	a.window = window
+	if o.window > 0 {
+		a.window = o.window
+	}
+	a.explicit = o.explicit
+	a.submitted = map[int64]bool{}
 	l.writer = a
-	w.logf("%s: ledger %d E=%d Qw=%d Qa=%d %s window=%d", a.name, id, e, qw, qa, ledger.FormatMetadata(md), a.window)
-	w.rec.createLedger(a, md)
+	w.logf("%s: ledger %d E=%d Qw=%d Qa=%d %s window=%d%s", a.name, id, e, qw, qa, ledger.FormatMetadata(md), a.window, o)
+	w.rec.createLedger(a, md, o)
+	a.setMachine(wr) // after the log line: it arms the first Tick
 	return a
 }
 
@@ -317,6 +388,9 @@ func (w *world) topUp(a *actor) {
 // appendOne appends one entry if the writer can take it, whatever its
 // window; it reports whether it did.
 func (w *world) appendOne(a *actor) bool {
+	if a.explicit {
+		return w.writeAtOne(a)
+	}
 	if !a.live() || a.writer.Err() != nil || a.closeAsked || a.writer.LastAddPushed() >= maxEntriesLedger {
 		return false
 	}
@@ -337,12 +411,83 @@ func (w *world) appendOne(a *actor) bool {
 	return true
 }
 
+// writeAtOne writes one entry of an explicit-id writer: an id not yet
+// written, drawn among those of (LAC, LAC+window] (every pending id is in
+// that range, so with fewer than window adds pending one is free, and the
+// LAC+1 gap is always eventually written). Now and then it first names an
+// id again (a pending or acknowledged one): WriteAt must refuse it with
+// ErrDuplicateEntryID and queue nothing. It reports whether it wrote one.
+func (w *world) writeAtOne(a *actor) bool {
+	wr := a.writer
+	if !a.live() || wr.Err() != nil || a.closeAsked {
+		return false
+	}
+	lac := wr.LastAddConfirmed()
+	if len(a.submitted) > 0 && a.rng.IntN(8) == 0 {
+		w.duplicateWriteAt(a)
+		if !a.live() || wr.Err() != nil {
+			return false
+		}
+	}
+	var free []int64
+	for id := lac + 1; id <= min(lac+int64(a.window), maxEntriesLedger); id++ {
+		if !a.submitted[id] {
+			free = append(free, id)
+		}
+	}
+	if len(free) == 0 {
+		return false
+	}
+	id := free[a.rng.IntN(len(free))]
+	payload := []byte(fmt.Sprintf("%s:L%d:e%d:%d", a.name, a.led.id, id, a.rng.Uint32()))
+	if err := wr.WriteAt(id, payload); err != nil {
+		w.violate(ExplicitIDsRefuseOnlyDuplicates, a.led.id, "%s: WriteAt(e%d) with LAC %d, the id never written, refused: %v", a.name, id, lac, err)
+		return false
+	}
+	if id < wr.LastAddPushed() {
+		w.stats.OutOfOrderWrites++
+	}
+	w.stats.ExplicitWrites++
+	a.submitted[id] = true
+	a.led.payloads[id] = payload
+	a.inflight++
+	w.logf("%s: write-at e%d (lac=%d)", a.name, id, lac)
+	w.rec.writeAt(a, id)
+	a.drain()
+	return true
+}
+
+// duplicateWriteAt names an id the writer wrote already and checks the
+// refusal: ErrDuplicateEntryID, nothing queued (no request sent), the
+// entry's payload unchanged.
+func (w *world) duplicateWriteAt(a *actor) {
+	ids := sortedKeys(a.submitted)
+	id := ids[a.rng.IntN(len(ids))]
+	a.drain() // nothing is queued before the call
+	err := a.writer.WriteAt(id, []byte(fmt.Sprintf("%s:L%d:e%d:duplicate", a.name, a.led.id, id)))
+	queued := a.writer.Ready()
+	w.logf("%s: write-at e%d again: %s (%d effects)", a.name, id, errText(err), len(queued))
+	w.rec.writeAt(a, id)
+	if !errors.Is(err, ledger.ErrDuplicateEntryID) || len(queued) > 0 {
+		w.violate(ExplicitIDsRefuseOnlyDuplicates, a.led.id, "%s: WriteAt(e%d), an id written already (LAC %d), returned %v and queued %v; want ErrDuplicateEntryID and nothing",
+			a.name, id, a.writer.LastAddConfirmed(), err, queued)
+	}
+	w.stats.DuplicatesRefused++
+	a.carryOut(queued)
+}
+
 // addComplete: a writer's add finished; a synchronous writer goes on after
 // a think time.
 func (a *actor) addComplete(eff ledger.AddComplete) {
 	w := a.w
 	a.inflight--
 	if eff.Err != nil {
+		switch {
+		case errors.Is(eff.Err, ledger.ErrAddQuorumTimeout):
+			w.stats.QuorumTimeouts++
+		case errors.Is(eff.Err, ledger.ErrTooManyEnsembleChanges):
+			w.stats.TooManyChanges++
+		}
 		return
 	}
 	w.stats.Acked++
@@ -382,16 +527,76 @@ func (w *world) startRecoveryReadAhead(l *ledgerRec, readAhead int) *actor {
 	return a
 }
 
+// readerOpts are how a tailing reader reads (issue 21's read paths), drawn
+// from a stream of their own (drawReaderOpts).
+type readerOpts struct {
+	// try reads the LAC with TryReadLastAddConfirmed's rule (the first
+	// verified answer) instead of the coverage rule; polling readers only.
+	try bool
+	// batch reads entries with BATCH_READ_ENTRY (v2, as a client with
+	// UseV2WireProtocol) on fragments with E == Qw, falling back to single
+	// reads as the client does; single reads otherwise.
+	batch bool
+	// batchBytes bounds a batch read's answer (small ones cut batches).
+	batchBytes int64
+	// sticky: reads go to one bookie of E == Qw fragments until it fails.
+	sticky bool
+	// spec is the speculative-read schedule (First zero: none).
+	spec ledger.Speculation
+}
+
+// drawReaderOpts draws a reader's options from r.
+func drawReaderOpts(r *rand.Rand) readerOpts {
+	var o readerOpts
+	o.try = r.IntN(1000) < 300
+	if r.IntN(1000) < 350 {
+		o.batch = true
+		o.batchBytes = 1 << 20
+		if r.IntN(2) == 0 {
+			o.batchBytes = int64(80 + r.IntN(400))
+		}
+	}
+	o.sticky = r.IntN(1000) < 300
+	if r.IntN(1000) < 400 {
+		first := between(r, 3*time.Millisecond, 40*time.Millisecond)
+		o.spec = ledger.Speculation{First: first, Max: first * time.Duration(1+r.IntN(8)), Multiplier: []float64{1, 1.5, 2}[r.IntN(3)]}
+	}
+	return o
+}
+
+func (o readerOpts) String() string {
+	var s string
+	if o.try {
+		s += " try-lac"
+	}
+	if o.batch {
+		s += fmt.Sprintf(" batch(max %dB)", o.batchBytes)
+	}
+	if o.sticky {
+		s += " sticky"
+	}
+	if o.spec.First > 0 {
+		s += fmt.Sprintf(" speculative(%s..%s x%g)", fmtTime(o.spec.First), fmtTime(o.spec.Max), o.spec.Multiplier)
+	}
+	return s
+}
+
 // startReader starts a tailing reader: it reads the LAC (fence-free, by
-// READ_ENTRY(-1) or READ_LAC), then the entries up to it, and again.
+// READ_ENTRY(-1) or READ_LAC, with the coverage rule or as
+// TryReadLastAddConfirmed), then the entries up to it (single reads,
+// sticky or speculative, or batch reads), and again.
 func (w *world) startReader(l *ledgerRec) {
 	a := w.newActor(kindReader, "t", l)
 	a.next = 0
 	a.longPoll = w.chance(500)
+	a.ropts = drawReaderOpts(w.stream("ropts/" + w.newKey("ropts")))
 	if a.longPoll {
-		w.logf("%s: tail ledger %d by long polls", a.name, l.id)
+		a.ropts.try = false
+	}
+	if a.longPoll {
+		w.logf("%s: tail ledger %d by long polls%s", a.name, l.id, a.ropts)
 	} else {
-		w.logf("%s: tail ledger %d", a.name, l.id)
+		w.logf("%s: tail ledger %d%s", a.name, l.id, a.ropts)
 	}
 	w.rec.reader(a)
 	w.readerRound(a)
@@ -422,7 +627,7 @@ func (w *world) readerRound(a *actor) {
 		a.drain()
 		return
 	}
-	r := ledger.NewReadLAC(ledger.ReadLACConfig{LedgerID: a.led.id, Metadata: md, Verifier: a.led.dig, UseReadLAC: a.rng.IntN(1000) < 500})
+	r := ledger.NewReadLAC(ledger.ReadLACConfig{LedgerID: a.led.id, Metadata: md, Verifier: a.led.dig, UseReadLAC: a.rng.IntN(1000) < 500, Try: a.ropts.try})
 	a.setMachine(r) // answers to the previous round are dropped
 	a.mdSeen = md
 	r.Start()
@@ -435,19 +640,106 @@ func (a *actor) readerLAC(eff ledger.LACComplete) {
 		w.after(between(a.rng, 5*time.Millisecond, 30*time.Millisecond), func() { w.readerRound(a) })
 		return
 	}
-	w.check.observedLAC(a, eff.LAC)
+	how := "LAC"
+	if a.ropts.try {
+		how = "try LAC"
+		w.stats.TryReads++
+	}
+	w.check.observedLAC(a, eff.LAC, how)
 	a.lac = eff.LAC
 	if eff.LAC < a.next {
 		w.after(between(a.rng, 5*time.Millisecond, 30*time.Millisecond), func() { w.readerRound(a) })
 		return
 	}
-	r, err := ledger.NewRead(ledger.ReadConfig{LedgerID: a.led.id, Metadata: a.mdSeen, Verifier: a.led.dig, First: a.next, Last: min(eff.LAC, a.next+7)})
+	a.readEntries(min(eff.LAC, a.next+7), a.ropts.batch)
+}
+
+// readEntries reads a.next … last, as the client's ReadHandle does: one
+// BATCH_READ_ENTRY when batch and the fragment of a.next has E == Qw (the
+// count cut at the fragment's end, as BatchRead does), else single reads;
+// sticky and speculative as the reader's options say.
+func (a *actor) readEntries(last int64, batch bool) {
+	md := a.mdSeen
+	sticky := a.ropts.sticky && md.EnsembleSize == md.WriteQuorum
+	if sticky && a.sticky < 0 {
+		a.sticky = a.rng.IntN(md.EnsembleSize)
+	}
+	if batch && md.EnsembleSize == md.WriteQuorum {
+		last = min(last, fragmentEnd(md, a.next))
+		b, err := ledger.NewBatchRead(ledger.BatchReadConfig{LedgerID: a.led.id, Metadata: md, Verifier: a.led.dig,
+			First: a.next, MaxCount: int(last - a.next + 1), MaxSize: a.ropts.batchBytes,
+			Sticky: sticky, StickyIndex: a.sticky, Speculation: a.ropts.spec})
+		if err != nil {
+			panic(err)
+		}
+		a.setMachine(b)
+		b.Start()
+		a.drain()
+		return
+	}
+	r, err := ledger.NewRead(ledger.ReadConfig{LedgerID: a.led.id, Metadata: md, Verifier: a.led.dig, First: a.next, Last: last,
+		Sticky: sticky, StickyIndex: a.sticky,
+		SpeculativeTimeout: a.ropts.spec.First, SpeculativeMax: a.ropts.spec.Max, SpeculativeMultiplier: a.ropts.spec.Multiplier})
 	if err != nil {
 		panic(err)
 	}
 	a.setMachine(r)
 	r.Start()
 	a.drain()
+}
+
+// fragmentEnd is the last entry of the fragment holding entry id
+// (math.MaxInt64 in the last fragment).
+func fragmentEnd(md *metadata.LedgerMetadata, id int64) int64 {
+	end := int64(math.MaxInt64)
+	for i := len(md.Ensembles) - 1; i >= 0; i-- {
+		if md.Ensembles[i].FirstEntryID <= id {
+			return end
+		}
+		end = md.Ensembles[i].FirstEntryID - 1
+	}
+	return end
+}
+
+// stickyFailed moves the sticky bookie on when it is among the bookies
+// that failed a read of entry id (the client's rule).
+func (a *actor) stickyFailed(id int64, failed []metadata.BookieID) {
+	md := a.mdSeen
+	if a.sticky < 0 || md.EnsembleSize != md.WriteQuorum {
+		return
+	}
+	if ens := md.EnsembleAt(id); a.sticky < len(ens) && slices.Contains(failed, ens[a.sticky]) {
+		a.sticky = (a.sticky + 1) % md.EnsembleSize
+		a.w.stats.StickyMoves++
+		a.w.logf("%s: sticky reads move to ensemble index %d", a.name, a.sticky)
+	}
+}
+
+// readerBatchDone: a batch read finished. Its entries are checked as
+// single reads' are; a batch no replica could serve is read again with
+// single reads (the client's fallback).
+func (a *actor) readerBatchDone(eff ledger.BatchReadComplete) {
+	w := a.w
+	first := a.next
+	a.stickyFailed(first, eff.Failed)
+	if eff.Err == nil {
+		w.stats.BatchReads++
+		w.stats.BatchEntries += len(eff.Entries)
+		for _, e := range eff.Entries {
+			if !a.live() {
+				return
+			}
+			a.readerEntry(ledger.EntryComplete{Entry: e})
+		}
+		w.after(between(a.rng, 2*time.Millisecond, 20*time.Millisecond), func() { w.readerRound(a) })
+		return
+	}
+	if eff.Fallback && a.lac >= first {
+		w.stats.BatchFallbacks++
+		a.readEntries(min(a.lac, first+7), false)
+		return
+	}
+	w.after(between(a.rng, 2*time.Millisecond, 20*time.Millisecond), func() { w.readerRound(a) })
 }
 
 // readerLongPoll: a long poll finished. Its LAC is checked like a polled
@@ -459,7 +751,7 @@ func (a *actor) readerLongPoll(eff ledger.LongPollComplete) {
 		w.after(between(a.rng, 5*time.Millisecond, 30*time.Millisecond), func() { w.readerRound(a) })
 		return
 	}
-	w.check.observedLAC(a, eff.LAC)
+	w.check.observedLAC(a, eff.LAC, "long-poll LAC")
 	a.lac = max(a.lac, eff.LAC)
 	if e := eff.Entry; e != nil && e.EntryID == a.next {
 		a.readerEntry(ledger.EntryComplete{Entry: *e})
@@ -468,13 +760,7 @@ func (a *actor) readerLongPoll(eff ledger.LongPollComplete) {
 		w.after(between(a.rng, 0, 3*time.Millisecond), func() { w.readerRound(a) })
 		return
 	}
-	r, err := ledger.NewRead(ledger.ReadConfig{LedgerID: a.led.id, Metadata: a.mdSeen, Verifier: a.led.dig, First: a.next, Last: min(eff.LAC, a.next+7)})
-	if err != nil {
-		panic(err)
-	}
-	a.setMachine(r)
-	r.Start()
-	a.drain()
+	a.readEntries(min(eff.LAC, a.next+7), a.ropts.batch)
 }
 
 func (a *actor) readerEntry(eff ledger.EntryComplete) {
@@ -487,6 +773,9 @@ func (a *actor) readerEntry(eff ledger.EntryComplete) {
 
 func (a *actor) readerDone(ledger.ReadComplete) {
 	w := a.w
+	if r, ok := a.m.(*ledger.Read); ok {
+		a.stickyFailed(a.next, r.Failed())
+	}
 	w.after(between(a.rng, 2*time.Millisecond, 20*time.Millisecond), func() { w.readerRound(a) })
 }
 
