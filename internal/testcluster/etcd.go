@@ -36,20 +36,17 @@ var memberBuild struct {
 	err  error
 }
 
-// memberBinary builds internal/testcluster/etcdmember once per test process.
+// memberBinary builds internal/testcluster/etcdmember once per test
+// process, into the checkout's shared path (see Binary).
 func memberBinary(t testing.TB) string {
 	t.Helper()
 	memberBuild.once.Do(func() {
-		dir, err := os.MkdirTemp("", "folio-testcluster-etcdmember-")
+		root, err := moduleRoot()
 		if err != nil {
 			memberBuild.err = err
 			return
 		}
-		memberBuild.path = filepath.Join(dir, "etcdmember")
-		cmd := exec.Command("go", "build", "-o", memberBuild.path, "github.com/foliodb/folio/internal/testcluster/etcdmember")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			memberBuild.err = fmt.Errorf("go build etcdmember: %v\n%s", err, out)
-		}
+		memberBuild.path, memberBuild.err = buildShared(root, "./internal/testcluster/etcdmember", "etcdmember")
 	})
 	if memberBuild.err != nil {
 		t.Fatalf("testcluster: %v", memberBuild.err)

@@ -22,6 +22,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -60,17 +62,16 @@ var build struct {
 }
 
 // Binary returns the path of a folio binary built from this module, building
-// it on first use (once per test process, into a temporary directory).
+// it on first use (once per test process). Every test process of one
+// checkout shares one path, $TMPDIR/folio-testcluster-<checkout hash>/folio:
+// each builds into a directory of its own and renames the result over it,
+// so a process never sees a half-written binary, processes already
+// running keep the file they executed, and no test run leaves a binary
+// behind (one temporary directory per test process used to leak 50 MB
+// each).
 func Binary(t testing.TB) string {
 	t.Helper()
 	build.once.Do(func() {
-		dir, err := os.MkdirTemp("", "folio-testcluster-bin-")
-		if err != nil {
-			build.err = err
-			return
-		}
-		build.path = filepath.Join(dir, "folio")
-		cmd := exec.Command("go", "build", "-o", build.path, "./cmd/folio")
 		// Built in Folio's own module, whichever module the test belongs
 		// to: the compat module (compat/go.mod) replaces Folio with this
 		// checkout but its go.sum lacks the binary's dependencies.
@@ -79,16 +80,38 @@ func Binary(t testing.TB) string {
 			build.err = err
 			return
 		}
-		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			build.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		build.path, build.err = buildShared(root, "./cmd/folio", "folio")
 	})
 	if build.err != nil {
 		t.Fatalf("testcluster: %v", build.err)
 	}
 	return build.path
+}
+
+// buildShared builds the package pkg of the module at root into the
+// checkout's shared directory as name and returns its path.
+func buildShared(root, pkg, name string) (string, error) {
+	sum := sha256.Sum256([]byte(root))
+	dir := filepath.Join(os.TempDir(), "folio-testcluster-"+hex.EncodeToString(sum[:6]))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	work, err := os.MkdirTemp(dir, "build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(work)
+	built := filepath.Join(work, name)
+	cmd := exec.Command("go", "build", "-o", built, pkg)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.Rename(built, path); err != nil {
+		return "", err
+	}
+	return path, nil
 }
 
 // moduleRoot is the directory of Folio's go.mod: two levels above this
