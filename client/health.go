@@ -74,7 +74,10 @@ func (h *bookieHealth) recordError(b metadata.BookieID) {
 	// Counts of past intervals are dead: drop them, so errs holds only
 	// the bookies that failed in this interval.
 	maps.DeleteFunc(h.errs, func(_ metadata.BookieID, w errorWindow) bool { return w.n != n })
-	w := h.errs[b]
+	w, ok := h.errs[b]
+	if !ok {
+		w = errorWindow{n: n}
+	}
 	w.count++
 	h.errs[b] = w
 	var until time.Time
