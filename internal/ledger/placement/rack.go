@@ -45,8 +45,9 @@ type RackAware struct {
 	// MinRacksPerWriteQuorum is how many racks every write set must span
 	// for an existing ensemble to adhere (Adheres; BookKeeper's
 	// minNumRacksPerWriteQuorum, capped at Qw); ≤ 0 means
-	// DefaultMinRacksPerWriteQuorum. Placement of new ensembles already
-	// spreads as far as the racks allow and does not read it.
+	// DefaultMinRacksPerWriteQuorum. Bound policies (WriteQuorum > 0)
+	// place by it too; unbound ones spread as far as the racks allow
+	// without reading it.
 	MinRacksPerWriteQuorum int
 	// WriteQuorum is the ledger's Qw when the policy is bound to a ledger
 	// (Config.ForLedger); then placement follows BookKeeper's contract:

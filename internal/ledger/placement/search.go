@@ -37,7 +37,8 @@ type searchSpec struct {
 	// group (nil: none): classes of one group that no member of the
 	// ensemble uses are interchangeable too (ok and pref compare classes
 	// only for equality), so only the one with the most bookies left is
-	// tried.
+	// tried. Without it every class is a choice at every node: only
+	// single-hole searches (replacements, one node) may leave it nil.
 	group func(metadata.BookieID) string
 	// ok reports whether members, a write set with missing members not
 	// placed yet, can still satisfy the constraint (exactly, when missing
