@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/foliodb/folio/internal/clock"
@@ -39,10 +38,9 @@ type Client struct {
 	racks map[metadata.BookieID]string
 	// script resolves the locations of other bookies (nil: none);
 	// resolveLoop runs it, woken by resolveKick (capacity 1: requests
-	// coalesce), and counts its runs in resolveRuns.
+	// coalesce).
 	script      *topologyscript.Resolver
 	resolveKick chan struct{}
-	resolveRuns atomic.Int64
 	// policyHook, when set (tests), wraps every policy newPolicy builds.
 	policyHook func(placement.Policy) placement.Policy
 
@@ -66,9 +64,6 @@ type Client struct {
 		writers map[*WriteHandle]struct{}
 		// readOnly is the latest set of read-only bookies.
 		readOnly []metadata.BookieID
-		// resolveExtra are bookies resolveLoop is asked to resolve besides
-		// the registered ones.
-		resolveExtra map[metadata.BookieID]bool
 	}
 }
 
@@ -119,7 +114,6 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.mu.writers = map[*WriteHandle]struct{}{}
-	c.mu.resolveExtra = map[metadata.BookieID]bool{}
 	c.resolveKick = make(chan struct{}, 1)
 	if err := c.loadRacks(); err != nil {
 		md.Close()

@@ -161,11 +161,14 @@ func TestPolicySeesReadOnlyBookieRacks(t *testing.T) {
 	if got := p.Rack("10.0.0.9:3181"); got != "/region/rack-10.0.0.9" {
 		t.Fatalf("read-only bookie's rack %q, want the script's", got)
 	}
-	// A bookie of an ensemble that is no longer registered is resolved on
-	// request, in the background.
-	runs := c.resolveRuns.Load()
-	c.resolveLater("10.0.0.7:3181")
-	waitFor(t, ctx, "extra bookie not resolved", func() bool { return c.resolveRuns.Load() > runs })
+	// A bookie that joins is resolved in the background.
+	m.register(t, ctx, false, "10.0.0.5:3181")
+	waitFor(t, ctx, "joining bookie never resolved", func() bool {
+		return c.newPolicy(2, 2).(*placement.RackAware).Rack("10.0.0.5:3181") == "/region/rack-10.0.0.5"
+	})
+	// A recovery resolves the members of the ensembles it may replace,
+	// registered or not.
+	c.resolveLocations(ctx, ensembleMembers(&metadata.LedgerMetadata{Ensembles: []metadata.Segment{{Ensemble: []metadata.BookieID{"10.0.0.1:3181", "10.0.0.7:3181"}}}}), nil)
 	if got := c.newPolicy(2, 2).(*placement.RackAware).Rack("10.0.0.7:3181"); got != "/region/rack-10.0.0.7" {
 		t.Fatalf("unregistered ensemble member's rack %q, want the script's", got)
 	}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 
 	"github.com/foliodb/folio/internal/ledger/placement"
 	"github.com/foliodb/folio/internal/metadata"
@@ -66,34 +67,27 @@ func (c *Client) resolveLocations(ctx context.Context, bookies []metadata.Bookie
 	if keep != nil {
 		c.script.Retain(func(b metadata.BookieID) bool { return keep[b] })
 	}
-	c.resolveRuns.Add(1)
 }
 
 // resolveLater asks the resolver goroutine to resolve the registered
-// bookies and extra (ensemble members that may not be registered: a
-// read-only or lost bookie being replaced). Requests made while a run is
-// under way coalesce into one more run. Never blocks.
-func (c *Client) resolveLater(extra ...metadata.BookieID) {
+// bookies. Requests made while a run is under way coalesce into one more
+// run. Never blocks.
+func (c *Client) resolveLater() {
 	if c.script == nil {
 		return
 	}
-	if len(extra) > 0 {
-		c.mu.Lock()
-		for _, b := range extra {
-			c.mu.resolveExtra[b] = true
-		}
-		c.mu.Unlock()
-	}
 	select {
 	case c.resolveKick <- struct{}{}:
-	default: // a run is already due: it will see this request
+	default: // a run is already due: it will see the latest membership
 	}
 }
 
 // resolveLoop is the one goroutine running the topology script after
-// New: membership changes publish the writable bookies first and resolve
-// here, so a slow or failing script never delays them. It ends with the
-// client (its runs are cancelled by c.ctx).
+// New: membership changes publish the registered bookies first and
+// resolve here, so a slow or failing script never delays them; each run
+// also forgets the locations of bookies no longer registered (a recovery
+// resolves the members it replaces itself, see Client.recover). It ends
+// with the client (its runs are cancelled by c.ctx).
 func (c *Client) resolveLoop() {
 	defer c.wg.Done()
 	for {
@@ -103,20 +97,12 @@ func (c *Client) resolveLoop() {
 		case <-c.resolveKick:
 		}
 		c.mu.Lock()
-		keep := make(map[metadata.BookieID]bool, len(c.mu.writable)+len(c.mu.readOnly)+len(c.mu.resolveExtra))
-		var todo []metadata.BookieID
-		for _, set := range [][]metadata.BookieID{c.mu.writable, c.mu.readOnly} {
-			for _, b := range set {
-				keep[b] = true
-				todo = append(todo, b)
-			}
-		}
-		for b := range c.mu.resolveExtra {
-			keep[b] = true
-			todo = append(todo, b)
-		}
-		clear(c.mu.resolveExtra)
+		todo := append(slices.Clone(c.mu.writable), c.mu.readOnly...)
 		c.mu.Unlock()
+		keep := make(map[metadata.BookieID]bool, len(todo))
+		for _, b := range todo {
+			keep[b] = true
+		}
 		c.resolveLocations(c.ctx, todo, keep)
 	}
 }
