@@ -36,8 +36,13 @@ type Client struct {
 	clock clock.Clock
 	// racks are the configured bookie locations (nil: none).
 	racks map[metadata.BookieID]string
-	// script resolves the locations of other bookies (nil: none).
-	script *topologyscript.Resolver
+	// script resolves the locations of other bookies (nil: none);
+	// resolveLoop runs it, woken by resolveKick (capacity 1: requests
+	// coalesce).
+	script      *topologyscript.Resolver
+	resolveKick chan struct{}
+	// policyHook, when set (tests), wraps every policy newPolicy builds.
+	policyHook func(placement.Policy) placement.Policy
 
 	// addSlots bounds outstanding appends (Config.MaxOutstandingAdds): an
 	// append takes a slot before it is accepted and frees it when it
@@ -57,8 +62,8 @@ type Client struct {
 		writable []metadata.BookieID
 		// writers are the open write handles, told of membership changes.
 		writers map[*WriteHandle]struct{}
-		// scriptRacks are the script's locations of the writable bookies.
-		scriptRacks map[metadata.BookieID]string
+		// readOnly is the latest set of read-only bookies.
+		readOnly []metadata.BookieID
 	}
 }
 
@@ -109,6 +114,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.mu.writers = map[*WriteHandle]struct{}{}
+	c.resolveKick = make(chan struct{}, 1)
 	if err := c.loadRacks(); err != nil {
 		md.Close()
 		c.tr.Close()
@@ -124,7 +130,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			case ev.Err != nil:
 				err = ev.Err
 			default:
-				c.mu.writable = ev.Writable
+				c.mu.writable, c.mu.readOnly = ev.Writable, ev.ReadOnly
 			}
 		case <-ctx.Done():
 			err = ctx.Err()
@@ -136,9 +142,16 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		md.Close()
 		return nil, fmt.Errorf("client: watch writable bookies: %w", err)
 	}
-	c.resolveLocations(ctx, c.mu.writable)
+	// The first resolution runs before New returns (bounded by ctx and
+	// the script's timeout, batches in parallel), so the first placements
+	// see the script's locations; later ones run in resolveLoop.
+	c.resolveLocations(ctx, append(slices.Clone(c.mu.writable), c.mu.readOnly...), nil)
 	c.wg.Add(1)
 	go c.watchBookies(events)
+	if c.script != nil {
+		c.wg.Add(1)
+		go c.resolveLoop()
+	}
 	return c, nil
 }
 
@@ -189,7 +202,7 @@ func (c *Client) watchBookies(events <-chan metadata.BookiesEvent) {
 				break
 			}
 			backoff = 100 * time.Millisecond
-			c.setWritable(ev.Writable)
+			c.setMembership(ev.Writable, ev.ReadOnly)
 		}
 		for events = nil; events == nil; {
 			if clock.Sleep(c.ctx, c.clock, backoff) != nil {
@@ -205,18 +218,22 @@ func (c *Client) watchBookies(events <-chan metadata.BookiesEvent) {
 	}
 }
 
-func (c *Client) setWritable(bookies []metadata.BookieID) {
-	c.resolveLocations(c.ctx, bookies)
+// setMembership publishes the registered bookies to placement and the
+// write handles at once, then has the topology script resolve newcomers
+// in the background and prunes per-bookie state of bookies that left.
+func (c *Client) setMembership(writable, readOnly []metadata.BookieID) {
 	c.mu.Lock()
-	c.mu.writable = bookies
+	c.mu.writable, c.mu.readOnly = writable, readOnly
 	writers := make([]*WriteHandle, 0, len(c.mu.writers))
 	for w := range c.mu.writers {
 		writers = append(writers, w)
 	}
 	c.mu.Unlock()
 	for _, w := range writers {
-		w.q.Push(ledger.WritableBookies{Bookies: slices.Clone(bookies)})
+		w.q.Push(ledger.WritableBookies{Bookies: slices.Clone(writable)})
 	}
+	c.health.prune(writable, readOnly)
+	c.resolveLater()
 }
 
 func (c *Client) writable() []metadata.BookieID {
@@ -252,8 +269,11 @@ func (c *Client) createLedger(ctx context.Context, o LedgerOptions, explicit boo
 		c.mu.Unlock()
 		return nil, ErrClientClosed
 	}
-	ensemble, err := c.newPolicy(opts.WriteQuorumSize, opts.AckQuorumSize).NewEnsemble(opts.EnsembleSize, c.mu.writable)
+	writable := slices.Clone(c.mu.writable)
 	c.mu.Unlock()
+	// The search runs without c.mu: membership, other creates and writers
+	// go on meanwhile.
+	ensemble, err := c.newPolicy(opts.WriteQuorumSize, opts.AckQuorumSize).NewEnsemble(opts.EnsembleSize, writable)
 	if errors.Is(err, placement.ErrInvalidQuorum) {
 		return nil, fmt.Errorf("client: create ledger with ensemble %d/%d/%d: %w: %w", opts.EnsembleSize, opts.WriteQuorumSize, opts.AckQuorumSize, err, ErrInvalidConfig)
 	}
@@ -335,10 +355,12 @@ func (c *Client) OpenLedger(ctx context.Context, id int64, o OpenOptions) (_ *Re
 
 // recover runs the recovery machine and returns the CLOSED metadata.
 func (c *Client) recover(ctx context.Context, r *ReadHandle, md *metadata.LedgerMetadata, version metadata.Version) (*metadata.LedgerMetadata, error) {
-	c.mu.Lock()
+	// Recovery may replace members that are read-only or gone: resolve
+	// the ensembles' bookies the script does not know yet (bounded by ctx
+	// and the script's timeout), so replacements see their locations.
+	c.resolveLocations(ctx, ensembleMembers(md), nil)
 	pl := c.newPolicy(md.WriteQuorum, md.AckQuorum)
-	writable := slices.Clone(c.mu.writable)
-	c.mu.Unlock()
+	writable := c.writable()
 	m := ledger.NewRecovery(ledger.RecoveryConfig{
 		LedgerID:  r.id,
 		Metadata:  md,
@@ -369,6 +391,19 @@ func (c *Client) recover(ctx context.Context, r *ReadHandle, md *metadata.Ledger
 	}
 	c.log.Info("ledger recovered", "ledger", r.id, "last_entry", res.Metadata.LastEntryID, "length", res.Metadata.Length)
 	return res.Metadata, nil
+}
+
+// ensembleMembers is every bookie of md's ensembles, once.
+func ensembleMembers(md *metadata.LedgerMetadata) []metadata.BookieID {
+	var out []metadata.BookieID
+	for _, seg := range md.Ensembles {
+		for _, b := range seg.Ensemble {
+			if !slices.Contains(out, b) {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
 }
 
 // DeleteLedger deletes the ledger's metadata; bookies garbage-collect its

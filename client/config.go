@@ -41,9 +41,13 @@ const (
 	DefaultMinRegionsForDurability         = 2
 	DefaultNetworkTopologyScriptNumberArgs = 100
 	DefaultNetworkTopologyScriptTimeout    = 10 * time.Second
-	DefaultBookieHealthCheckInterval       = 60 * time.Second
-	DefaultBookieErrorThresholdPerInterval = 5
-	DefaultBookieQuarantineTime            = 1800 * time.Second
+	// DefaultNetworkTopologyScriptFailureCacheTime is how long bookies the
+	// script failed to resolve keep the default location before it is
+	// asked again.
+	DefaultNetworkTopologyScriptFailureCacheTime = time.Minute
+	DefaultBookieHealthCheckInterval             = 60 * time.Second
+	DefaultBookieErrorThresholdPerInterval       = 5
+	DefaultBookieQuarantineTime                  = 1800 * time.Second
 	// DefaultSpeculativeReadTimeoutBackoffMultiplier is Java's
 	// speculativeReadTimeoutBackoffMultiplier.
 	DefaultSpeculativeReadTimeoutBackoffMultiplier = 2.0
@@ -208,11 +212,15 @@ type Config struct {
 	// argument, whitespace separated, each starting with "/". Answers are
 	// cached. A failed run, a run over NetworkTopologyScriptTimeout (10 s;
 	// Java has none) or bad output logs a warning and places the bookies in
-	// the policy's default location, as Java's resolver does; the next
-	// placement asks again.
-	NetworkTopologyScript           string
-	NetworkTopologyScriptNumberArgs int
-	NetworkTopologyScriptTimeout    time.Duration
+	// the policy's default location, as Java's resolver does, for
+	// NetworkTopologyScriptFailureCacheTime (1 min), after which the
+	// bookies are asked again. The script runs in the background when
+	// bookies join (never delaying membership changes), in parallel
+	// batches; on timeout its whole process group is killed.
+	NetworkTopologyScript                 string
+	NetworkTopologyScriptNumberArgs       int
+	NetworkTopologyScriptTimeout          time.Duration
+	NetworkTopologyScriptFailureCacheTime time.Duration
 	// EnableBookieHealthCheck is Java's enableBookieHealthCheck (false): a
 	// bookie with BookieErrorThresholdPerInterval (Java's
 	// bookieErrorThresholdPerInterval, 5) failed requests (errors and
@@ -462,6 +470,7 @@ func (c *Config) placementDefaults() error {
 	setInt(&c.NetworkTopologyScriptNumberArgs, DefaultNetworkTopologyScriptNumberArgs)
 	setInt(&c.BookieErrorThresholdPerInterval, DefaultBookieErrorThresholdPerInterval)
 	setDuration(&c.NetworkTopologyScriptTimeout, DefaultNetworkTopologyScriptTimeout)
+	setDuration(&c.NetworkTopologyScriptFailureCacheTime, DefaultNetworkTopologyScriptFailureCacheTime)
 	setDuration(&c.BookieHealthCheckInterval, DefaultBookieHealthCheckInterval)
 	setDuration(&c.BookieQuarantineTime, DefaultBookieQuarantineTime)
 	pc := c.placementConfig(nil, nil)

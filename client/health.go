@@ -2,6 +2,8 @@ package client
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -69,8 +71,11 @@ func (h *bookieHealth) recordError(b metadata.BookieID) {
 	now := h.clock.Now()
 	n := int64(now.Sub(h.start) / h.interval)
 	h.mu.Lock()
-	w := h.errs[b]
-	if w.n != n {
+	// Counts of past intervals are dead: drop them, so errs holds only
+	// the bookies that failed in this interval.
+	maps.DeleteFunc(h.errs, func(_ metadata.BookieID, w errorWindow) bool { return w.n != n })
+	w, ok := h.errs[b]
+	if !ok {
 		w = errorWindow{n: n}
 	}
 	w.count++
@@ -86,9 +91,38 @@ func (h *bookieHealth) recordError(b metadata.BookieID) {
 	}
 }
 
+// prune forgets the state of bookies that are no longer registered
+// (issue 22 §4: per-bookie client state does not outlive the bookie's
+// membership) and expired entries: error counts and quarantines of
+// bookies neither writable nor read-only, ended quarantines and slowness.
+func (h *bookieHealth) prune(writable, readOnly []metadata.BookieID) {
+	registered := func(b metadata.BookieID) bool {
+		return slices.Contains(writable, b) || slices.Contains(readOnly, b)
+	}
+	now := h.clock.Now()
+	wall := time.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	maps.DeleteFunc(h.errs, func(b metadata.BookieID, _ errorWindow) bool { return !registered(b) })
+	maps.DeleteFunc(h.held, func(b metadata.BookieID, until time.Time) bool { return !registered(b) || !now.Before(until) })
+	maps.DeleteFunc(h.slow, func(b metadata.BookieID, until time.Time) bool { return !registered(b) || wall.After(until) })
+}
+
+// size is the number of bookies with state (tests).
+func (h *bookieHealth) size() (errs, held, slow int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.errs), len(h.held), len(h.slow)
+}
+
 // quarantined reports whether b is quarantined now: the live form
 // placement policies get, so a writer's later replacements see
-// quarantines that came after it was opened.
+// quarantines that came after it was opened. This is the one impure input
+// of a placement policy (placement.Config.Avoid): it reads the client's
+// clock and this shared state, under h.mu, when a policy places. A
+// policy's choice still depends only on its inputs at that moment; the
+// deterministic simulator, which builds its policies without Avoid, is
+// unaffected.
 func (h *bookieHealth) quarantined(b metadata.BookieID) bool {
 	now := h.clock.Now()
 	h.mu.Lock()
@@ -104,10 +138,12 @@ func (h *bookieHealth) quarantined(b metadata.BookieID) bool {
 // countsAsError reports whether a bookie's answer counts towards its
 // quarantine: as Java's, every failure but the expected ones (no such
 // entry or ledger, fenced, read-only, and connection failures, which Java
-// counts only with bookieConnectionErrorQuarantineEnabled).
+// counts only with bookieConnectionErrorQuarantineEnabled), and requests
+// failed by the client's own Close (transport.ErrClosed), which say
+// nothing about the bookie.
 func countsAsError(resp *wire.Response, err error) bool {
 	if err != nil {
-		return !errors.Is(err, transport.ErrBookieUnavailable)
+		return !errors.Is(err, transport.ErrBookieUnavailable) && !errors.Is(err, transport.ErrClosed)
 	}
 	switch resp.Status {
 	case wire.StatusOK, wire.StatusNoEntry, wire.StatusNoLedger, wire.StatusFenced, wire.StatusReadOnly:

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 
 	"github.com/foliodb/folio/internal/ledger/placement"
 	"github.com/foliodb/folio/internal/metadata"
@@ -21,7 +22,8 @@ func (c *Client) loadRacks() error {
 			def = placement.DefaultFaultDomain
 		}
 		c.script = &topologyscript.Resolver{Script: c.cfg.NetworkTopologyScript, MaxArgs: c.cfg.NetworkTopologyScriptNumberArgs,
-			Timeout: c.cfg.NetworkTopologyScriptTimeout, Default: def, Log: c.log}
+			Timeout: c.cfg.NetworkTopologyScriptTimeout, FailureTTL: c.cfg.NetworkTopologyScriptFailureCacheTime,
+			Default: def, Log: c.log, Now: c.clock.Now}
 	}
 	if len(c.cfg.BookieRacks) == 0 && c.cfg.BookieRackFile == "" {
 		return nil
@@ -47,38 +49,87 @@ func (c *Client) loadRacks() error {
 	return nil
 }
 
-// resolveLocations runs the topology script (if any) for the bookies of
-// writable without a configured location, outside c.mu (it runs a
-// process), and publishes the result for newPolicy.
-func (c *Client) resolveLocations(ctx context.Context, writable []metadata.BookieID) {
+// resolveLocations runs the topology script (if any) for bookies without
+// a configured location that it has not resolved yet, and forgets the
+// answers for bookies outside keep (bookies that left the cluster). It
+// runs processes: never with c.mu held.
+func (c *Client) resolveLocations(ctx context.Context, bookies []metadata.BookieID, keep map[metadata.BookieID]bool) {
 	if c.script == nil {
 		return
 	}
 	var todo []metadata.BookieID
-	for _, b := range writable {
+	for _, b := range bookies {
 		if _, ok := c.racks[b]; !ok {
 			todo = append(todo, b)
 		}
 	}
-	locs := c.script.Locations(ctx, todo)
-	c.mu.Lock()
-	c.mu.scriptRacks = locs
-	c.mu.Unlock()
+	c.script.Locations(ctx, todo)
+	if keep != nil {
+		c.script.Retain(func(b metadata.BookieID) bool { return keep[b] })
+	}
+}
+
+// resolveLater asks the resolver goroutine to resolve the registered
+// bookies. Requests made while a run is under way coalesce into one more
+// run. Never blocks.
+func (c *Client) resolveLater() {
+	if c.script == nil {
+		return
+	}
+	select {
+	case c.resolveKick <- struct{}{}:
+	default: // a run is already due: it will see the latest membership
+	}
+}
+
+// resolveLoop is the one goroutine running the topology script after
+// New: membership changes publish the registered bookies first and
+// resolve here, so a slow or failing script never delays them; each run
+// also forgets the locations of bookies no longer registered (a recovery
+// resolves the members it replaces itself, see Client.recover). It ends
+// with the client (its runs are cancelled by c.ctx).
+func (c *Client) resolveLoop() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-c.resolveKick:
+		}
+		c.mu.Lock()
+		todo := append(slices.Clone(c.mu.writable), c.mu.readOnly...)
+		c.mu.Unlock()
+		keep := make(map[metadata.BookieID]bool, len(todo))
+		for _, b := range todo {
+			keep[b] = true
+		}
+		c.resolveLocations(c.ctx, todo, keep)
+	}
 }
 
 // newPolicy returns a fresh placement policy for a ledger of write quorum
 // wq and ack quorum aq (policies are not safe for concurrent use: each
-// writer, recovery and create gets its own). c.mu must be held.
+// writer, recovery and create gets its own). Its locations are the
+// configured ones over everything the script resolved (not only the
+// writable bookies: a read-only member or the bookie being replaced keeps
+// its location). It takes no client lock; placing (NewEnsemble) must not
+// run under c.mu either, since a search may take milliseconds.
 func (c *Client) newPolicy(wq, aq int) placement.Policy {
 	locs := c.racks
-	if len(c.mu.scriptRacks) > 0 {
-		locs = maps.Clone(c.mu.scriptRacks)
-		maps.Copy(locs, c.racks)
+	if c.script != nil {
+		if cached := c.script.Cached(); len(cached) > 0 {
+			locs = cached
+			maps.Copy(locs, c.racks)
+		}
 	}
 	var avoid func(metadata.BookieID) bool
 	if c.cfg.EnableBookieHealthCheck {
 		avoid = c.health.quarantined
 	}
 	pc := c.cfg.placementConfig(locs, avoid)
-	return pc.ForLedger(rand.NewPCG(rand.Uint64(), rand.Uint64()), wq, aq)
+	p := pc.ForLedger(rand.NewPCG(rand.Uint64(), rand.Uint64()), wq, aq)
+	if c.policyHook != nil {
+		p = c.policyHook(p)
+	}
+	return p
 }

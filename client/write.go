@@ -136,6 +136,7 @@ func (w *WriteHandle) Force(ctx context.Context) error {
 
 func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version metadata.Version, dig *digest.Digester, opts LedgerOptions, explicit bool) (*WriteHandle, error) {
 	password := opts.Password
+	pl := c.newPolicy(md.WriteQuorum, md.AckQuorum)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mu.closed {
@@ -145,7 +146,7 @@ func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version m
 		LedgerID:  id,
 		Metadata:  md,
 		Version:   version,
-		Placement: c.newPolicy(md.WriteQuorum, md.AckQuorum),
+		Placement: pl,
 		Writable:  c.mu.writable,
 
 		ExplicitIDs: explicit,

@@ -3,8 +3,12 @@ package topologyscript
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +58,8 @@ func TestResolveCachesAndBatches(t *testing.T) {
 			t.Fatalf("%s: got %q, want %q", b, got[b], l)
 		}
 	}
-	if l := runLines(t, runs); len(l) != 2 || l[0] != "h1 h2" || l[1] != "h3 custom-id" {
+	// Batches run in parallel: in either order.
+	if l := runLines(t, runs); len(l) != 2 || !slices.Contains(l, "h1 h2") || !slices.Contains(l, "h3 custom-id") {
 		t.Fatalf("runs %q: want two runs of at most 2 hosts", l)
 	}
 	r.Locations(context.Background(), bs[:3])
@@ -64,7 +69,8 @@ func TestResolveCachesAndBatches(t *testing.T) {
 }
 
 // Bad output, a failing script and a hung one give a clear error from Run
-// and the default location from Locations, which is not cached.
+// and the default location from Locations, which is cached for FailureTTL
+// (on the resolver's clock) and asked again after it.
 func TestResolveFailuresFallBack(t *testing.T) {
 	for _, c := range []struct{ name, body, want string }{
 		{"wrong count", `echo /r/a`, "printed 1 locations for 2 bookies"},
@@ -74,7 +80,9 @@ func TestResolveFailuresFallBack(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path, runs := script(t, c.body)
-			r := &Resolver{Script: path, Default: "/default-region/default-rack"}
+			now := time.Unix(1000, 0)
+			r := &Resolver{Script: path, Default: "/default-region/default-rack", FailureTTL: time.Minute,
+				Now: func() time.Time { return now }}
 			if c.name == "timeout" {
 				// Only the hung script gets a timeout: the others must
 				// fail for their own reason however loaded the machine.
@@ -91,9 +99,15 @@ func TestResolveFailuresFallBack(t *testing.T) {
 					t.Fatalf("%s: %q, want the default", b, got[b])
 				}
 			}
+			now = now.Add(time.Minute - time.Nanosecond)
+			r.Locations(context.Background(), bs)
+			if l := runLines(t, runs); len(l) != 2 {
+				t.Fatalf("runs %q: a failure must be cached for FailureTTL", l)
+			}
+			now = now.Add(time.Nanosecond)
 			r.Locations(context.Background(), bs)
 			if l := runLines(t, runs); len(l) != 3 {
-				t.Fatalf("runs %q: a failure must not be cached", l)
+				t.Fatalf("runs %q: a failure must be asked again after FailureTTL", l)
 			}
 		})
 	}
@@ -106,5 +120,84 @@ func TestMissingScript(t *testing.T) {
 	}
 	if got := r.Locations(context.Background(), []metadata.BookieID{"h:1"}); got["h:1"] != "/d/r" {
 		t.Fatalf("%v", got)
+	}
+}
+
+// A timed-out script is killed with its process group: a child it started
+// does not outlive it.
+func TestTimeoutKillsChildren(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	path, _ := script(t, "sleep 300 >/dev/null 2>&1 &\necho $! > '"+pidFile+"'\nexec sleep 300")
+	r := &Resolver{Script: path, Timeout: 500 * time.Millisecond}
+	if _, err := r.Run(context.Background(), []metadata.BookieID{"h1:3181"}); err == nil || !strings.Contains(err.Error(), "deadline") {
+		t.Fatalf("Run: %v, want a timeout", err)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// SIGKILL is delivered with the kill of the group; the child is gone
+	// (or a zombie awaiting its new parent's wait) once the kernel has
+	// processed it, which the test waits for (a live child sleeps 300 s).
+	for !deadOrZombie(pid) {
+		if t.Context().Err() != nil {
+			t.Fatalf("child %d of the timed-out script is still running", pid)
+		}
+		runtime.Gosched()
+	}
+}
+
+func deadOrZombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// pid (comm) state ...: the state follows the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z' || s[i+2] == 'X'
+}
+
+// A script printing more than MaxOutput fails with an error saying so,
+// and the resolver keeps at most MaxOutput of it.
+func TestOutputCapped(t *testing.T) {
+	path, _ := script(t, "yes /r/a | head -c 3000000")
+	r := &Resolver{Script: path}
+	_, err := r.Run(context.Background(), []metadata.BookieID{"h1:3181"})
+	if err == nil || !strings.Contains(err.Error(), "more than 1048576 bytes") {
+		t.Fatalf("Run: %v, want the output limit error", err)
+	}
+}
+
+// Batches run in parallel: each run waits until both have started, which
+// sequential runs never satisfy (the script then fails).
+func TestBatchesRunInParallel(t *testing.T) {
+	dir := t.TempDir()
+	path, _ := script(t, "touch '"+dir+"'/started.$1\ni=0\nwhile [ $(ls '"+dir+"' | grep -c started) -lt 2 ]; do\n  i=$((i+1)); [ $i -gt 200 ] && exit 1\n  sleep 0.05\ndone\necho /r/$1")
+	r := &Resolver{Script: path, MaxArgs: 1, Parallelism: 2, Default: "/d/d"}
+	got := r.Locations(context.Background(), []metadata.BookieID{"h1:3181", "h2:3181"})
+	if got["h1:3181"] != "/r/h1" || got["h2:3181"] != "/r/h2" {
+		t.Fatalf("got %v: the batches did not run at once", got)
+	}
+}
+
+// Retain forgets bookies that left; Cached is a copy.
+func TestRetainAndCached(t *testing.T) {
+	path, _ := script(t, `for h in "$@"; do echo "/z/$h"; done`)
+	r := &Resolver{Script: path}
+	r.Locations(context.Background(), []metadata.BookieID{"h1:1", "h2:1"})
+	r.Retain(func(b metadata.BookieID) bool { return b == "h1:1" })
+	c := r.Cached()
+	if len(c) != 1 || c["h1:1"] != "/z/h1" {
+		t.Fatalf("cache %v after retaining h1", c)
+	}
+	c["h3:1"] = "/x/y"
+	if len(r.Cached()) != 1 {
+		t.Fatal("Cached returned the resolver's own map")
 	}
 }

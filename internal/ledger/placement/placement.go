@@ -1,11 +1,18 @@
 // Package placement chooses bookies for ensembles: the policy interface the
-// client's ensemble creation and ensemble change call, and a random policy
-// over the writable bookies. Policies are pure: the caller supplies the
-// writable set (from the metadata store's registrations) and, for Random,
-// the random source, so a simulator replays the same choices from a seed.
+// client's ensemble creation and ensemble change call, and BookKeeper's
+// policies behind it: Random (DefaultEnsemblePlacementPolicy), RackAware,
+// RegionAware and ZoneAware. Policies are pure: the caller supplies the
+// writable set (from the metadata store's registrations), the locations
+// and the random source, so a simulator replays the same choices from a
+// seed. The one exception is Config.Avoid (the client's quarantined
+// bookies), a function a policy calls when it places: the client's
+// passes read its clock and its health state at that moment, so that a
+// writer's later ensemble changes see quarantines that came after it was
+// opened (as Java's BookieWatcher consults its quarantine cache at each
+// placement). Policies built without Avoid (the simulator's) are pure.
 //
-// Rack- and region-aware policies (BookKeeper's RackawareEnsemblePlacementPolicy)
-// will implement the same interface.
+// Placement searches are bounded (searchBudget): a worst case costs
+// milliseconds whatever the topology, never a lock holder's seconds.
 package placement
 
 import (
@@ -37,13 +44,13 @@ type Policy interface {
 	ReplaceBookie(ensemble []metadata.BookieID, idx int, writable, exclude []metadata.BookieID) (metadata.BookieID, error)
 }
 
-// New returns the policy a client uses for locations (bookie id →
-// "/region/rack"): RackAware over them, failing placements that cannot give
-// every member its own rack when enforceMinNumRacks; Random when locations
-// is nil. It draws from src. The client's writers and recoveries, and
-// AutoRecovery's and the operator's replacements of lost bookies, all
-// build their policy here, so a repaired fragment is placed as a written
-// one is.
+// New returns the rack-aware policy of locations (bookie id →
+// "/region/rack"), not bound to a write quorum: RackAware over them,
+// failing placements that cannot give every member its own rack when
+// enforceMinNumRacks; Random when locations is nil. It draws from src.
+// Placement of a ledger's ensembles goes through Config.ForLedger, which
+// knows the ledger's quorums and the configured policy kind; New is the
+// quorum-unaware form for callers that only have locations.
 func New(src rand.Source, locations map[metadata.BookieID]string, enforceMinNumRacks bool) Policy {
 	if locations != nil {
 		return NewRackAware(src, locations, enforceMinNumRacks)

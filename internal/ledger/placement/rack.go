@@ -45,11 +45,12 @@ type RackAware struct {
 	// MinRacksPerWriteQuorum is how many racks every write set must span
 	// for an existing ensemble to adhere (Adheres; BookKeeper's
 	// minNumRacksPerWriteQuorum, capped at Qw); ≤ 0 means
-	// DefaultMinRacksPerWriteQuorum. Placement of new ensembles already
-	// spreads as far as the racks allow and does not read it.
+	// DefaultMinRacksPerWriteQuorum. Bound policies (WriteQuorum > 0)
+	// place by it too; unbound ones spread as far as the racks allow
+	// without reading it.
 	MinRacksPerWriteQuorum int
 	// WriteQuorum is the ledger's Qw when the policy is bound to a ledger
-	// (NewForLedger); then placement follows BookKeeper's contract:
+	// (Config.ForLedger); then placement follows BookKeeper's contract:
 	// every write set spans min(Qw, MinRacksPerWriteQuorum) racks when
 	// the bookies allow, and with EnforceMinNumRacks bookies in
 	// DefaultRack are never chosen and a placement that cannot meet it
@@ -57,6 +58,10 @@ type RackAware struct {
 	// does not know Qw and EnforceMinNumRacks asks distinct racks over the
 	// whole ensemble.
 	WriteQuorum int
+
+	// steps counts the search nodes of the last placement (tests bound
+	// the work with it).
+	steps int
 }
 
 // NewRackAware returns a RackAware policy drawing from src; locations is
@@ -178,6 +183,12 @@ func (p *RackAware) racksOK(members []metadata.BookieID, need int) bool {
 	return len(racks) >= need
 }
 
+// racksCanMeet reports whether a write set with members placed and
+// missing more to come can still span need racks.
+func (p *RackAware) racksCanMeet(members []metadata.BookieID, missing, need int) bool {
+	return p.racksOK(members, need-missing)
+}
+
 func (p *RackAware) ensembleOK(ens []metadata.BookieID, wq, need int) bool {
 	return writeSetsOf(ens, wq, func(m []metadata.BookieID) bool { return p.racksOK(m, need) })
 }
@@ -205,12 +216,23 @@ func (p *RackAware) newBound(size int, writable []metadata.BookieID) ([]metadata
 	if ens, err := p.spread(size, cands, false); err == nil && p.ensembleOK(ens, wq, need) {
 		return ens, nil
 	}
-	ens := make([]metadata.BookieID, size)
-	pref := func(e []metadata.BookieID, idx int, b metadata.BookieID) int { return nearSame(e, idx, wq, b, p.Rack) }
-	if search(p.rand, ens, wq, cands, p.Rack, func(m []metadata.BookieID) bool { return p.racksOK(m, need) }, pref) {
-		return ens, nil
+	p.steps = 0
+	res := impossible
+	if spanBound(size, wq, need, cands, p.Rack) {
+		ens := make([]metadata.BookieID, size)
+		// Racks no member uses are interchangeable: one group.
+		sp := searchSpec{qw: wq, class: p.Rack, group: func(metadata.BookieID) string { return "" },
+			ok:   func(m []metadata.BookieID, missing int) bool { return p.racksCanMeet(m, missing, need) },
+			pref: func(e []metadata.BookieID, idx int, b metadata.BookieID) int { return nearSame(e, idx, wq, b, p.Rack) }}
+		res, p.steps = search(p.rand, ens, cands, sp)
+		if res == found {
+			return ens, nil
+		}
 	}
 	if p.EnforceMinNumRacks {
+		if res == exhausted {
+			return nil, fmt.Errorf("%w: no ensemble of %d giving every write quorum of %d bookies %d racks found within the placement search bound (%d steps)", ErrNotEnoughBookies, size, wq, need, p.steps)
+		}
 		return nil, fmt.Errorf("%w: no ensemble of %d gives every write quorum of %d bookies %d racks", ErrNotEnoughBookies, size, wq, need)
 	}
 	return p.spread(size, cands, false)
@@ -233,13 +255,18 @@ func (p *RackAware) replaceBound(ensemble []metadata.BookieID, idx int, writable
 	pref := func(_ []metadata.BookieID, _ int, b metadata.BookieID) int { return used[p.Rack(b)] }
 	ens := slices.Clone(ensemble)
 	ens[idx] = ""
-	if search(p.rand, ens, wq, cands, p.Rack, func(m []metadata.BookieID) bool { return p.racksOK(m, need) }, pref) {
+	sp := searchSpec{qw: wq, class: p.Rack, pref: pref,
+		ok: func(m []metadata.BookieID, missing int) bool { return p.racksCanMeet(m, missing, need) }}
+	res, steps := search(p.rand, ens, cands, sp)
+	p.steps = steps
+	if res == found {
 		return ens[idx], nil
 	}
 	if p.EnforceMinNumRacks {
 		return "", fmt.Errorf("%w: no eligible writable bookie keeps %d racks in the write sets of index %d (%s)", ErrNotEnoughBookies, need, idx, ensemble[idx])
 	}
 	ens[idx] = ""
-	search(p.rand, ens, wq, cands, p.Rack, func([]metadata.BookieID) bool { return true }, pref)
+	sp.ok = func([]metadata.BookieID, int) bool { return true }
+	search(p.rand, ens, cands, sp)
 	return ens[idx], nil
 }

@@ -44,6 +44,10 @@ type RegionAware struct {
 	MinRegionsForDurability    int
 	EnforceDurabilityInReplace bool
 	EnableValidation           bool
+
+	// steps counts the search nodes of the last placement (tests bound
+	// the work with it).
+	steps int
 }
 
 // NewRegionAware returns a RegionAware policy for a ledger of the given
@@ -136,6 +140,9 @@ func (p *RegionAware) NewEnsemble(size int, writable []metadata.BookieID) ([]met
 	if len(cands) < size {
 		return nil, fmt.Errorf("%w: need %d, have %d writable", ErrNotEnoughBookies, size, len(cands))
 	}
+	// Durability depends on regions only: search the regions of the
+	// positions (regions no member uses are interchangeable), then spread
+	// each region's members over its racks.
 	pref := func(ens []metadata.BookieID, idx int, b metadata.BookieID) int {
 		r, n := p.Region(b), 0
 		for _, e := range ens {
@@ -143,19 +150,66 @@ func (p *RegionAware) NewEnsemble(size int, writable []metadata.BookieID) ([]met
 				n++
 			}
 		}
-		return 64*n + 8*nearSame(ens, idx, wq, b, p.Location)
+		return 8*n + nearSame(ens, idx, wq, b, p.Region)
 	}
+	sp := searchSpec{qw: wq, class: p.Region, group: func(metadata.BookieID) string { return "" }, pref: pref,
+		ok: func([]metadata.BookieID, int) bool { return true }}
+	p.steps = 0
 	ens := make([]metadata.BookieID, size)
-	if p.durabilityRegions() > 1 {
-		if search(p.rand, ens, wq, cands, p.Location, func(m []metadata.BookieID) bool { return p.durable(m, aq) }, pref) {
-			return ens, nil
+	if m := p.durabilityRegions(); m > 1 {
+		res := impossible
+		// A write set in fewer than m regions has all its members in
+		// m−1 of them: fewer than m regions cannot be durable.
+		if countDistinct(cands, p.Region) >= m {
+			// Placed members only add to their regions' counts: a write
+			// set not durable now never becomes durable.
+			sp.ok = func(members []metadata.BookieID, _ int) bool { return p.durable(members, aq) }
+			res, p.steps = search(p.rand, ens, cands, sp)
+			if res == found {
+				return p.spreadRacks(ens, cands, wq), nil
+			}
 		}
 		if p.EnableValidation {
-			return nil, fmt.Errorf("%w: no ensemble of %d keeps every ack quorum of %d out of any %d regions", ErrNotEnoughBookies, size, aq, p.durabilityRegions()-1)
+			if res == exhausted {
+				return nil, fmt.Errorf("%w: no ensemble of %d keeping every ack quorum of %d out of any %d regions found within the placement search bound (%d steps)", ErrNotEnoughBookies, size, aq, m-1, p.steps)
+			}
+			return nil, fmt.Errorf("%w: no ensemble of %d keeps every ack quorum of %d out of any %d regions", ErrNotEnoughBookies, size, aq, m-1)
 		}
+		sp.ok = func([]metadata.BookieID, int) bool { return true }
+		clear(ens)
 	}
-	search(p.rand, ens, wq, cands, p.Location, func([]metadata.BookieID) bool { return true }, pref)
-	return ens, nil
+	_, steps := search(p.rand, ens, cands, sp) // no constraint: the first path
+	p.steps += steps
+	return p.spreadRacks(ens, cands, wq), nil
+}
+
+// spreadRacks returns ens with each member replaced by a bookie of its
+// region from cands, chosen in index order to share racks least with the
+// members near it, then with the whole ensemble (ties at random). The
+// regions of the positions, which decide durability, are unchanged.
+func (p *RegionAware) spreadRacks(ens, cands []metadata.BookieID, wq int) []metadata.BookieID {
+	pools := map[string][]metadata.BookieID{}
+	for _, b := range cands {
+		pools[p.Region(b)] = append(pools[p.Region(b)], b)
+	}
+	for _, bs := range pools {
+		p.rand.Shuffle(len(bs), func(i, j int) { bs[i], bs[j] = bs[j], bs[i] })
+	}
+	out := make([]metadata.BookieID, len(ens))
+	racks := map[string]int{}
+	for idx, b := range ens {
+		pool := pools[p.Region(b)]
+		best, bestP := -1, 0
+		for i, c := range pool {
+			if pr := 64*nearSame(out, idx, wq, c, p.Location) + racks[p.Location(c)]; best < 0 || pr < bestP {
+				best, bestP = i, pr
+			}
+		}
+		out[idx] = pool[best]
+		racks[p.Location(pool[best])]++
+		pools[p.Region(b)] = slices.Delete(pool, best, best+1)
+	}
+	return out
 }
 
 // ReplaceBookie implements Policy.
@@ -196,11 +250,13 @@ func (p *RegionAware) ReplaceBookie(ensemble []metadata.BookieID, idx int, writa
 	}
 	ens := slices.Clone(ensemble)
 	ens[idx] = ""
-	ok := func([]metadata.BookieID) bool { return true }
+	sp := searchSpec{qw: wq, class: p.Location, pref: pref, ok: func([]metadata.BookieID, int) bool { return true }}
 	if enforce {
-		ok = func(m []metadata.BookieID) bool { return p.durable(m, aq) }
+		sp.ok = func(m []metadata.BookieID, _ int) bool { return p.durable(m, aq) }
 	}
-	if !search(p.rand, ens, wq, cands, p.Location, ok, pref) {
+	res, steps := search(p.rand, ens, cands, sp)
+	p.steps = steps
+	if res != found {
 		return "", fmt.Errorf("%w: no writable bookie keeps the write sets of index %d (%s) durable over %d regions", ErrNotEnoughBookies, idx, old, p.durabilityRegions())
 	}
 	return ens[idx], nil

@@ -7,26 +7,65 @@ import (
 	"github.com/foliodb/folio/internal/metadata"
 )
 
-// searchBudget bounds the nodes one placement search visits. Real
-// topologies are found on the first path (the preference order is the
-// greedy choice); the bound only stops a proof that no ensemble exists
-// from running long on a large topology with many distinct locations, and
-// the search then reports failure as if none existed.
-const searchBudget = 50_000
+// searchBudget bounds the nodes one placement search visits, and
+// searchRestarts how many times a search that ran out of budget is retried
+// from a fresh random order before giving up, so the worst case of a
+// placement is a few thousand cheap nodes (milliseconds), whatever the
+// topology. Real topologies are found on the first path (the preference
+// order is the greedy choice); the symmetry reduction (interchangeable
+// classes, fresh classes of a group), the partial write-set checks and the
+// policies' counting bounds prove most impossible requests at once.
+const (
+	searchBudget   = 2048
+	searchRestarts = 3
+)
+
+// searchResult is the outcome of a search.
+type searchResult int
+
+const (
+	found      searchResult = iota
+	impossible              // the search proved no filling exists
+	exhausted               // the budget ran out first: nothing proved
+)
+
+// searchSpec describes a placement search.
+type searchSpec struct {
+	qw int
+	// class: bookies of one class are interchangeable for ok and pref.
+	class func(metadata.BookieID) string
+	// group (nil: none): classes of one group that no member of the
+	// ensemble uses are interchangeable too (ok and pref compare classes
+	// only for equality), so only the one with the most bookies left is
+	// tried. Without it every class is a choice at every node: only
+	// single-hole searches (replacements, one node) may leave it nil.
+	group func(metadata.BookieID) string
+	// ok reports whether members, a write set with missing members not
+	// placed yet, can still satisfy the constraint (exactly, when missing
+	// is 0; optimistically otherwise).
+	ok func(members []metadata.BookieID, missing int) bool
+	// pref orders the choices at index idx (lower first); nil: random.
+	pref func(ens []metadata.BookieID, idx int, b metadata.BookieID) int
+}
 
 // search fills the empty ("") positions of ens, in index order, with
 // bookies from cands (distinct, none already in ens) so that every write
-// set of quorum qw whose members are all placed satisfies ok. Bookies with
-// the same class are interchangeable for ok and pref, so one bookie per
-// class is tried at each position. Classes are tried in increasing pref
-// (ties in random order), so the first ensemble found is the greedy one;
-// on a dead end it backtracks. It reports false when no filling exists
-// (or the budget ran out). ens is filled in place only on success.
-func search(rnd *rand.Rand, ens []metadata.BookieID, qw int, cands []metadata.BookieID,
-	class func(metadata.BookieID) string,
-	ok func(members []metadata.BookieID) bool,
-	pref func(ens []metadata.BookieID, idx int, b metadata.BookieID) int,
-) bool {
+// set of quorum sp.qw satisfies sp.ok. Choices are tried in increasing
+// pref (ties in random order), so the first ensemble found is the greedy
+// one; on a dead end it backtracks. ens is filled in place only when the
+// result is found. steps is the number of nodes visited.
+func search(rnd *rand.Rand, ens []metadata.BookieID, cands []metadata.BookieID, sp searchSpec) (res searchResult, steps int) {
+	for range searchRestarts {
+		r, n := searchOnce(rnd, ens, cands, sp)
+		steps += n
+		if r != exhausted {
+			return r, steps
+		}
+	}
+	return exhausted, steps
+}
+
+func searchOnce(rnd *rand.Rand, ens []metadata.BookieID, cands []metadata.BookieID, sp searchSpec) (searchResult, int) {
 	cur := slices.Clone(ens)
 	var holes []int
 	for i, b := range cur {
@@ -34,80 +73,144 @@ func search(rnd *rand.Rand, ens []metadata.BookieID, qw int, cands []metadata.Bo
 			holes = append(holes, i)
 		}
 	}
+	// Classes in random order, each with its bookies in random order.
+	type class struct {
+		members []metadata.BookieID
+		next    int // members[:next] are placed
+		inUse   int // members of cur in the class
+		group   int
+	}
 	pool := slices.Clone(cands)
 	rnd.Shuffle(len(pool), func(i, j int) { pool[i], pool[j] = pool[j], pool[i] })
-	used := map[metadata.BookieID]bool{}
-	budget := searchBudget
-	members := make([]metadata.BookieID, 0, qw)
-	// setsOK checks the complete write sets containing idx.
+	var classes []*class
+	byName := map[string]*class{}
+	groups := map[string]int{}
+	for _, b := range pool {
+		name := sp.class(b)
+		c := byName[name]
+		if c == nil {
+			c = &class{group: -1}
+			if sp.group != nil {
+				g, ok := groups[sp.group(b)]
+				if !ok {
+					g = len(groups)
+					groups[sp.group(b)] = g
+				}
+				c.group = g
+			}
+			byName[name] = c
+			classes = append(classes, c)
+		}
+		c.members = append(c.members, b)
+	}
+	for _, b := range cur {
+		if c := byName[sp.class(b)]; b != "" && c != nil {
+			c.inUse++
+		}
+	}
+	steps, out := 0, false
+	members := make([]metadata.BookieID, 0, sp.qw)
+	// setsOK checks the write sets containing idx, complete or not.
 	setsOK := func(idx int) bool {
 		e := len(cur)
-		for d := range qw {
+		for d := range sp.qw {
 			s := idx - d
 			members = members[:0]
-			complete := true
-			for k := range qw {
-				b := cur[((s+k)%e+e)%e]
-				if b == "" {
-					complete = false
-					break
+			missing := 0
+			for k := range sp.qw {
+				if b := cur[((s+k)%e+e)%e]; b == "" {
+					missing++
+				} else {
+					members = append(members, b)
 				}
-				members = append(members, b)
 			}
-			if complete && !ok(members) {
+			if !sp.ok(members, missing) {
 				return false
 			}
 		}
 		return true
 	}
+	type opt struct {
+		c *class
+		p int
+	}
+	fresh := make([]*class, len(groups))
 	var dfs func(h int) bool
 	dfs = func(h int) bool {
 		if h == len(holes) {
 			return true
 		}
-		if budget--; budget < 0 {
+		if steps++; steps > searchBudget {
+			out = true
 			return false
 		}
 		idx := holes[h]
-		// One representative per class, in preference order.
-		type opt struct {
-			b metadata.BookieID
-			p int
-		}
 		var opts []opt
-		seen := map[string]bool{}
-		for _, b := range pool {
-			if used[b] {
-				continue
+		clear(fresh)
+		for _, c := range classes {
+			left := len(c.members) - c.next
+			switch {
+			case left == 0:
+			case c.group >= 0 && c.inUse == 0:
+				if f := fresh[c.group]; f == nil || len(f.members)-f.next < left {
+					fresh[c.group] = c
+				}
+			default:
+				opts = append(opts, opt{c: c})
 			}
-			c := class(b)
-			if seen[c] {
-				continue
-			}
-			seen[c] = true
-			p := 0
-			if pref != nil {
-				p = pref(cur, idx, b)
-			}
-			opts = append(opts, opt{b, p})
 		}
-		slices.SortStableFunc(opts, func(a, b opt) int { return a.p - b.p })
+		for _, c := range fresh {
+			if c != nil {
+				opts = append(opts, opt{c: c})
+			}
+		}
+		if sp.pref != nil {
+			for i := range opts {
+				opts[i].p = sp.pref(cur, idx, opts[i].c.members[opts[i].c.next])
+			}
+			slices.SortStableFunc(opts, func(a, b opt) int { return a.p - b.p })
+		}
 		for _, o := range opts {
-			cur[idx] = o.b
-			used[o.b] = true
+			c := o.c
+			cur[idx] = c.members[c.next]
+			c.next++
+			c.inUse++
 			if setsOK(idx) && dfs(h+1) {
 				return true
 			}
-			used[o.b] = false
+			if out {
+				return false
+			}
+			c.next--
+			c.inUse--
 			cur[idx] = ""
 		}
 		return false
 	}
 	if !dfs(0) {
-		return false
+		if out {
+			return exhausted, steps
+		}
+		return impossible, steps
 	}
 	copy(ens, cur)
-	return true
+	return found, steps
+}
+
+// spanBound reports whether an ensemble of size e with write quorum qw can
+// give every write set need distinct keys, by counting: a member is in qw
+// write sets (all e when e ≤ qw), so key k is in at most
+// min(e, qw·avail(k)) of them, and the e write sets need need·e.
+func spanBound(e, qw, need int, cands []metadata.BookieID, key func(metadata.BookieID) string) bool {
+	avail := map[string]int{}
+	for _, b := range cands {
+		avail[key(b)]++
+	}
+	total := 0
+	for _, n := range avail {
+		total += min(e, min(qw, e)*n)
+	}
+	return total >= need*e
 }
 
 // writeSetsOf calls f with the members of each of the E distinct write sets
@@ -133,17 +236,22 @@ func nearSame(ens []metadata.BookieID, idx, qw int, b metadata.BookieID, key fun
 	e := len(ens)
 	k := key(b)
 	n := 0
-	seen := map[int]bool{idx: true}
-	for d := 1; d < qw; d++ {
-		for _, j := range []int{((idx+d)%e + e) % e, ((idx-d)%e + e) % e} {
-			if seen[j] {
-				continue
-			}
-			seen[j] = true
-			if ens[j] != "" && key(ens[j]) == k {
-				n++
+	count := func(j int) {
+		if ens[j] != "" && key(ens[j]) == k {
+			n++
+		}
+	}
+	if 2*(qw-1) >= e-1 {
+		for j := range e {
+			if j != idx {
+				count(j)
 			}
 		}
+		return n
+	}
+	for d := 1; d < qw; d++ {
+		count((idx + d) % e)
+		count(((idx-d)%e + e) % e)
 	}
 	return n
 }

@@ -56,6 +56,10 @@ type ZoneAware struct {
 	WriteQuorum, AckQuorum int
 	MinZones, DesiredZones int
 	Strict                 bool
+
+	// steps counts the search nodes of the last placement (tests bound
+	// the work with it).
+	steps int
 }
 
 // NewZoneAware returns a ZoneAware policy for a ledger of the given write
@@ -119,6 +123,39 @@ func (p *ZoneAware) writeSetOK(members []metadata.BookieID, need int) bool {
 	return true
 }
 
+// canMeet reports whether a write set with members placed and missing
+// members to come can still meet writeSetOK(need): every zone holding
+// several members in one upgrade domain needs one more member of its own,
+// and the rest must bring the zones up to need.
+func (p *ZoneAware) canMeet(members []metadata.BookieID, missing, need int) bool {
+	if missing == 0 {
+		return p.writeSetOK(members, need)
+	}
+	type zoneUDs struct {
+		n     int
+		first string
+		mixed bool
+	}
+	zs := make(map[string]*zoneUDs, len(members))
+	for _, b := range members {
+		z, u, _ := pathParts(p.Location(b))
+		switch s := zs[z]; {
+		case s == nil:
+			zs[z] = &zoneUDs{n: 1, first: u}
+		default:
+			s.n++
+			s.mixed = s.mixed || s.first != u
+		}
+	}
+	bad := 0
+	for _, s := range zs {
+		if s.n > 1 && !s.mixed {
+			bad++
+		}
+	}
+	return bad <= missing && len(zs)+missing-bad >= need
+}
+
 func (p *ZoneAware) checkQuorum(size, wq int) error {
 	if size%wq != 0 {
 		return fmt.Errorf("%w: zone-aware strict placement needs the ensemble size (%d) to be a multiple of the write quorum (%d)", ErrInvalidQuorum, size, wq)
@@ -147,17 +184,39 @@ func (p *ZoneAware) NewEnsemble(size int, writable []metadata.BookieID) ([]metad
 	if len(cands) < size {
 		return nil, fmt.Errorf("%w: need %d, have %d writable bookies with a zone", ErrNotEnoughBookies, size, len(cands))
 	}
-	zones := countDistinct(cands, p.zone)
+	p.steps = 0
+	gaveUp := false
 	for _, need := range []int{min(wq, p.DesiredZones), p.MinZones} {
-		if zones < need {
-			continue // no write set can span need zones: skip the search
+		if !spanBound(size, wq, need, cands, p.zone) {
+			continue // counting proves no ensemble spans need zones everywhere
 		}
 		ens := make([]metadata.BookieID, size)
-		if search(p.rand, ens, wq, cands, p.Location, func(m []metadata.BookieID) bool { return p.writeSetOK(m, need) }, p.pref) {
+		res, steps := search(p.rand, ens, cands, p.spec(wq, need, true))
+		p.steps += steps
+		switch res {
+		case found:
 			return ens, nil
+		case exhausted:
+			gaveUp = true
 		}
 	}
+	if gaveUp {
+		return nil, fmt.Errorf("%w: no ensemble of %d (Qw %d) spanning %d zones per write quorum found within the placement search bound (%d steps)", ErrNotEnoughBookies, size, wq, p.MinZones, p.steps)
+	}
 	return nil, fmt.Errorf("%w: no ensemble of %d (Qw %d) spans %d zones per write quorum over the writable bookies", ErrNotEnoughBookies, size, wq, p.MinZones)
+}
+
+// spec is the search of write sets spanning need zones; symmetric: upgrade
+// domains of a zone no member uses are interchangeable (a new ensemble;
+// a replacement's preference is not symmetric in them).
+func (p *ZoneAware) spec(wq, need int, symmetric bool) searchSpec {
+	sp := searchSpec{qw: wq, class: p.Location,
+		ok:   func(m []metadata.BookieID, missing int) bool { return p.canMeet(m, missing, need) },
+		pref: p.pref}
+	if symmetric {
+		sp.group = p.zone
+	}
+	return sp
 }
 
 // ReplaceBookie implements Policy.
@@ -169,6 +228,7 @@ func (p *ZoneAware) ReplaceBookie(ensemble []metadata.BookieID, idx int, writabl
 	cands := distinct(writable, func(b metadata.BookieID) bool {
 		return slices.Contains(ensemble, b) || slices.Contains(exclude, b) || p.Location(b) == DefaultFaultDomain
 	})
+	p.steps = 0
 	zones := countDistinct(append(slices.Clone(cands), ensemble...), p.zone)
 	for _, need := range []int{min(wq, p.DesiredZones), p.MinZones} {
 		if zones < need {
@@ -176,7 +236,9 @@ func (p *ZoneAware) ReplaceBookie(ensemble []metadata.BookieID, idx int, writabl
 		}
 		ens := slices.Clone(ensemble)
 		ens[idx] = ""
-		if search(p.rand, ens, wq, cands, p.Location, func(m []metadata.BookieID) bool { return p.writeSetOK(m, need) }, p.pref) {
+		res, steps := search(p.rand, ens, cands, p.spec(wq, need, false))
+		p.steps += steps
+		if res == found {
 			return ens[idx], nil
 		}
 	}
