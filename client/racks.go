@@ -66,6 +66,15 @@ func (c *Client) resolveLocations(ctx context.Context, writable []metadata.Booki
 	c.mu.Unlock()
 }
 
+// ackRule is the fault-domain rule of pl for a ledger of quorums wq and
+// aq when Config.EnforceMinNumFaultDomainsForWrite is set, else nil.
+func (c *Client) ackRule(pl placement.Policy, wq, aq int) func([]metadata.BookieID) bool {
+	if !c.cfg.EnforceMinNumFaultDomainsForWrite {
+		return nil
+	}
+	return placement.AckedAdherence(pl, wq, aq)
+}
+
 // newPolicy returns a fresh placement policy for a ledger of write quorum
 // wq and ack quorum aq (policies are not safe for concurrent use: each
 // writer, recovery and create gets its own). c.mu must be held.

@@ -141,12 +141,14 @@ func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version m
 	if c.mu.closed {
 		return nil, ErrClientClosed
 	}
+	pl := c.newPolicy(md.WriteQuorum, md.AckQuorum)
 	m, err := ledger.NewWriter(ledger.WriterConfig{
-		LedgerID:  id,
-		Metadata:  md,
-		Version:   version,
-		Placement: c.newPolicy(md.WriteQuorum, md.AckQuorum),
-		Writable:  c.mu.writable,
+		LedgerID:      id,
+		Metadata:      md,
+		Version:       version,
+		Placement:     pl,
+		AckedAdhering: c.ackRule(pl, md.WriteQuorum, md.AckQuorum),
+		Writable:      c.mu.writable,
 
 		ExplicitIDs: explicit,
 
