@@ -41,7 +41,7 @@ var layers = map[string][]string{
 	"internal/storage":               {},
 	"internal/bookie":                {"internal/storage", "internal/wire", "internal/digest"},
 	"internal/bookie/server":         {"internal/bookie", "internal/storage", "internal/wire", "internal/digest", "internal/metadata", "internal/pki"},
-	"internal/rereplication":         {"client", "internal/ledger", "internal/ledgerexec", "internal/transport", "internal/metadata", "internal/wire", "internal/digest"},
+	"internal/rereplication":         {"client", "internal/ledger", "internal/ledgerexec", "internal/transport", "internal/metadata", "internal/wire", "internal/digest", "internal/topologyscript"},
 	"internal/admin":                 {"internal/rereplication", "client", "internal/ledger", "internal/ledgerexec", "internal/transport", "internal/metadata", "internal/wire", "internal/digest"},
 	"internal/autorecovery":          {"internal/rereplication", "client", "internal/ledger", "internal/transport", "internal/metadata", "internal/wire", "internal/digest"},
 	"internal/standalone":            {"internal/bookie", "internal/autorecovery", "internal/admin", "internal/rereplication", "client", "internal/metadata", "internal/storage", "internal/wire", "internal/pki"},
