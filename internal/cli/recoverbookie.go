@@ -77,6 +77,7 @@ type RecoverQueryEnsemble struct {
 
 func newRecoverBookieCommand(o *ShellOptions) *cobra.Command {
 	var (
+		pf        placementFlags
 		skipOpen  bool
 		rateLimit int
 		query     bool
@@ -135,6 +136,10 @@ func newRecoverBookieCommand(o *ShellOptions) *cobra.Command {
 			}
 			defer d.Close()
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			source, _, err := pf.source(cmd, log)
+			if err != nil {
+				return err
+			}
 			ccfg, err := o.clientConfig()
 			if err != nil {
 				return err
@@ -151,7 +156,7 @@ func newRecoverBookieCommand(o *ShellOptions) *cobra.Command {
 			}
 			defer bks.Close()
 			show, finish := statusLine(o)
-			opts := admin.RecoverBookieOptions{SkipOpenLedgers: skipOpen, RateLimitBytesPerSecond: rateLimit, DryRun: dryRun}
+			opts := admin.RecoverBookieOptions{SkipOpenLedgers: skipOpen, RateLimitBytesPerSecond: rateLimit, DryRun: dryRun, PlacementSource: source}
 			if cmd.Flags().Changed("ledger") {
 				opts.Ledgers = []int64{ledger}
 			}
@@ -222,6 +227,7 @@ func newRecoverBookieCommand(o *ShellOptions) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
+	pf.register(f)
 	f.BoolVar(&skipOpen, "skip-open-ledgers", false, "leave ledgers that are not closed alone instead of fencing them")
 	f.IntVar(&rateLimit, "rate-limit", 0, "bytes per second to copy (0: unlimited)")
 	f.BoolVarP(&query, "query", "q", false, "list the ledgers whose ensembles name the bookies; change nothing")

@@ -67,6 +67,31 @@ func TestAutoRecoveryZoneAwareFromBookieConf(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	ends := writeZoneLedgers(ctx, t, cl, locs, c1)
+
+	c2.Start()
+	c2.WaitRegistered(false)
+	c1.Kill()
+	ar := cl.MD.(metadata.AutoRecoveryDriver)
+	waitUntil(ctx, t, "re-replication off "+string(c1.ID), func() bool {
+		on, err := admin.LedgersOnBookie(ctx, cl.MD, c1.ID, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ur, err := ar.ListUnderReplicatedLedgers(ctx, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(on) == 0 && len(ur) == 0
+	})
+	checkZoneReplaced(ctx, t, cl, ends, locs, c1, c2)
+}
+
+// writeZoneLedgers writes four closed ledgers (E=Qw=3, Qa=2, ten entries)
+// with a zone-aware client over locs; each ensemble holds c1, z3's only
+// bookie.
+func writeZoneLedgers(ctx context.Context, t *testing.T, cl *testcluster.Cluster, locs map[metadata.BookieID]string, c1 *testcluster.Bookie) map[int64]int64 {
+	t.Helper()
 	racks := map[string]string{}
 	for b, z := range locs {
 		racks[string(b)] = z
@@ -96,22 +121,13 @@ func TestAutoRecoveryZoneAwareFromBookieConf(t *testing.T) {
 		}
 		ends[w.ID()] = 9
 	}
+	return ends
+}
 
-	c2.Start()
-	c2.WaitRegistered(false)
-	c1.Kill()
-	ar := cl.MD.(metadata.AutoRecoveryDriver)
-	waitUntil(ctx, t, "re-replication off "+string(c1.ID), func() bool {
-		on, err := admin.LedgersOnBookie(ctx, cl.MD, c1.ID, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ur, err := ar.ListUnderReplicatedLedgers(ctx, 0, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(on) == 0 && len(ur) == 0
-	})
+// checkZoneReplaced checks that the ledgers are re-replicated off c1,
+// with c2 in its place in every fragment, each on three zones.
+func checkZoneReplaced(ctx context.Context, t *testing.T, cl *testcluster.Cluster, ends map[int64]int64, locs map[metadata.BookieID]string, c1, c2 *testcluster.Bookie) {
+	t.Helper()
 	checkReplicated(ctx, t, cl.MD, ends, c1.ID)
 	judge := placement.NewZoneAware(rand.NewPCG(1, 1), locs, 3, 2, 0, 0, true)
 	for id := range ends {
@@ -125,4 +141,41 @@ func TestAutoRecoveryZoneAwareFromBookieConf(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The shell's recover chooses replacements with the placement flags: with
+// --placement-policy zoneaware and a location file, the lost z3 bookie's
+// fragments go to the other z3 bookie (as TestAutoRecoveryZoneAwareFromBookieConf).
+func TestShellRecoverZoneAware(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level")
+	}
+	cl := testcluster.Start(t, 0)
+	zones := []string{"/z1/u1", "/z1/u2", "/z2/u1", "/z2/u2", "/z3/u1", "/z3/u2"}
+	var bookies []*testcluster.Bookie
+	locs := map[metadata.BookieID]string{}
+	var lines strings.Builder
+	for _, z := range zones {
+		b := cl.NewBookie()
+		bookies = append(bookies, b)
+		locs[b.ID] = z
+		fmt.Fprintf(&lines, "%s %s\n", b.ID, z)
+	}
+	locFile := filepath.Join(t.TempDir(), "locations")
+	if err := os.WriteFile(locFile, []byte(lines.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c1, c2 := bookies[4], bookies[5]
+	for _, b := range bookies[:5] {
+		b.Start()
+		b.WaitRegistered(false)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ends := writeZoneLedgers(ctx, t, cl, locs, c1)
+	c2.Start()
+	c2.WaitRegistered(false)
+	c1.Kill()
+	mustShell(t, cl.URI, "recover", string(c1.ID), "--placement-policy", "zoneaware", "--rack-locations", locFile, "-o", "json")
+	checkZoneReplaced(ctx, t, cl, ends, locs, c1, c2)
 }
