@@ -446,6 +446,7 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 				Worker: autorecovery.WorkerConfig{SessionTTL: ttl, OpenLedgerRereplicationGracePeriod: grace, PollInterval: poll,
 					RateLimitBytesPerSecond: rateLimit, LedgerVerificationPercentage: verifyPct,
 					PlacementPolicy: policy, RepairPlacement: repairPlacement, PlacementSource: source},
+				Client: pf.clientConfig,
 			})
 			if err != nil {
 				return err

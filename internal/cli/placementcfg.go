@@ -164,3 +164,23 @@ func (p *placementFlags) source(cmd *cobra.Command, log *slog.Logger) (*rereplic
 		return src, r, nil
 	}
 }
+
+// clientConfig applies the flags to the configuration of the client that
+// fences and recovers open ledgers, so that its rewrites are placed alike.
+func (p *placementFlags) clientConfig(c *client.Config) {
+	c.PlacementPolicy = p.policy
+	c.BookieRackFile = p.rackFile
+	c.NetworkTopologyScript = p.script
+	c.NetworkTopologyScriptNumberArgs = p.scriptArgs
+	c.MinNumRacksPerWriteQuorum = p.minRacks
+	c.EnforceMinNumRacksPerWriteQuorum = p.enforceRacks
+	c.MinNumZonesPerWriteQuorum = p.minZones
+	c.DesiredNumZonesPerWriteQuorum = p.desZones
+	c.NoStrictZoneawarePlacement = p.noStrictZones
+	c.MinRegionsForDurability = p.minRegions
+	for _, r := range strings.Split(p.regions, ";") {
+		if r = strings.TrimSpace(r); r != "" {
+			c.RegionsToWrite = append(c.RegionsToWrite, r)
+		}
+	}
+}

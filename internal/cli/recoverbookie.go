@@ -145,6 +145,7 @@ func newRecoverBookieCommand(o *ShellOptions) *cobra.Command {
 				return err
 			}
 			ccfg.Logger = log
+			pf.clientConfig(&ccfg)
 			c, err := client.New(ctx, ccfg)
 			if err != nil {
 				return WithHint(err, "check that the metadata store is running and reachable")
