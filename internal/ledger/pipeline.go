@@ -168,16 +168,15 @@ func (p *pipeline) quorate(op *pendingAdd) bool {
 	if p.adhere == nil {
 		return true
 	}
-	return p.adhere(p.writeSetBookies(op, true))
+	return p.adhere(p.ackedBookies(op))
 }
 
-// writeSetBookies returns the bookies of op's write set in the current
-// ensemble that have acked it (acked) or not yet (!acked), in p.scratch:
-// valid until the next call.
-func (p *pipeline) writeSetBookies(op *pendingAdd, acked bool) []metadata.BookieID {
+// ackedBookies returns the bookies of op's write set in the current
+// ensemble that have acked it, in p.scratch: valid until the next call.
+func (p *pipeline) ackedBookies(op *pendingAdd) []metadata.BookieID {
 	p.scratch = p.scratch[:0]
 	for pos, a := range op.acked {
-		if a == acked {
+		if a {
 			p.scratch = append(p.scratch, p.ensemble[p.q.WriteSetIndex(op.entryID, pos)])
 		}
 	}
