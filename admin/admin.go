@@ -72,6 +72,9 @@ type Admin struct {
 	log *slog.Logger
 	md  metadata.Driver
 	bks *rereplication.Bookies
+	// placement chooses RecoverBookie's replacements by the placement
+	// block of cfg (nil: at random); placement.go.
+	placement *rereplication.PlacementSource
 
 	mu struct {
 		sync.Mutex
@@ -93,6 +96,10 @@ func New(ctx context.Context, cfg Config) (*Admin, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	place, err := placementSource(c, log)
+	if err != nil {
+		return nil, err
+	}
 	md, err := metadata.Open(ctx, c.MetadataServiceURI, metadata.Options{DialTimeout: c.ConnectTimeout, Logger: c.Logger,
 		Security: metadata.Security{TLS: c.MetadataTLS, User: c.MetadataUser, Password: c.MetadataPassword}})
 	switch {
@@ -103,7 +110,7 @@ func New(ctx context.Context, cfg Config) (*Admin, error) {
 	}
 	bks := rereplication.NewBookiesTLS(0, log, c.TLS)
 	bks.ResolveWith(md)
-	return &Admin{cfg: c, log: log, md: md, bks: bks}, nil
+	return &Admin{cfg: c, log: log, md: md, bks: bks, placement: place}, nil
 }
 
 // Close closes the client the recoveries used, the bookie connections and

@@ -156,7 +156,10 @@ type RecoverBookieResult struct {
 // bookie in its last ensemble is first fenced and closed so that no live
 // writer races the copy; then every fragment naming a failed bookie is
 // read from its surviving replicas (digests checked), written to a
-// replacement with RECOVERY_ADD, and its ensemble updated by
+// replacement with RECOVERY_ADD (chosen by the placement block of
+// Config.Client, bound to the ledger's quorums, as that client would
+// place an ensemble change; at random without one), and its ensemble
+// updated by
 // compare-and-set. The failed bookies are never read. A ledger that fails
 // is reported in Failed and the others go on; the call is idempotent and
 // may be re-run. ErrInvalidBookieID for a malformed id; an id no ledger
@@ -189,7 +192,7 @@ func (a *Admin) RecoverBookie(ctx context.Context, bookies []string, o RecoverBo
 		}
 	}
 	opts := iadmin.RecoverBookieOptions{SkipOpenLedgers: o.SkipOpenLedgers, RateLimitBytesPerSecond: o.RateLimitBytesPerSecond,
-		Ledgers: o.Ledgers, DryRun: o.DryRun}
+		Ledgers: o.Ledgers, DryRun: o.DryRun, PlacementSource: a.placement}
 	if o.Progress != nil {
 		opts.Progress = func(done, total, entries int) {
 			o.Progress(Progress{Op: "recover", LedgersDone: done, Ledgers: total, EntriesCopied: entries})

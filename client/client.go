@@ -369,6 +369,8 @@ func (c *Client) recover(ctx context.Context, r *ReadHandle, md *metadata.Ledger
 		Placement: pl,
 		Writable:  writable,
 		ReadAhead: c.cfg.RecoveryReadBatchSize,
+
+		AckedAdhering: c.ackRule(pl, md.WriteQuorum, md.AckQuorum),
 	})
 	var res ledger.RecoveryComplete
 	err := c.run(ctx, r.newExecutor(), m, m.Start, func(eff ledger.Effect) {

@@ -183,6 +183,20 @@ type Config struct {
 	// meets MinNumRacksPerWriteQuorum, and never chooses bookies of the
 	// default rack.
 	EnforceMinNumRacksPerWriteQuorum bool
+	// EnforceMinNumFaultDomainsForWrite is Java's
+	// enforceMinNumFaultDomainsForWrite (false): an append is acknowledged
+	// only when its Qa acks come from bookies in enough fault domains of
+	// the placement policy (Java's areAckedBookiesAdheringToPlacementPolicy):
+	// rackaware and regionaware, min(Qw, MinNumRacksPerWriteQuorum)
+	// distinct locations; zoneaware, min(Qw, MinNumZonesPerWriteQuorum)
+	// zones; random, no rule. An append short of it waits for more acks of
+	// its write quorum, so with Qw = Qa, or an ensemble the policy could
+	// only place by falling back, it may wait until AddEntryQuorumTimeout
+	// (set one) or forever, as in Java. With DelayEnsembleChange a failed
+	// bookie is replaced as soon as an append can no longer meet the rule
+	// without it (Java waits). Ledger recovery's rewrites follow the same
+	// rule, as Java's do.
+	EnforceMinNumFaultDomainsForWrite bool
 	// MinNumZonesPerWriteQuorum is Java's minNumZonesPerWriteQuorum (2).
 	MinNumZonesPerWriteQuorum int
 	// DesiredNumZonesPerWriteQuorum is Java's

@@ -107,6 +107,15 @@ func (c *Client) resolveLoop() {
 	}
 }
 
+// ackRule is the fault-domain rule of pl for a ledger of quorums wq and
+// aq when Config.EnforceMinNumFaultDomainsForWrite is set, else nil.
+func (c *Client) ackRule(pl placement.Policy, wq, aq int) func([]metadata.BookieID) bool {
+	if !c.cfg.EnforceMinNumFaultDomainsForWrite {
+		return nil
+	}
+	return placement.AckedAdherence(pl, wq, aq)
+}
+
 // newPolicy returns a fresh placement policy for a ledger of write quorum
 // wq and ack quorum aq (policies are not safe for concurrent use: each
 // writer, recovery and create gets its own). Its locations are the

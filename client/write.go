@@ -143,11 +143,12 @@ func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version m
 		return nil, ErrClientClosed
 	}
 	m, err := ledger.NewWriter(ledger.WriterConfig{
-		LedgerID:  id,
-		Metadata:  md,
-		Version:   version,
-		Placement: pl,
-		Writable:  c.mu.writable,
+		LedgerID:      id,
+		Metadata:      md,
+		Version:       version,
+		Placement:     pl,
+		AckedAdhering: c.ackRule(pl, md.WriteQuorum, md.AckQuorum),
+		Writable:      c.mu.writable,
 
 		ExplicitIDs: explicit,
 

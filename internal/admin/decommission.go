@@ -116,6 +116,11 @@ type RecoverBookieOptions struct {
 	// the policy of a client without rack locations (any writable bookie
 	// outside the ensemble, at random).
 	Placement placement.Policy
+	// PlacementSource, if not nil, builds the policy of each ledger's
+	// replacements from the cluster's placement configuration, bound to the
+	// ledger's quorums (rereplication.PlacementSource); Placement is then
+	// not used.
+	PlacementSource *rereplication.PlacementSource
 }
 
 // PlannedLedger is one ledger of a dry run: what RecoverBookie would do.
@@ -192,8 +197,8 @@ func RecoverBookie(ctx context.Context, c *client.Client, bks *rereplication.Boo
 		}
 		return res, nil
 	}
-	rep := &rereplication.Replicator{Bookies: bks, Ledgers: md, Placement: o.Placement}
-	if rep.Placement == nil {
+	rep := &rereplication.Replicator{Bookies: bks, Ledgers: md, Placement: o.Placement, Source: o.PlacementSource}
+	if rep.Placement == nil && rep.Source == nil {
 		rep.Placement = placement.New(rand.NewPCG(rand.Uint64(), rand.Uint64()), nil, false)
 	}
 	if o.RateLimitBytesPerSecond > 0 {

@@ -57,6 +57,10 @@ type ServiceConfig struct {
 	// and Bookies, are the Service's: whatever is set there is replaced.
 	Auditor AuditorConfig
 	Worker  WorkerConfig
+	// Client, if not nil, adjusts the configuration of the workers'
+	// client (the placement settings its fencing recoveries write back
+	// under) before it is created.
+	Client func(*client.Config)
 }
 
 // Service is the AutoRecovery of one process (`folio autorecovery`, a
@@ -115,9 +119,13 @@ func StartService(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 	// The workers' client reads frames of any size a bookie may be
 	// configured to take (nettyMaxFrameSizeBytes up to
 	// wire.MaxFrameSizeLimit): re-replication copies every entry.
-	cl, err := client.New(ctx, client.Config{MetadataServiceURI: cfg.MetadataServiceURI, TLS: cfg.BookieTLS, StartTLSTimeout: cfg.StartTLSTimeout,
+	ccfg := client.Config{MetadataServiceURI: cfg.MetadataServiceURI, TLS: cfg.BookieTLS, StartTLSTimeout: cfg.StartTLSTimeout,
 		MaxFrameSize: wire.MaxFrameSizeLimit,
-		MetadataTLS:  cfg.MetadataSecurity.TLS, MetadataUser: cfg.MetadataSecurity.User, MetadataPassword: cfg.MetadataSecurity.Password})
+		MetadataTLS:  cfg.MetadataSecurity.TLS, MetadataUser: cfg.MetadataSecurity.User, MetadataPassword: cfg.MetadataSecurity.Password}
+	if cfg.Client != nil {
+		cfg.Client(&ccfg)
+	}
+	cl, err := client.New(ctx, ccfg)
 	if err != nil {
 		bookies.Close()
 		return nil, fmt.Errorf("autorecovery: client: %w", err)

@@ -91,6 +91,12 @@ type WorkerConfig struct {
 	// a client without rack locations (any writable bookie outside the
 	// ensemble, at random).
 	NewPlacementPolicy func() placement.Policy
+	// PlacementSource, if not nil, builds the policy choosing each
+	// replacement from the cluster's placement configuration (policy kind,
+	// its settings, static locations and topology script), bound to the
+	// repaired ledger's quorums, as a client's is; NewPlacementPolicy is
+	// then not used.
+	PlacementSource *rereplication.PlacementSource
 }
 
 func (c *WorkerConfig) setDefaults() {
@@ -435,7 +441,11 @@ func (r *ledgerRepair) replaceLost(ctx context.Context, m *metadata.LedgerMetada
 // replicator returns the engine for one ledger's repair, with a placement
 // policy of its own.
 func (w *Worker) replicator() *rereplication.Replicator {
-	return &rereplication.Replicator{Bookies: w.cfg.Bookies, Ledgers: w.cfg.Driver, Placement: w.cfg.NewPlacementPolicy(), Limit: w.limit}
+	rep := &rereplication.Replicator{Bookies: w.cfg.Bookies, Ledgers: w.cfg.Driver, Source: w.cfg.PlacementSource, Limit: w.limit}
+	if rep.Source == nil {
+		rep.Placement = w.cfg.NewPlacementPolicy()
+	}
+	return rep
 }
 
 // replicated counts and logs one fragment copy.

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/foliodb/folio/admin"
+	"github.com/foliodb/folio/client"
 	"github.com/foliodb/folio/internal/metadata"
 )
 
@@ -12,12 +13,17 @@ import (
 // metadata store, security and bookie TLS, with the hints openMetadata
 // gives. The shell's cluster operations are this API's: commands parse
 // flags, call it and print.
-func openAdmin(ctx context.Context, o *ShellOptions) (*admin.Admin, error) {
+// Each of configure, if any, then adjusts the client configuration (a
+// command's own settings, such as recover's placement flags).
+func openAdmin(ctx context.Context, o *ShellOptions, configure ...func(*client.Config)) (*admin.Admin, error) {
 	cfg, err := o.clientConfig()
 	if err != nil {
 		return nil, err
 	}
 	cfg.Logger = warnLogger(o)
+	for _, f := range configure {
+		f(&cfg)
+	}
 	a, err := admin.New(ctx, admin.Config{Client: cfg})
 	switch {
 	case err == nil:

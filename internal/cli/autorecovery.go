@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +15,6 @@ import (
 
 	"github.com/foliodb/folio/admin"
 	"github.com/foliodb/folio/internal/autorecovery"
-	"github.com/foliodb/folio/internal/ledger/placement"
 	"github.com/foliodb/folio/internal/metadata"
 )
 
@@ -332,8 +329,9 @@ func newTriggerAuditCommand(o *ShellOptions) *cobra.Command {
 func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 	o := &ShellOptions{env: env}
 	var (
-		id, metricsAddr, rackFile              string
-		workers, rateLimit, verifyPct, minRack int
+		id, metricsAddr                        string
+		workers, rateLimit, verifyPct          int
+		pf                                     placementFlags
 		delay, grace, checkInterval, ttl, poll time.Duration
 		ledgerCheck, placementCheck            time.Duration
 		repairPlacement                        bool
@@ -359,10 +357,6 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 			if err := metadata.ValidateBookieID(bid); err != nil {
 				return Usagef(cmd, "--id %q: %v (use host:port)", id, err)
 			}
-			policy, newPolicy, err := placementPolicies(cmd, rackFile, minRack)
-			if err != nil {
-				return err
-			}
 			if verifyPct < 0 || verifyPct > 100 {
 				return Usagef(cmd, "--ledger-verification-percentage %d: want 0..100", verifyPct)
 			}
@@ -372,6 +366,10 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			log := lf.logger(env.Stderr, "", "")
+			source, policy, err := pf.source(cmd, log)
+			if err != nil {
+				return err
+			}
 			d, err := openMetadataLogged(ctx, o, log)
 			if err != nil {
 				return err
@@ -407,7 +405,8 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 					PlacementPolicyCheckInterval: placementCheck, PlacementPolicy: policy, RepairPlacement: repairPlacement},
 				Worker: autorecovery.WorkerConfig{SessionTTL: ttl, OpenLedgerRereplicationGracePeriod: grace, PollInterval: poll,
 					RateLimitBytesPerSecond: rateLimit, LedgerVerificationPercentage: verifyPct,
-					PlacementPolicy: policy, RepairPlacement: repairPlacement, NewPlacementPolicy: newPolicy},
+					PlacementPolicy: policy, RepairPlacement: repairPlacement, PlacementSource: source},
+				Client: pf.clientConfig,
 			})
 			if err != nil {
 				return err
@@ -443,44 +442,11 @@ func newAutoRecoveryDaemonCommand(env Env) *cobra.Command {
 	f.IntVar(&verifyPct, "ledger-verification-percentage", 0,
 		"percentage (0..100) of each bookie's entries per fragment the ledger check reads besides its first and last")
 	f.DurationVar(&placementCheck, "placement-check-interval", 0, "period of the placement policy check of closed ledgers (0: off)")
-	f.StringVar(&rackFile, "rack-locations", "",
-		"bookie location file (\"bookie-id /region/rack\" per line) the placement check judges by and the workers choose replacement bookies by, as a client with these locations places ensembles (default: distinct bookies adhere, replacements at random)")
-	f.IntVar(&minRack, "min-racks-per-write-quorum", placement.DefaultMinRacksPerWriteQuorum,
-		"racks every write set must span to adhere, capped at the write quorum (with --rack-locations)")
+	pf.register(f)
 	f.BoolVar(&repairPlacement, "repair-placement", false,
 		"mark closed ledgers that do not adhere to the placement policy and move their data to compliant bookies")
 	f.DurationVar(&ttl, "session-ttl", autorecovery.DefaultSessionTTL, "lease TTL of the election and the locks")
 	f.DurationVar(&poll, "poll-interval", autorecovery.DefaultPollInterval, "pause of an idle replication worker")
 	lf.register(cmd)
 	return cmd
-}
-
-// placementPolicies are the placement policy the AutoRecovery checks judge
-// by, and the one the workers choose replacement bookies with (a fresh one
-// per call: a policy is not safe for concurrent use): rack-aware with a
-// location file, else distinct bookies and random replacements, as a
-// client's (placement.New).
-func placementPolicies(cmd *cobra.Command, rackFile string, minRacks int) (placement.AdherenceChecker, func() placement.Policy, error) {
-	if minRacks < 1 {
-		return nil, nil, Usagef(cmd, "--min-racks-per-write-quorum %d: want at least 1", minRacks)
-	}
-	var locs map[metadata.BookieID]string
-	if rackFile != "" {
-		f, err := os.Open(rackFile)
-		if err != nil {
-			return nil, nil, Usagef(cmd, "--rack-locations: %v", err)
-		}
-		defer f.Close()
-		if locs, err = placement.ParseLocations(f); err != nil {
-			return nil, nil, Usagef(cmd, "--rack-locations %s: %v", rackFile, err)
-		}
-	}
-	newPolicy := func() placement.Policy { return placement.New(rand.NewPCG(rand.Uint64(), rand.Uint64()), locs, false) }
-	src := rand.NewPCG(rand.Uint64(), rand.Uint64())
-	if locs == nil {
-		return placement.NewRandom(src), newPolicy, nil
-	}
-	p := placement.NewRackAware(src, locs, false)
-	p.MinRacksPerWriteQuorum = minRacks
-	return p, newPolicy, nil
 }

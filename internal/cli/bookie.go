@@ -206,10 +206,16 @@ func startBookieAutoRecovery(ctx context.Context, cfg server.Config, p *server.P
 	ard, _ := md.(metadata.AutoRecoveryDriver) // nil: StartService reports it
 	metrics := autorecovery.NewMetrics(ard)
 	auditor, worker := autoRecoveryKnobs(cfg)
+	pl, clientPlacement, err := bookiePlacement(cfg.Placement, log)
+	if err != nil {
+		md.Close()
+		return nil, fmt.Errorf("AutoRecovery: %w", err)
+	}
+	worker.PlacementSource = pl
 	svc, err := autorecovery.StartService(ctx, autorecovery.ServiceConfig{
 		Driver: md, MetadataServiceURI: cfg.MetadataServiceURI, MetadataSecurity: p.MetadataSecurity(), ID: p.ID(),
 		Logger: log, Metrics: metrics, BookieTLS: bookieTLS, StartTLSTimeout: cfg.Security.StartTLSTimeoutOrDefault(),
-		Auditor: auditor, Worker: worker,
+		Auditor: auditor, Worker: worker, Client: clientPlacement,
 	})
 	if err != nil {
 		md.Close()

@@ -74,6 +74,7 @@ type RecoverQueryEnsemble struct {
 
 func newRecoverBookieCommand(o *ShellOptions) *cobra.Command {
 	var (
+		pf        placementFlags
 		skipOpen  bool
 		rateLimit int
 		query     bool
@@ -123,7 +124,13 @@ func newRecoverBookieCommand(o *ShellOptions) *cobra.Command {
 				return recoverQuery(cmd, o, failed)
 			}
 			ctx := cmd.Context()
-			adm, err := openAdmin(ctx, o)
+			// The placement flags are checked here (usage errors) and go
+			// into the admin's client configuration: its recoveries place
+			// replacements by them, as a client so configured would.
+			if _, _, err := pf.source(cmd, warnLogger(o)); err != nil {
+				return err
+			}
+			adm, err := openAdmin(ctx, o, pf.clientConfig)
 			if err != nil {
 				return err
 			}
@@ -185,6 +192,7 @@ func newRecoverBookieCommand(o *ShellOptions) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
+	pf.register(f)
 	f.BoolVar(&skipOpen, "skip-open-ledgers", false, "leave ledgers that are not closed alone instead of fencing them")
 	f.IntVar(&rateLimit, "rate-limit", 0, "bytes per second to copy (0: unlimited)")
 	f.BoolVarP(&query, "query", "q", false, "list the ledgers whose ensembles name the bookies; change nothing")

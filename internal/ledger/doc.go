@@ -124,6 +124,14 @@
 // CHANGING, or another round after MetadataWritten, past the limit goes to
 // failEnsembleChange with ErrTooManyEnsembleChanges.
 //
+// AckedAdhering (EnforceMinNumFaultDomainsForWrite) changes what "has its
+// quorum" means on every edge above (pipeline.quorate): Qa acks from
+// bookies, in the current ensemble, that meet the placement policy's
+// fault-domain rule. An add short of it stays pending, times out under
+// AddQuorumTimeout, and under DelayEnsembleChange goes to CHANGING once the
+// write-set members that have not failed for it cannot meet the rule. The
+// same holds for a Recovery's rewrites.
+//
 // # Recovery's states
 //
 // Recovery (recovery.go) moves through its phase field, in one direction:

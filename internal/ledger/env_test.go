@@ -53,6 +53,15 @@ type env struct {
 	badRewrites []string
 
 	out *strings.Builder // trace; nil: no trace
+
+	// Fault domains (racks command; WriterConfig.AckedAdhering): rule is
+	// the rack-aware AckedAdhering over racks, ruled the machines built
+	// with it, okAcks the bookies whose OK answer each machine was handed,
+	// per entry. checkAck checks the rule independently of the writer.
+	racks  map[metadata.BookieID]string
+	rule   func([]metadata.BookieID) bool
+	ruled  map[string]bool
+	okAcks map[string]map[int64][]metadata.BookieID
 }
 
 type machine interface {
@@ -89,6 +98,8 @@ func newEnv(seed uint64, trace bool) *env {
 		bookies:  map[metadata.BookieID]*simBookie{},
 		machines: map[string]machine{},
 		acked:    map[string][]int64{},
+		ruled:    map[string]bool{},
+		okAcks:   map[string]map[int64][]metadata.BookieID{},
 	}
 	e.placed = &scriptedPolicy{Policy: placement.NewRandom(rand.NewPCG(seed, seed))}
 	e.policy = e.placed
@@ -178,6 +189,48 @@ func (e *env) checkAck(name string, id int64) {
 	if n := e.copiesInWriteSet(e.store.md, id, name); n < e.store.md.AckQuorum {
 		e.violate("%s acknowledged e%d with %d copies in its write set %v of the stored metadata", name, id, n, e.writeSet(e.store.md, id))
 	}
+	if e.ruled[name] {
+		// The bookies of the stored write set that answered OK to this
+		// machine and hold its copy must meet the fault-domain rule.
+		var acked []metadata.BookieID
+		for _, b := range e.writeSet(e.store.md, id) {
+			if slices.Contains(e.okAcks[name][id], b) && e.holds(b, id, name) {
+				acked = append(acked, b)
+			}
+		}
+		if len(acked) < e.store.md.AckQuorum || !e.rule(acked) {
+			e.violate("%s acknowledged e%d with acks from %v, racks %v: short of Qa=%d or the fault-domain rule", name, id, acked, e.rackList(acked), e.store.md.AckQuorum)
+		}
+	}
+}
+
+// setRacks places bookies in racks and builds the rack-aware fault-domain
+// rule with min(Qw, minRacks) racks per acknowledgement.
+func (e *env) setRacks(racks map[metadata.BookieID]string, minRacks int) {
+	e.racks = racks
+	p := placement.NewRackAware(rand.NewPCG(1, 1), racks, false)
+	p.MinRacksPerWriteQuorum = minRacks
+	e.rule = func(acked []metadata.BookieID) bool {
+		return p.AckedAdhering(acked, e.store.md.WriteQuorum, e.store.md.AckQuorum)
+	}
+}
+
+func (e *env) rackList(bs []metadata.BookieID) []string {
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = e.racks[b]
+	}
+	return out
+}
+
+// holds reports whether bookie b stores entry id written by writer.
+func (e *env) holds(b metadata.BookieID, id int64, writer string) bool {
+	body, ok := e.bookies[b].entries[id]
+	if !ok {
+		return false
+	}
+	ent, err := e.dig.VerifyEntry(body, e.ledgerID, id)
+	return err == nil && strings.HasPrefix(string(ent.Payload), writer+":")
 }
 
 func (e *env) violate(format string, args ...any) {
@@ -235,6 +288,14 @@ func (e *env) hand(name string, ev Event) {
 	m, ok := e.machines[name]
 	if !ok {
 		return
+	}
+	if a, ok := ev.(AddResponse); ok && a.Err == nil {
+		if e.okAcks[name] == nil {
+			e.okAcks[name] = map[int64][]metadata.BookieID{}
+		}
+		if !slices.Contains(e.okAcks[name][a.EntryID], a.Bookie) {
+			e.okAcks[name][a.EntryID] = append(e.okAcks[name][a.EntryID], a.Bookie)
+		}
 	}
 	m.Step(ev)
 	e.drain(name)

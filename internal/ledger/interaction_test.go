@@ -20,10 +20,13 @@ import (
 //	bookies b1 b2 …                      create bookies (all writable)
 //	writable b1 b2 …                     set the writable set, tell every machine
 //	create E=3 Qw=2 Qa=2 ensemble=(b1,b2,b3)   OPEN ledger metadata in the store
-//	writer w1 [quorum-timeout=S] [delay] [max-changes=N]
+//	writer w1 [quorum-timeout=S] [delay] [max-changes=N] [fault-domains]
 //	                                     a Writer over the stored metadata; AddQuorumTimeout S
 //	                                     seconds (ticks S/4 s apart), DelayEnsembleChange,
-//	                                     MaxEnsembleChanges (-1: none)
+//	                                     MaxEnsembleChanges (-1: none), AckedAdhering with the
+//	                                     rack rule of the racks command
+//	racks b1=/r/a b2=/r/a … [min=N]      bookie racks (after create); the rack-aware
+//	                                     fault-domain rule asks min(Qw, N) racks (default 2)
 //	tick w1 [n=N]                        step N Ticks
 //	append w1 [n=1] [sync] [quiet]       append n entries (payload "w1:<id>"); sync: stabilize after each; quiet: no trace
 //	writer w1 explicit                   … taking explicit entry ids (WriteAt; Append fails)
@@ -47,7 +50,7 @@ import (
 //	store                                print the stored metadata
 //	read-lac c1 [fence] [rpc]            a ReadLAC over the stored metadata
 //	read c1 first=0 last=3               a Read
-//	recover r1 [read-ahead=N] [no-fence-reads] [start-at-lac] [piggyback-recovery-lac]
+//	recover r1 [read-ahead=N] [no-fence-reads] [start-at-lac] [piggyback-recovery-lac] [fault-domains]
 //	kill r1 [drop] [drop-meta]           the machine dies: answers to it are lost; drop: so are
 //	                                     its requests still in flight and its queued metadata
 //	                                     operations; drop-meta: only the latter
@@ -100,11 +103,19 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) {
 	case "writer":
 		w, err := NewWriter(WriterConfig{LedgerID: e.ledgerID, Metadata: e.store.md, Version: e.store.version, Placement: e.policy, Writable: e.writable,
 			AddQuorumTimeout: time.Duration(argInt(t, d, "quorum-timeout", 0)) * time.Second, DelayEnsembleChange: d.HasArg("delay"),
-			MaxEnsembleChanges: argInt(t, d, "max-changes", 0), ExplicitIDs: d.HasArg("explicit")})
+			MaxEnsembleChanges: argInt(t, d, "max-changes", 0), ExplicitIDs: d.HasArg("explicit"), AckedAdhering: e.ruleArg(t, d, name)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.add(name, w)
+	case "racks":
+		racks := map[metadata.BookieID]string{}
+		for _, a := range d.CmdArgs {
+			if a.Key != "min" {
+				racks[metadata.BookieID(a.Key)] = a.Vals[0]
+			}
+		}
+		e.setRacks(racks, argInt(t, d, "min", 0))
 	case "append":
 		w := e.machines[name].(*Writer)
 		out := e.out
@@ -217,7 +228,7 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) {
 		e.drain(name)
 	case "recover":
 		r := NewRecovery(RecoveryConfig{LedgerID: e.ledgerID, Metadata: e.store.md, Version: e.store.version, Verifier: e.dig,
-			Placement: e.policy, Writable: e.writable, ReadAhead: argInt(t, d, "read-ahead", 1),
+			Placement: e.policy, Writable: e.writable, ReadAhead: argInt(t, d, "read-ahead", 1), AckedAdhering: e.ruleArg(t, d, name),
 			Unsafe: UnsafeKnobs{NoFenceOnRecoveryReads: d.HasArg("no-fence-reads"), StartAtLACOnly: d.HasArg("start-at-lac"),
 				PiggybackRecoveryLAC: d.HasArg("piggyback-recovery-lac")}})
 		e.add(name, r)
@@ -384,6 +395,19 @@ func (w *Writer) pendingString() string {
 		parts = append(parts, fmt.Sprintf("e%d{%s}", op.entryID, strings.Join(acked, ",")))
 	}
 	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// ruleArg is the fault-domain rule when d has fault-domains (and marks
+// machine name as ruled), else nil.
+func (e *env) ruleArg(t *testing.T, d *datadriven.TestData, name string) func([]metadata.BookieID) bool {
+	if !d.HasArg("fault-domains") {
+		return nil
+	}
+	if e.rule == nil {
+		t.Fatal("fault-domains needs a racks command first")
+	}
+	e.ruled[name] = true
+	return e.rule
 }
 
 func argVals(d *datadriven.TestData, key string) []string {

@@ -50,6 +50,11 @@ type pipeline struct {
 	// explicit: entry ids are the caller's (WriterConfig.ExplicitIDs,
 	// pushAt), so pending may have gaps; see pipeline_adv.go.
 	explicit bool
+	// adhere, when not nil, is the fault-domain rule an add's acking
+	// bookies must meet besides counting Qa (WriterConfig.AckedAdhering);
+	// scratch is the slice quorate hands it.
+	adhere  func(acked []metadata.BookieID) bool
+	scratch []metadata.BookieID
 }
 
 // pendingAdd is one entry sent but not yet acknowledged.
@@ -151,6 +156,33 @@ func (p *pipeline) ack(op *pendingAdd, pos int) {
 	}
 }
 
+// quorate reports whether op has its ack quorum: Qa acks and, with a
+// fault-domain rule, acking bookies (in the current ensemble) that meet it
+// (Java's PendingAddOp "completed"). Acks are only ever counted for the
+// current ensemble, so the bookies judged are those holding op's write-set
+// positions now.
+func (p *pipeline) quorate(op *pendingAdd) bool {
+	if op.acks < p.q.AckQuorum {
+		return false
+	}
+	if p.adhere == nil {
+		return true
+	}
+	return p.adhere(p.ackedBookies(op))
+}
+
+// ackedBookies returns the bookies of op's write set in the current
+// ensemble that have acked it, in p.scratch: valid until the next call.
+func (p *pipeline) ackedBookies(op *pendingAdd) []metadata.BookieID {
+	p.scratch = p.scratch[:0]
+	for pos, a := range op.acked {
+		if a {
+			p.scratch = append(p.scratch, p.ensemble[p.q.WriteSetIndex(op.entryID, pos)])
+		}
+	}
+	return p.scratch
+}
+
 // replaceEnsemble switches every pending add to ensemble and returns the
 // resends: each pending add whose write set holds a replaced index loses
 // that index's ack and is sent to the new bookie. Every ack is removed
@@ -187,12 +219,13 @@ func (p *pipeline) replaceEnsemble(ensemble []metadata.BookieID) []SendAdd {
 }
 
 // popAcknowledged removes and returns, in order, the adds at the head of
-// the queue that have Qa acks: entry e goes only when every entry below it
-// has gone (spec §1.4.4). The caller must not call it while an ensemble
+// the queue that have their ack quorum (quorate: Qa acks, in enough fault
+// domains when the rule is on): entry e goes only when every entry below
+// it has gone (spec §1.4.4). The caller must not call it while an ensemble
 // change is running. The LAC advances to the last one returned.
 func (p *pipeline) popAcknowledged() []*pendingAdd {
 	n := 0
-	for n < len(p.pending) && p.pending[n].acks >= p.q.AckQuorum {
+	for n < len(p.pending) && p.quorate(p.pending[n]) {
 		if p.pending[n].entryID != p.lac+1 {
 			if p.explicit {
 				break // a gap: entry lac+1 has not been written yet

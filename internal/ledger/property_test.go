@@ -20,7 +20,9 @@ var (
 // writes that make CASes conflict, and sometimes a recovery racing the
 // writer. After every acknowledgement env.checkAck checks DESIGN.md §6
 // invariant 5 (contiguous from 0, on Qa bookies of the entry's write set in
-// the stored metadata); at the end every acknowledged entry must still be on
+// the stored metadata) and, in the schedules with a fault-domain rule
+// (EnforceMinNumFaultDomainsForWrite), that the bookies that acked it meet
+// the rule; at the end every acknowledged entry must still be on
 // Qa bookies of its write set in the final metadata and, once closed, at or
 // below the end. A failure prints the seed; rerun with -prop.seed=N.
 func TestWriterProperty(t *testing.T) {
@@ -63,6 +65,21 @@ func runWriterScheduleMode(seed uint64, explicit bool) string {
 	}
 	if r.IntN(4) == 0 {
 		cfg.MaxEnsembleChanges = NoEnsembleChanges + r.IntN(4)
+	}
+	// EnforceMinNumFaultDomainsForWrite over a random rack map (placement
+	// stays random, so some write sets cannot meet the rule and their adds
+	// wait): env.checkAck checks every acknowledgement against the rule.
+	var rule func([]metadata.BookieID) bool
+	if r.IntN(2) == 0 {
+		racks := map[metadata.BookieID]string{}
+		nr := 1 + r.IntN(3)
+		for _, b := range e.order {
+			racks[b] = fmt.Sprintf("/r/%d", r.IntN(nr))
+		}
+		e.setRacks(racks, 1+r.IntN(3))
+		rule = e.rule
+		e.ruled["w"] = true
+		cfg.AckedAdhering = rule
 	}
 	w, err := NewWriter(cfg)
 	if err != nil {
@@ -110,7 +127,7 @@ func runWriterScheduleMode(seed uint64, explicit bool) string {
 		case x < 94 && !recovering && step > 100 && r.IntN(3) == 0:
 			recovering = true
 			rec := NewRecovery(RecoveryConfig{LedgerID: e.ledgerID, Metadata: e.store.md, Version: e.store.version,
-				Verifier: e.dig, Placement: e.policy, Writable: e.writable, ReadAhead: 1 + r.IntN(3)})
+				Verifier: e.dig, Placement: e.policy, Writable: e.writable, ReadAhead: 1 + r.IntN(3), AckedAdhering: rule})
 			e.add("r", rec)
 			rec.Start()
 			e.drain("r")

@@ -27,6 +27,13 @@ type RecoveryConfig struct {
 	// ReadAhead is how many entries are read at once past the last one
 	// decided (Java's recoveryReadBatchSize); 0 means 1.
 	ReadAhead int
+	// AckedAdhering is WriterConfig.AckedAdhering for the rewrites: with
+	// it, a rewrite is acknowledged only when its acking bookies meet the
+	// fault-domain rule, as Java's recovery adds (PendingAddOps with
+	// isRecoveryAdd) check enforceMinNumFaultDomainsForWrite like any add.
+	// A rewrite short of it waits for more acks of its write set; the
+	// recovery has no timer of its own, its caller bounds it.
+	AckedAdhering func(acked []metadata.BookieID) bool
 
 	// Unsafe switches off the fixes for the two protocol defects the TLA+
 	// model found, so the simulator can show the violations. The zero value
@@ -251,6 +258,7 @@ func (r *Recovery) startReading(res LACComplete) {
 	}
 	r.phase = phaseRead
 	r.p = newPipeline(r.q, r.md.LastEnsemble().Ensemble, start, res.Length)
+	r.p.adhere = r.cfg.AckedAdhering
 	if !r.cfg.Unsafe.PiggybackRecoveryLAC {
 		// Rewrites carry the start point as their LAC, never the
 		// recovery's own: acks from a bookie that replaced a failed one in

@@ -53,6 +53,17 @@ type WriterConfig struct {
 	// with WriteAt, in any order, and Append fails (Java's
 	// LedgerHandleAdv; writer_adv.go).
 	ExplicitIDs bool
+	// AckedAdhering, when not nil, is the fault-domain rule of the
+	// ledger's placement policy (placement.AckedAdherence; Java's
+	// enforceMinNumFaultDomainsForWrite with
+	// areAckedBookiesAdheringToPlacementPolicy): an add has its ack quorum
+	// only when it has Qa acks and the bookies that acked it, in the
+	// current ensemble, satisfy AckedAdhering. An add short of it waits for
+	// more acks of its write set; it counts as without quorum for
+	// AddQuorumTimeout, for DelayEnsembleChange and for bookie errors that
+	// stop the writer. The predicate must be pure and monotone (more acked
+	// bookies never turn true into false) and must not keep its argument.
+	AckedAdhering func(acked []metadata.BookieID) bool
 }
 
 // Writer is the write handle of one ledger as a state machine: it numbers
@@ -69,7 +80,8 @@ type WriterConfig struct {
 //   - AddCompletes come in entry order; the successful ones are contiguous
 //     from entry 0 and each acknowledged entry had Qa acks from its write
 //     set in the current ensemble, which the metadata store holds (DESIGN.md
-//     §6 invariant 5).
+//     §6 invariant 5), from bookies meeting WriterConfig.AckedAdhering
+//     when it is set.
 //   - Nothing is acknowledged while an ensemble change is running: the new
 //     fragment starts at LAC+1, so the LAC must not move until the store
 //     holds the new ensemble (issues #1591, #4651, #4097).
@@ -178,6 +190,7 @@ func NewWriter(cfg WriterConfig) (*Writer, error) {
 	}
 	w.p.deferred = cfg.DeferredSync
 	w.p.explicit = cfg.ExplicitIDs
+	w.p.adhere = cfg.AckedAdhering
 	w.explicitSent = -1
 	if err := w.initOptions(cfg); err != nil {
 		return nil, err
@@ -307,7 +320,7 @@ func (w *Writer) handleAddResponse(ev AddResponse) {
 		w.p.ack(op, pos)
 		w.maybeAcknowledge()
 	case isUnrecoverableAddError(ev.Err):
-		if op.acks >= w.q.AckQuorum {
+		if w.p.quorate(op) {
 			return // the add already has its quorum (spec §4.7)
 		}
 		w.handleUnrecoverable(ev.Err)

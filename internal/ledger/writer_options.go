@@ -159,12 +159,16 @@ func (w *Writer) checkQuorumTimeout() {
 			return // pushed later: the rest are younger still
 		}
 		op := w.p.find(pa.entryID)
-		if op == nil || op.acks >= w.q.AckQuorum {
+		if op == nil || w.p.quorate(op) {
 			continue
 		}
 		o.pushed = nil
-		w.handleUnrecoverable(fmt.Errorf("ledger %d: entry %d has %d of %d acks after %v (AddEntryQuorumTimeout): %w",
-			w.ledgerID, op.entryID, op.acks, w.q.AckQuorum, o.quorumTimeout, ErrAddQuorumTimeout))
+		short := ""
+		if op.acks >= w.q.AckQuorum {
+			short = " from bookies in too few fault domains (EnforceMinNumFaultDomainsForWrite)"
+		}
+		w.handleUnrecoverable(fmt.Errorf("ledger %d: entry %d has %d of %d acks%s after %v (AddEntryQuorumTimeout): %w",
+			w.ledgerID, op.entryID, op.acks, w.q.AckQuorum, short, o.quorumTimeout, ErrAddQuorumTimeout))
 		return
 	}
 }
@@ -195,7 +199,7 @@ func (w *Writer) delayedFailure(op *pendingAdd, pos int, ev AddResponse) {
 		w.pruneFailures()
 	}
 	readOnly := errors.Is(ev.Err, wire.ErrBookieReadOnly)
-	if !readOnly && (op.acks >= w.q.AckQuorum || len(fs) <= w.q.WriteQuorum-w.q.AckQuorum) {
+	if !readOnly && (w.p.quorate(op) || w.quorumReachable(op, fs)) {
 		return // the ack quorum is still in reach: delay the change
 	}
 	for _, i := range fs {
@@ -205,6 +209,30 @@ func (w *Writer) delayedFailure(op *pendingAdd, pos int, ev AddResponse) {
 	if !w.changing {
 		w.startEnsembleChange()
 	}
+}
+
+// quorumReachable reports whether op can still reach its ack quorum from
+// the members of its write set that have not failed for it (fs: ensemble
+// indexes): at most Qw − Qa failed and, with the fault-domain rule
+// (WriterConfig.AckedAdhering, monotone), those members together meeting
+// it. Java checks the count only, so an add whose remaining bookies share
+// one fault domain waits there until AddEntryQuorumTimeout (or forever);
+// Folio replaces the failed bookies instead, as it would for a count short
+// of Qa.
+func (w *Writer) quorumReachable(op *pendingAdd, fs []int) bool {
+	if len(fs) > w.q.WriteQuorum-w.q.AckQuorum {
+		return false
+	}
+	if w.p.adhere == nil {
+		return true
+	}
+	live := make([]metadata.BookieID, 0, w.q.WriteQuorum)
+	for pos := range w.q.WriteQuorum {
+		if idx := w.q.WriteSetIndex(op.entryID, pos); !slices.Contains(fs, idx) {
+			live = append(live, w.p.ensemble[idx])
+		}
+	}
+	return w.p.adhere(live)
 }
 
 // pruneFailures forgets the failures of adds no longer pending, each time

@@ -41,11 +41,11 @@ var layers = map[string][]string{
 	// The public admin API wraps internal/admin (the implementation the
 	// shell, the bookie's admin HTTP server and standalone share) with
 	// public types: docs/design/layout.md.
-	"admin":                          {"internal/admin", "client", "internal/rereplication", "internal/metadata"},
+	"admin":                          {"internal/admin", "client", "internal/rereplication", "internal/metadata", "internal/ledger", "internal/topologyscript"},
 	"internal/storage":               {},
 	"internal/bookie":                {"internal/storage", "internal/wire", "internal/digest"},
 	"internal/bookie/server":         {"internal/bookie", "internal/storage", "internal/wire", "internal/digest", "internal/metadata", "internal/pki"},
-	"internal/rereplication":         {"client", "internal/ledger", "internal/ledgerexec", "internal/transport", "internal/metadata", "internal/wire", "internal/digest"},
+	"internal/rereplication":         {"client", "internal/ledger", "internal/ledgerexec", "internal/transport", "internal/metadata", "internal/wire", "internal/digest", "internal/topologyscript"},
 	"internal/admin":                 {"internal/rereplication", "client", "internal/ledger", "internal/ledgerexec", "internal/transport", "internal/metadata", "internal/wire", "internal/digest"},
 	"internal/autorecovery":          {"internal/rereplication", "client", "internal/ledger", "internal/transport", "internal/metadata", "internal/wire", "internal/digest"},
 	"internal/standalone":            {"internal/bookie", "internal/autorecovery", "internal/admin", "internal/rereplication", "client", "internal/metadata", "internal/storage", "internal/wire", "internal/pki"},

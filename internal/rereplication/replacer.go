@@ -24,8 +24,13 @@ type Replicator struct {
 	Bookies *Bookies
 	// Ledgers reads and updates the ledgers' metadata (required).
 	Ledgers metadata.LedgerManager
-	// Placement chooses the replacements (required).
+	// Placement chooses the replacements (required unless Source is set).
 	Placement placement.Policy
+	// Source, if not nil, builds the policy of each replacement from the
+	// ledger's quorums and the locations of its candidates, and is used
+	// instead of Placement (zone- and region-aware policies are bound to
+	// a ledger's quorums).
+	Source *PlacementSource
 	// Limit, if not nil, is waited on for each copied entry's bytes (the
 	// re-replication rate limit).
 	Limit *rate.Limiter
@@ -41,7 +46,11 @@ type Replicator struct {
 // metadata is then as it was.
 func (r *Replicator) Replace(ctx context.Context, id int64, m *metadata.LedgerMetadata, f Fragment, idx int,
 	writable, lost []metadata.BookieID) (ReplicateResult, error) {
-	target, err := r.Placement.ReplaceBookie(f.Ensemble, idx, writable, lost)
+	pol := r.Placement
+	if r.Source != nil {
+		pol = r.Source.Policy(ctx, m.WriteQuorum, m.AckQuorum, append(slices.Clone(f.Ensemble), writable...))
+	}
+	target, err := pol.ReplaceBookie(f.Ensemble, idx, writable, lost)
 	if err != nil {
 		return ReplicateResult{Segment: f.Segment, From: f.Ensemble[idx]}, fmt.Errorf("ledger %d segment at entry %d: %w", id, f.First, err)
 	}

@@ -222,6 +222,9 @@ type Config struct {
 	// AutoRecovery is the AutoRecovery run inside the bookie's process
 	// (autoRecoveryDaemonEnabled and the auditor and replication keys).
 	AutoRecovery AutoRecoveryConfig
+	// Placement is the placement configuration AutoRecovery chooses
+	// replacement bookies by (placement.go).
+	Placement PlacementConfig
 
 	// Security is TLS and authorisation of the bookie's connections
 	// (tlsconfig.go).
@@ -326,6 +329,7 @@ func DefaultConfig() Config {
 			RateLimitBytesPerSecond:            -1,
 			PollInterval:                       DefaultAutoRecoveryPollInterval,
 		},
+		Placement: defaultPlacement(),
 		LogLevel:  "info",
 		LogFormat: "text",
 		Props:     map[string]string{},
@@ -525,6 +529,20 @@ var configKeys = []configKey{
 	{"rwRereplicateBackoffMs", msKey(func(c *Config) *time.Duration { return &c.AutoRecovery.RereplicateBackoff })},
 	{"replicationRateByBytes", intKey(func(c *Config) *int { return &c.AutoRecovery.RateLimitBytesPerSecond })},
 	{"autoRecoveryPollInterval", msKey(func(c *Config) *time.Duration { return &c.AutoRecovery.PollInterval })},
+	// Placement (AutoRecovery's replacements; placement.go).
+	{"ensemblePlacementPolicy", stringKey(func(c *Config) *string { return &c.Placement.Policy })},
+	{"networkTopologyScriptFileName", stringKey(func(c *Config) *string { return &c.Placement.TopologyScript })},
+	{"networkTopologyScriptNumberArgs", intKey(func(c *Config) *int { return &c.Placement.TopologyScriptNumberArgs })},
+	{"minNumRacksPerWriteQuorum", intKey(func(c *Config) *int { return &c.Placement.MinNumRacksPerWriteQuorum })},
+	{"enforceMinNumRacksPerWriteQuorum", boolKey(func(c *Config) *bool { return &c.Placement.EnforceMinNumRacksPerWriteQuorum })},
+	{"enforceMinNumFaultDomainsForWrite", boolKey(func(c *Config) *bool { return &c.Placement.EnforceMinNumFaultDomainsForWrite })},
+	{"minNumZonesPerWriteQuorum", intKey(func(c *Config) *int { return &c.Placement.MinNumZonesPerWriteQuorum })},
+	{"desiredNumZonesPerWriteQuorum", intKey(func(c *Config) *int { return &c.Placement.DesiredNumZonesPerWriteQuorum })},
+	{"enforceStrictZoneawarePlacement", boolKey(func(c *Config) *bool { return &c.Placement.EnforceStrictZoneawarePlacement })},
+	{"reppRegionsToWrite", regionListKey},
+	{"reppMinimumRegionsForDurability", intKey(func(c *Config) *int { return &c.Placement.MinRegionsForDurability })},
+	{"reppEnableDurabilityEnforcementInReplace", boolKey(func(c *Config) *bool { return &c.Placement.EnableDurabilityEnforcementInReplace })},
+	{"reppEnableValidation", boolKey(func(c *Config) *bool { return &c.Placement.EnableValidation })},
 	// Logging.
 	{"logLevel", oneOfKey(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},
 	{"logFormat", oneOfKey(func(c *Config) *string { return &c.LogFormat }, "text", "json")},
@@ -814,6 +832,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.validateStore()...)
+	errs = append(errs, c.Placement.validate()...)
 	seen := map[string]bool{}
 	for _, d := range c.AllDirs() {
 		if seen[d] {

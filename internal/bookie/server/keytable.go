@@ -114,7 +114,7 @@ const (
 	rClient     = "BookKeeper client option of the Java bookie's own client: Folio's AutoRecovery copies entries as stored and reads with its own client"
 	rFolio      = "Folio's key"
 	rSame       = "as BookKeeper"
-	rPlacement  = "only read by a rack-, region- or zone-aware ensemble placement policy; Folio's AutoRecovery inside the bookie places replacements at random among writable bookies (rack-aware checks: `folio autorecovery --rack-locations`)"
+	rPlacement  = "AutoRecovery inside the bookie chooses replacement bookies by the placement policy and these settings, as a Folio client configured alike places ensembles (the auditor's placement check still judges by distinct bookies)"
 )
 
 // bkKeys is every key of BookKeeper 4.17's bk_server.conf and of the keys
@@ -434,20 +434,23 @@ var bkKeys = []KeyInfo{
 	irr("localScrubRateLimit", "60", "only with localScrubInterval, which is refused when enabled"),
 
 	// Placement settings (the bookie's own client, used by AutoRecovery).
-	refuse("ensemblePlacementPolicy", "org.apache.bookkeeper.client.RackawareEnsemblePlacementPolicy",
-		whenNotIn("org.apache.bookkeeper.client.RackawareEnsemblePlacementPolicy", "org.apache.bookkeeper.client.DefaultEnsemblePlacementPolicy"),
-		"a custom placement policy for re-replication is not supported; BookKeeper's default is accepted: without a rack mapping it places replacements at random among writable bookies, as Folio does"),
+	impl("ensemblePlacementPolicy", "org.apache.bookkeeper.client.RackawareEnsemblePlacementPolicy",
+		rPlacement+": BookKeeper's DefaultEnsemblePlacementPolicy, RackawareEnsemblePlacementPolicy, RegionAwareEnsemblePlacementPolicy or ZoneawareEnsemblePlacementPolicy (full class names); any other class (a custom policy) stops the start. Without networkTopologyScriptFileName every bookie is in the default location, so the default rack-aware policy places at random, as BookKeeper's does"),
 	warn("reppDnsResolverClass", "org.apache.bookkeeper.net.ScriptBasedMapping", whenNotIn("org.apache.bookkeeper.net.ScriptBasedMapping"),
-		"rack locations are not resolved inside the bookie: re-replication ignores racks (Pulsar's ZkBookieRackAffinityMapping included); "+rPlacement),
-	refuse("networkTopologyScriptFileName", "", whenSet, "a rack mapping script is not run: re-replication would ignore the racks it defines; "+rPlacement),
-	irr("networkTopologyScriptNumberArgs", "100", "only with networkTopologyScriptFileName, which is refused"),
-	refuse("enforceMinNumRacksPerWriteQuorum", "false", whenTrue, "rack enforcement is not implemented inside the bookie; "+rPlacement),
-	refuse("enforceMinNumFaultDomainsForWrite", "false", whenTrue, "fault domain enforcement is not implemented inside the bookie; "+rPlacement),
-	irr("minNumRacksPerWriteQuorum", "2", rPlacement),
-	irr("desiredNumZonesPerWriteQuorum", "3", rPlacement),
-	irr("minNumZonesPerWriteQuorum", "2", rPlacement),
-	irr("enforceStrictZoneawarePlacement", "true", rPlacement),
-	irr("ignoreLocalNodeInPlacementPolicy", "false", rPlacement),
+		"the script resolver (ScriptBasedMapping, the default) is the only one: with another class (Pulsar's ZkBookieRackAffinityMapping included) AutoRecovery does not ask it for locations; it still runs networkTopologyScriptFileName when set, and places other bookies in the policy's default location"),
+	impl("networkTopologyScriptFileName", "", rPlacement+": run with bookie hosts as arguments, one location per argument (BookKeeper's ScriptBasedMapping); answers are cached, a failed run places the bookies in the default location with a warning and is retried at the next placement; a missing or non-executable file stops the start"),
+	impl("networkTopologyScriptNumberArgs", "100", rPlacement+": the most bookie hosts per script run"),
+	impl("minNumRacksPerWriteQuorum", "2", rPlacement+": the racks every write set of a replaced fragment spans (capped at Qw)"),
+	impl("enforceMinNumRacksPerWriteQuorum", "false", rPlacement+": a replacement that cannot keep minNumRacksPerWriteQuorum racks fails (the ledger stays under-replicated) instead of falling back, and bookies of the default rack are never chosen"),
+	impl("enforceMinNumFaultDomainsForWrite", "false", "the rewrites of AutoRecovery's fencing recovery of an open ledger are acknowledged only by bookies in enough fault domains, as a client's appends (fragment copies go to one bookie: nothing to count)"),
+	impl("minNumZonesPerWriteQuorum", "2", rPlacement+" (zone-aware)"),
+	impl("desiredNumZonesPerWriteQuorum", "3", rPlacement+" (zone-aware)"),
+	impl("enforceStrictZoneawarePlacement", "true", rPlacement+" (zone-aware)"),
+	impl("reppRegionsToWrite", "", rPlacement+" (region-aware): regions separated by \";\""),
+	impl("reppMinimumRegionsForDurability", "2", rPlacement+" (region-aware)"),
+	impl("reppEnableDurabilityEnforcementInReplace", "true", rPlacement+" (region-aware)"),
+	impl("reppEnableValidation", "true", rPlacement+" (region-aware)"),
+	irr("ignoreLocalNodeInPlacementPolicy", "false", "AutoRecovery never prefers its own bookie"),
 
 	// Stream storage (table service) and DistributedLog, Java only.
 	irr("storageserver.grpc.port", "4181", rStream),

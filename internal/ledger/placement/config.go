@@ -128,6 +128,7 @@ func (c *Config) ForLedger(src rand.Source, wq, aq int) Policy {
 		r := NewRegionAware(src, c.Locations, wq, aq, c.RegionsToWrite)
 		r.MinRegionsForDurability = orDefault(c.MinRegionsForDurability, DefaultMinRegionsForDurability)
 		r.EnforceDurabilityInReplace, r.EnableValidation = c.EnforceDurabilityInReplace, c.EnableValidation
+		r.MinRacksPerWriteQuorum = c.MinRacksPerWriteQuorum
 		p = r
 	case KindZoneAware:
 		p = NewZoneAware(src, c.Locations, wq, aq, c.MinZonesPerWriteQuorum, c.DesiredZonesPerWriteQuorum, c.EnforceStrictZoneaware)

@@ -44,6 +44,12 @@ type RegionAware struct {
 	MinRegionsForDurability    int
 	EnforceDurabilityInReplace bool
 	EnableValidation           bool
+	// MinRacksPerWriteQuorum is the number of distinct locations an
+	// acknowledgement must span under enforceMinNumFaultDomainsForWrite
+	// (AckedAdhering; BookKeeper's minNumRacksPerWriteQuorum, capped at
+	// Qw); ≤ 0 means DefaultMinRacksPerWriteQuorum. Placement does not
+	// read it.
+	MinRacksPerWriteQuorum int
 
 	// steps counts the search nodes of the last placement (tests bound
 	// the work with it).

@@ -1,0 +1,77 @@
+package client_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/foliodb/folio/client"
+	"github.com/foliodb/folio/internal/testcluster"
+)
+
+// EnforceMinNumFaultDomainsForWrite against real bookies: b0 and b1 are in
+// rack /r/a, b2 in /r/b; E=Qw=3, Qa=2. While b2 is paused an append has two
+// acks, from one rack: with the option it is not acknowledged (it fails by
+// AddEntryQuorumTimeout, saying the fault domains were short, or completes
+// once b2 answers); without it, two acks suffice.
+func TestEnforceMinNumFaultDomainsForWrite(t *testing.T) {
+	t.Parallel()
+	cl := testcluster.Start(t, 3)
+	ctx := testCtx(t)
+	racks := map[string]string{string(cl.Bookies[0].ID): "/r/a", string(cl.Bookies[1].ID): "/r/a", string(cl.Bookies[2].ID): "/r/b"}
+	opts := client.LedgerOptions{EnsembleSize: 3, WriteQuorumSize: 3, AckQuorumSize: 2, Password: []byte("pw")}
+	newRackClient := func(enforce bool, quorumTimeout time.Duration) *client.Client {
+		return newClient(t, cl, func(cfg *client.Config) {
+			cfg.PlacementPolicy = "org.apache.bookkeeper.client.RackawareEnsemblePlacementPolicy"
+			cfg.BookieRacks = racks
+			cfg.EnforceMinNumFaultDomainsForWrite = enforce
+			cfg.AddEntryQuorumTimeout = quorumTimeout
+			// The paused bookie must not time out (that would start an
+			// ensemble change, with no bookie to change to).
+			cfg.AddEntryTimeout = 10 * time.Minute
+		})
+	}
+	timing, waiting, plain := newRackClient(true, 3*time.Second), newRackClient(true, 0), newRackClient(false, 0)
+	var handles []*client.WriteHandle
+	for _, c := range []*client.Client{timing, waiting, plain} {
+		w, err := c.CreateLedger(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		handles = append(handles, w)
+	}
+	wTiming, wWaiting, wPlain := handles[0], handles[1], handles[2]
+
+	cl.Bookies[2].Pause()
+	resumed := false
+	defer func() {
+		if !resumed {
+			cl.Bookies[2].Resume()
+		}
+	}()
+
+	// Without the option two acks from /r/a suffice.
+	appendAll(t, ctx, wPlain, 0, 5)
+
+	// With it the add has Qa acks but not two racks: it times out.
+	_, err := wTiming.Append(ctx, []byte("e0"))
+	if !errors.Is(err, client.ErrAddQuorumTimeout) || !strings.Contains(err.Error(), "too few fault domains") {
+		t.Fatalf("append with acks from one rack: %v, want ErrAddQuorumTimeout for too few fault domains", err)
+	}
+
+	// Without a quorum timeout it waits for b2, and completes once b2
+	// answers; the entry is then on all three bookies.
+	f := wWaiting.AppendAsync(payloadOf(wWaiting.ID(), 0))
+	cl.Bookies[2].Resume()
+	resumed = true
+	checkAcks(t, ctx, []*client.AppendFuture{f}, 0)
+	appendAll(t, ctx, wWaiting, 1, 20)
+	if err := wWaiting.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testcluster.CheckStored(ctx, t, cl.MD, wWaiting.ID(), opts.Password, func(e int64) []byte { return payloadOf(wWaiting.ID(), e) })
+	if err := wPlain.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,146 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+)
+
+// PlacementConfig is the placement configuration of the bookie's
+// AutoRecovery: the bk_server.conf keys BookKeeper's own client reads when
+// it re-replicates (ensemblePlacementPolicy and the settings of its
+// policies). AutoRecovery chooses replacement bookies with them as a Folio
+// client configured alike places ensembles (client.Config's placement
+// block), and its fencing recoveries write back under the same rules.
+type PlacementConfig struct {
+	// Policy is ensemblePlacementPolicy: one of PlacementPolicyClasses
+	// (default RackawareEnsemblePlacementPolicy, which without a topology
+	// script places every bookie in the default rack: random placement).
+	Policy string
+	// TopologyScript and TopologyScriptNumberArgs are
+	// networkTopologyScriptFileName (default none) and
+	// networkTopologyScriptNumberArgs (default 100), read by the default
+	// reppDnsResolverClass, ScriptBasedMapping.
+	TopologyScript           string
+	TopologyScriptNumberArgs int
+	// MinNumRacksPerWriteQuorum (2) and EnforceMinNumRacksPerWriteQuorum
+	// (false): rack- and region-aware.
+	MinNumRacksPerWriteQuorum        int
+	EnforceMinNumRacksPerWriteQuorum bool
+	// EnforceMinNumFaultDomainsForWrite (false): the fencing recovery's
+	// rewrites count fault domains as a client's appends do.
+	EnforceMinNumFaultDomainsForWrite bool
+	// MinNumZonesPerWriteQuorum (2), DesiredNumZonesPerWriteQuorum (3),
+	// EnforceStrictZoneawarePlacement (true): zone-aware.
+	MinNumZonesPerWriteQuorum       int
+	DesiredNumZonesPerWriteQuorum   int
+	EnforceStrictZoneawarePlacement bool
+	// RegionsToWrite (reppRegionsToWrite, "R1;R2"), MinRegionsForDurability
+	// (reppMinimumRegionsForDurability, 2),
+	// EnableDurabilityEnforcementInReplace
+	// (reppEnableDurabilityEnforcementInReplace, true), EnableValidation
+	// (reppEnableValidation, true): region-aware.
+	RegionsToWrite                       []string
+	MinRegionsForDurability              int
+	EnableDurabilityEnforcementInReplace bool
+	EnableValidation                     bool
+}
+
+// PlacementPolicyClasses are the ensemblePlacementPolicy values the bookie
+// accepts: BookKeeper's four policies, which Folio implements.
+var PlacementPolicyClasses = []string{
+	"org.apache.bookkeeper.client.DefaultEnsemblePlacementPolicy",
+	"org.apache.bookkeeper.client.RackawareEnsemblePlacementPolicy",
+	"org.apache.bookkeeper.client.RegionAwareEnsemblePlacementPolicy",
+	"org.apache.bookkeeper.client.ZoneawareEnsemblePlacementPolicy",
+}
+
+// Placement defaults, BookKeeper's.
+const (
+	DefaultPlacementPolicy                 = "org.apache.bookkeeper.client.RackawareEnsemblePlacementPolicy"
+	DefaultNetworkTopologyScriptNumberArgs = 100
+	DefaultMinNumRacksPerWriteQuorum       = 2
+	DefaultMinNumZonesPerWriteQuorum       = 2
+	DefaultDesiredNumZonesPerWriteQuorum   = 3
+	DefaultMinRegionsForDurability         = 2
+)
+
+func defaultPlacement() PlacementConfig {
+	return PlacementConfig{
+		Policy:                               DefaultPlacementPolicy,
+		TopologyScriptNumberArgs:             DefaultNetworkTopologyScriptNumberArgs,
+		MinNumRacksPerWriteQuorum:            DefaultMinNumRacksPerWriteQuorum,
+		MinNumZonesPerWriteQuorum:            DefaultMinNumZonesPerWriteQuorum,
+		DesiredNumZonesPerWriteQuorum:        DefaultDesiredNumZonesPerWriteQuorum,
+		EnforceStrictZoneawarePlacement:      true,
+		MinRegionsForDurability:              DefaultMinRegionsForDurability,
+		EnableDurabilityEnforcementInReplace: true,
+		EnableValidation:                     true,
+	}
+}
+
+// validate checks the placement keys as BookKeeper's policies do at
+// initialisation.
+func (p *PlacementConfig) validate() []error {
+	var errs []error
+	if !slices.Contains(PlacementPolicyClasses, p.Policy) {
+		errs = append(errs, fmt.Errorf("ensemblePlacementPolicy %q: want one of %s", p.Policy, strings.Join(PlacementPolicyClasses, ", ")))
+	}
+	for _, k := range []struct {
+		name string
+		v    int
+	}{{"networkTopologyScriptNumberArgs", p.TopologyScriptNumberArgs}, {"minNumRacksPerWriteQuorum", p.MinNumRacksPerWriteQuorum},
+		{"minNumZonesPerWriteQuorum", p.MinNumZonesPerWriteQuorum}, {"desiredNumZonesPerWriteQuorum", p.DesiredNumZonesPerWriteQuorum},
+		{"reppMinimumRegionsForDurability", p.MinRegionsForDurability}} {
+		if k.v < 1 {
+			errs = append(errs, fmt.Errorf("%s %d: want at least 1", k.name, k.v))
+		}
+	}
+	if p.MinNumZonesPerWriteQuorum > p.DesiredNumZonesPerWriteQuorum {
+		errs = append(errs, fmt.Errorf("minNumZonesPerWriteQuorum %d is above desiredNumZonesPerWriteQuorum %d", p.MinNumZonesPerWriteQuorum, p.DesiredNumZonesPerWriteQuorum))
+	}
+	if n := len(p.RegionsToWrite); n > 0 && n < p.MinRegionsForDurability {
+		errs = append(errs, fmt.Errorf("reppRegionsToWrite names %d regions, fewer than reppMinimumRegionsForDurability %d", n, p.MinRegionsForDurability))
+	}
+	for _, r := range p.RegionsToWrite {
+		if strings.Contains(r, "/") {
+			errs = append(errs, fmt.Errorf("reppRegionsToWrite: region %q: want a name without \"/\"", r))
+		}
+	}
+	if p.TopologyScript != "" {
+		if err := checkExecutable(p.TopologyScript); err != nil {
+			errs = append(errs, fmt.Errorf("networkTopologyScriptFileName: %w", err))
+		}
+	}
+	return errs
+}
+
+// regionListKey reads reppRegionsToWrite: region names separated by ";"
+// (BookKeeper's format).
+func regionListKey(c *Config, v string) error {
+	var out []string
+	for _, s := range strings.Split(v, ";") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 && strings.TrimSpace(v) != "" {
+		return errors.New("no region named")
+	}
+	c.Placement.RegionsToWrite = out
+	return nil
+}
+
+// checkExecutable reports a path that is not an executable regular file.
+func checkExecutable(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", path)
+	}
+	return nil
+}
