@@ -360,6 +360,11 @@ func newCmpCluster(t *testing.T, key, classpath string, srv *zktest.Server, raw 
 		"zkTimeout":                         "10000",
 		"dbStorage_writeCacheMaxSizeMb":     "64",
 		"dbStorage_readAheadCacheMaxSizeMb": "16",
+		// Both implementations turn read-only at 95 % of the volume by
+		// default; a shared benchmark machine's disk may be fuller than
+		// that before the run starts. The same thresholds for both.
+		"diskUsageThreshold":     "0.999",
+		"diskUsageWarnThreshold": "0.998",
 	}
 	if c.java {
 		// Java's initnewcluster creates the ledgers root but not its parents.
@@ -505,6 +510,7 @@ func runBenchDriver(t *testing.T, c *cmpCluster, classpath, log4j string, timeou
 	jvm := append(slices.Clone(benchJVM), "-Dlog4j2.configurationFile="+log4j, "-cp", classpath, "org.foliodb.compat.BenchDriver")
 	cmd := exec.CommandContext(ctx, "java", append(jvm, args...)...)
 	cmd.Dir = t.TempDir()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the test binary
 	stderrPath := filepath.Join(cmd.Dir, "driver.stderr")
 	errf, err := os.Create(stderrPath)
 	if err != nil {
@@ -658,11 +664,24 @@ func fillGoRow(r *cmpRow, res bench.Result) {
 // (<why>)".
 func runCatchup(t *testing.T, c *cmpCluster, w cmpWorkload, s cmpSettings, classpath, log4j string) ([]cmpRow, string) {
 	t.Helper()
+	// Each entry is stored twice (Qw2), in a journal and a ledger
+	// directory each, on this one disk.
+	if need := 4 * int64(s.catchupMB) << 20; freeBytes(c.bookies[0].dir) < need {
+		t.Errorf("catch-up on %s: %d MiB needs about %d MiB free on the bookies' disk, which has %d MiB: set FOLIO_BCMP_CATCHUP_MB lower",
+			c.key, s.catchupMB, need>>20, freeBytes(c.bookies[0].dir)>>20)
+		return nil, "not run"
+	}
 	fc := goClient(t, c, 64*s.catchupLedgers)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	start := time.Now()
-	ids, err := fillLedgers(ctx, fc, w, s)
+	ids, err := fillLedgers(ctx, fc, w, s.catchupLedgers, int64(s.catchupMB)<<20/int64(s.catchupEntry)/int64(s.catchupLedgers), s.catchupEntry)
+	// A ledger each driver reads whole, unmeasured, before the measured
+	// read: the JIT of the Java driver and bookies compiles the read path.
+	var warmID []int64
+	if err == nil {
+		warmID, err = fillLedgers(ctx, fc, w, 1, int64(s.warmup), s.catchupEntry)
+	}
 	fc.Close()
 	if err != nil {
 		t.Errorf("catch-up fill on %s: %v", c.key, err)
@@ -684,11 +703,15 @@ func runCatchup(t *testing.T, c *cmpCluster, w cmpWorkload, s cmpSettings, class
 		if d == "java" {
 			r.driver = "Java"
 			r.note = "BookKeeper client, " + state
-			runBenchDriver(t, c, classpath, log4j, time.Hour, &r, "read", "--uri", c.uri, "--ledgers", strings.Join(idList, ","), "--batch", "100")
+			runBenchDriver(t, c, classpath, log4j, time.Hour, &r, "read", "--uri", c.uri, "--ledgers", strings.Join(idList, ","), "--batch", "100",
+				"--warmup-ledger", fmt.Sprint(warmID[0]))
 		} else {
 			r.driver = "Go"
 			r.note = "client, " + state
 			rc := goClient(t, c, 1)
+			if warm, err := bench.Read(ctx, rc, bench.ReadOptions{Ledgers: warmID, Password: cmpPassword, Batch: 100}); err != nil || warm.Failed > 0 {
+				t.Errorf("catch-up warm-up read on %s: %v (failed %d: %v)", c.key, err, warm.Failed, warm.FirstError)
+			}
 			cpu0, self0 := c.cpu(t), selfCPU()
 			res, err := bench.Read(ctx, rc, bench.ReadOptions{Ledgers: ids, Password: cmpPassword, Batch: 100})
 			r.bookieCPU, r.driverCPU = c.cpu(t)-cpu0, selfCPU()-self0
@@ -706,17 +729,16 @@ func runCatchup(t *testing.T, c *cmpCluster, w cmpWorkload, s cmpSettings, class
 	return rows, state
 }
 
-// fillLedgers writes s.catchupMB MiB of s.catchupEntry-byte entries over
-// s.catchupLedgers new ledgers (64 adds in flight each) and closes them.
-func fillLedgers(ctx context.Context, fc *client.Client, w cmpWorkload, s cmpSettings) ([]int64, error) {
-	perLedger := int64(s.catchupMB) << 20 / int64(s.catchupEntry) / int64(s.catchupLedgers)
-	payload := make([]byte, s.catchupEntry)
+// fillLedgers writes perLedger size-byte entries to each of n new ledgers
+// (64 adds in flight each, the ledgers at once) and closes them.
+func fillLedgers(ctx context.Context, fc *client.Client, w cmpWorkload, n int, perLedger int64, size int) ([]int64, error) {
+	payload := make([]byte, size)
 	for i := range payload {
 		payload[i] = byte('a' + i%26)
 	}
-	ids := make([]int64, s.catchupLedgers)
-	errs := make(chan error, s.catchupLedgers)
-	for i := range s.catchupLedgers {
+	ids := make([]int64, n)
+	errs := make(chan error, n)
+	for i := range n {
 		go func() {
 			wh, err := fc.CreateLedger(ctx, client.LedgerOptions{EnsembleSize: w.e, WriteQuorumSize: w.w, AckQuorumSize: w.a,
 				DigestType: client.DigestCRC32C, Password: cmpPassword})
@@ -748,12 +770,22 @@ func fillLedgers(ctx context.Context, fc *client.Client, w cmpWorkload, s cmpSet
 		}()
 	}
 	var first error
-	for range s.catchupLedgers {
+	for range n {
 		if err := <-errs; err != nil && first == nil {
 			first = err
 		}
 	}
 	return ids, first
+}
+
+// freeBytes is the space available to this process on dir's volume (0 if
+// unknown).
+func freeBytes(dir string) int64 {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0
+	}
+	return int64(st.Bavail) * st.Bsize
 }
 
 // dropCaches syncs and drops the page cache; it returns "" when done, or
@@ -820,7 +852,7 @@ func cmpReport(t *testing.T, s cmpSettings, rows []cmpRow, disk benchbase.Disk, 
 	fmt.Fprintf(&b, "Machine, same run: raw 1 KiB write+fdatasync %.0f/s, p50 %v, p99 %v; loopback TCP round trip p50 %v, p99 %v.\n\n",
 		disk.OpsPerSec, disk.P50, disk.P99, rtt50, rtt99)
 	if slices.Contains(s.rows, "catchup") {
-		fmt.Fprintf(&b, "Catch-up read: %d MiB over %d ledgers of %d-byte entries, bookies restarted before each read; page cache:", s.catchupMB, s.catchupLedgers, s.catchupEntry)
+		fmt.Fprintf(&b, "Catch-up read: %d MiB over %d ledgers of %d-byte entries, bookies restarted before each driver's read (which first reads a warm-up ledger whole, unmeasured); page cache:", s.catchupMB, s.catchupLedgers, s.catchupEntry)
 		for _, k := range s.clusters {
 			fmt.Fprintf(&b, " %s %s;", k, cache[k])
 		}
@@ -900,10 +932,17 @@ func cmpReport(t *testing.T, s cmpSettings, rows []cmpRow, disk benchbase.Disk, 
 	return b.String()
 }
 
-// fmtDur prints a latency in µs below 10 ms, else in ms.
+// fmtDur prints a latency in µs below 1 ms, else in ms (three
+// significant digits up to 100 ms).
 func fmtDur(d time.Duration) string {
-	if d < 10*time.Millisecond {
+	ms := float64(d.Microseconds()) / 1000
+	switch {
+	case d < time.Millisecond:
 		return fmt.Sprintf("%d µs", d.Microseconds())
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.2f ms", ms)
+	case d < 100*time.Millisecond:
+		return fmt.Sprintf("%.1f ms", ms)
 	}
-	return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
+	return fmt.Sprintf("%.0f ms", ms)
 }

@@ -52,8 +52,9 @@ import org.apache.bookkeeper.stats.NullStatsLogger;
  *       DigestManager, v3 protocol;
  *   <li>{@code client --uri URI --ensemble E --write-quorum W --ack-quorum A --entry-size N
  *       --outstanding N --seconds S --warmup N}: adds through the BookKeeper client to one ledger;
- *   <li>{@code read --uri URI --ledgers ID,ID,... --password P --batch N}: a catch-up read of each
- *       ledger from entry 0 to its LAC, one reader thread per ledger, N entries per request;
+ *   <li>{@code read --uri URI --ledgers ID,ID,... --batch N [--warmup-ledger ID]}: a catch-up read
+ *       of each ledger from entry 0 to its LAC, one reader thread per ledger, N entries per request,
+ *       after an unmeasured read of the warm-up ledger;
  *   <li>{@code tail --uri URI --ensemble E --write-quorum W --ack-quorum A --entry-size N --rate R
  *       --seconds S --warmup N}: a writer at R adds/s and, in the same process, a tailing reader
  *       (long-poll readLastAddConfirmedAndEntry); the latency is the lag from an add's completion at
@@ -333,6 +334,16 @@ public final class BenchDriver {
             handles.add(bk.newOpenLedgerOp().withLedgerId(Long.parseLong(id.trim())).withRecovery(false)
                     .withPassword(PASSWORD).execute().get(60, TimeUnit.SECONDS));
         }
+        // Warm-up: read --warmup-ledger (if given) whole, unmeasured, so that the JIT compiled the
+        // read path first.
+        String warmLedger = opts.get("warmup-ledger");
+        if (warmLedger != null) {
+            ReadHandle wrh = bk.newOpenLedgerOp().withLedgerId(Long.parseLong(warmLedger)).withRecovery(false)
+                    .withPassword(PASSWORD).execute().get(60, TimeUnit.SECONDS);
+            for (long first = 0; first <= wrh.getLastAddConfirmed(); first += batch) {
+                wrh.read(first, Math.min(wrh.getLastAddConfirmed(), first + batch - 1)).close();
+            }
+        }
         Tally tally = new Tally();
         tally.begin();
         List<Thread> readers = new ArrayList<>();
@@ -346,7 +357,7 @@ public final class BenchDriver {
                         long bytes = 0;
                         long n = 0;
                         for (LedgerEntry e : es) {
-                            bytes += e.getLength();
+                            bytes += e.getEntryBuffer().readableBytes();
                             n++;
                         }
                         long lat = System.nanoTime() - t0;
@@ -394,7 +405,6 @@ public final class BenchDriver {
                 .withPassword(PASSWORD).execute().get(60, TimeUnit.SECONDS);
         int cap = (int) Math.min(Integer.MAX_VALUE - 8, (long) (rate * seconds * 1.5) + 1024);
         long[] ackedAt = new long[cap];
-        AtomicLong lastAcked = new AtomicLong(-1);
         Tally tally = new Tally();
         Tally writes = new Tally();
         tally.begin();
@@ -402,8 +412,7 @@ public final class BenchDriver {
         Thread reader = new Thread(() -> {
             long next = 0;
             while (true) {
-                long target = lastAcked.get();
-                if (writerDone && next > target) {
+                if (writerDone && next > finalTarget) {
                     return;
                 }
                 try {
@@ -411,14 +420,14 @@ public final class BenchDriver {
                             .get(30, TimeUnit.SECONDS);
                     long lac = lce.getLastAddConfirmed();
                     if (lce.hasEntry()) {
-                        deliver(tally, ackedAt, next, lce.getEntry().getLength());
+                        deliver(tally, ackedAt, next, lce.getEntry().getEntryBuffer().readableBytes());
                         next++;
                     }
                     lce.close();
                     if (lac >= next) {
                         try (LedgerEntries es = rh.readUnconfirmed(next, lac)) {
                             for (LedgerEntry e : es) {
-                                deliver(tally, ackedAt, e.getEntryId(), e.getLength());
+                                deliver(tally, ackedAt, e.getEntryId(), e.getEntryBuffer().readableBytes());
                             }
                         }
                         next = lac + 1;
@@ -442,6 +451,7 @@ public final class BenchDriver {
                 TimeUnit.NANOSECONDS.sleep(due - now); // pacing to the target rate
             }
             sem.acquire();
+            lacAtLastSend = wh.getLastAddConfirmed();
             long t0 = System.nanoTime();
             wh.appendAsync(data).whenComplete((id, err) -> {
                 if (err == null) {
@@ -450,7 +460,6 @@ public final class BenchDriver {
                         ackedAt[(int) (long) id] = at;
                     }
                     writes.ok(at - t0, data.length);
-                    lastAcked.accumulateAndGet(id, Math::max);
                 } else {
                     writes.fail(err.toString());
                 }
@@ -458,20 +467,23 @@ public final class BenchDriver {
             });
         }
         sem.acquire(1000);
-        // The last add's entry becomes visible to readers only with a later LAC: close the ledger
-        // (its final LAC) so that the reader can deliver it, as Folio's Tail waits for the last
-        // visible entry.
-        wh.closeAsync().get(60, TimeUnit.SECONDS);
+        // An entry becomes visible to readers with a later add's LAC: the reader is waited for
+        // until it delivered every entry the writer's last add made visible (as Folio's Tail
+        // does); the ledger is closed after that, so that closing does not count as a delivery.
+        finalTarget = lacAtLastSend;
         writerDone = true;
         reader.join(TimeUnit.SECONDS.toMillis(60));
         if (reader.isAlive()) {
-            tally.fail("tailing reader did not deliver every entry within 60 s");
+            tally.fail("tailing reader did not deliver every visible entry within 60 s");
         }
+        wh.closeAsync().get(60, TimeUnit.SECONDS);
         tally.failed.addAndGet(writes.failed.get());
         tally.report();
     }
 
     private volatile boolean writerDone;
+    private volatile long finalTarget = Long.MAX_VALUE;
+    private volatile long lacAtLastSend = -1;
 
     private static void deliver(Tally tally, long[] ackedAt, long id, long size) {
         long now = System.nanoTime();
