@@ -56,7 +56,7 @@ import org.apache.bookkeeper.stats.NullStatsLogger;
  *       of each ledger from entry 0 to its LAC, one reader thread per ledger, N entries per request,
  *       after an unmeasured read of the warm-up ledger;
  *   <li>{@code tail --uri URI --ensemble E --write-quorum W --ack-quorum A --entry-size N --rate R
- *       --seconds S --warmup N}: a writer at R adds/s and, in the same process, a tailing reader
+ *       --seconds S --warmup N [--long-poll-ms 100]}: a writer at R adds/s and, in the same process, a tailing reader
  *       (long-poll readLastAddConfirmedAndEntry); the latency is the lag from an add's completion at
  *       the writer to its delivery by the reader.
  * </ul>
@@ -388,6 +388,10 @@ public final class BenchDriver {
         double rate = Double.parseDouble(opt("rate", "1000"));
         long seconds = num("seconds", 10);
         long warmup = num("warmup", 20000);
+        // The long poll goes to one bookie, which learns a new LAC only from the entries it
+        // stores: after the writer's last add, a poll may wait out its timeout before the reader
+        // asks again. Short, so that the end of the run is not a timeout.
+        long longPollMs = num("long-poll-ms", 100);
         BookKeeper bk = newClient();
         byte[] data = payload(size);
         // Warm-up on a ledger of its own, so that the measured ledger's entries all count.
@@ -416,7 +420,7 @@ public final class BenchDriver {
                     return;
                 }
                 try {
-                    LastConfirmedAndEntry lce = rh.readLastAddConfirmedAndEntryAsync(next, 1000, false)
+                    LastConfirmedAndEntry lce = rh.readLastAddConfirmedAndEntryAsync(next, longPollMs, false)
                             .get(30, TimeUnit.SECONDS);
                     long lac = lce.getLastAddConfirmed();
                     if (lce.hasEntry()) {
