@@ -15,7 +15,7 @@ PROTOS := internal/wire/v3/protocolpb/bookkeeper_protocol.proto internal/metadat
 # Production builds (build, release) never set it.
 TAGS ?= invariants
 
-.PHONY: all build test vet unit allocs sim fuzz-smoke compat bench-java fuzz proto proto-check bench sim-long release docs
+.PHONY: all build test vet unit allocs sim fuzz-smoke compat bench-java bench-compare fuzz proto proto-check bench sim-long release docs
 
 all: build
 
@@ -67,6 +67,18 @@ compat:
 # FOLIO_BENCH_THROUGHPUT_COUNT, FOLIO_BENCH_ORDER (Java,Folio or Folio,Java).
 bench-java:
 	cd compat && $(GO) test -tags benchjava -count=1 -v -timeout 30m -run TestBenchJava ./benchjava/
+
+# bench-compare: the side-by-side benchmark of issue 22 (compat/benchcompare;
+# docs/performance.md "Side-by-side harness"): Java 4.17 bookies (BookKeeper's
+# defaults, then journalFlushWhenQueueEmpty=true) and Folio bookies on one
+# ZooKeeper, each driven by BookKeeper's own Java code and by Folio's Go
+# client, one workload at a time; prints a Markdown table and writes it to
+# FOLIO_BCMP_OUT. Not part of CI. FOLIO_BCMP_QUICK=1 is a few-minute smoke
+# run; the other knobs (FOLIO_BCMP_SECONDS, _ROWS, _CLUSTERS, _DRIVERS,
+# _WARMUP, _GO_WARMUP, _CATCHUP_MB, _CATCHUP_LEDGERS, _CATCHUP_ENTRY,
+# _TAIL_RATE) are in docs/performance.md.
+bench-compare:
+	cd compat && $(GO) test -tags benchcompare -count=1 -v -timeout 4h -run TestBenchCompare ./benchcompare/
 
 # fuzz: the long run, not part of CI.
 fuzz:
