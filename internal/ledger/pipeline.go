@@ -54,6 +54,10 @@ type pipeline struct {
 	// bookies must meet besides counting Qa (WriterConfig.AckedAdhering);
 	// scratch is the slice quorate hands it.
 	adhere  func(acked []metadata.BookieID) bool
+	// wholeSetSuffices (recovery only) counts an add whose every write-set
+	// position acked as quorate even when adhere is not met: see
+	// RecoveryConfig.AckedAdhering.
+	wholeSetSuffices bool
 	scratch []metadata.BookieID
 }
 
@@ -165,7 +169,7 @@ func (p *pipeline) quorate(op *pendingAdd) bool {
 	if op.acks < p.q.AckQuorum {
 		return false
 	}
-	if p.adhere == nil {
+	if p.adhere == nil || (p.wholeSetSuffices && op.acks == len(op.acked)) {
 		return true
 	}
 	return p.adhere(p.ackedBookies(op))

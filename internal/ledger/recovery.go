@@ -31,8 +31,15 @@ type RecoveryConfig struct {
 	// it, a rewrite is acknowledged only when its acking bookies meet the
 	// fault-domain rule, as Java's recovery adds (PendingAddOps with
 	// isRecoveryAdd) check enforceMinNumFaultDomainsForWrite like any add.
-	// A rewrite short of it waits for more acks of its write set; the
-	// recovery has no timer of its own, its caller bounds it.
+	// A rewrite short of it waits for more acks of its write set, but a
+	// rewrite that every bookie of its write set has stored counts as
+	// written even when they miss the rule: the placement cannot do
+	// better, and the entry has Qw >= Qa copies. This deliberately
+	// differs from Java, whose recovery add then never completes (with
+	// every bookie in one rack, e.g. a rack-aware policy without
+	// locations, recovery would hang forever holding the ledger: the
+	// AutoRecovery worker's context has no deadline). A writer keeps
+	// Java's behaviour (it can still change its ensemble).
 	AckedAdhering func(acked []metadata.BookieID) bool
 
 	// Unsafe switches off the fixes for the two protocol defects the TLA+
@@ -259,6 +266,7 @@ func (r *Recovery) startReading(res LACComplete) {
 	r.phase = phaseRead
 	r.p = newPipeline(r.q, r.md.LastEnsemble().Ensemble, start, res.Length)
 	r.p.adhere = r.cfg.AckedAdhering
+	r.p.wholeSetSuffices = true
 	if !r.cfg.Unsafe.PiggybackRecoveryLAC {
 		// Rewrites carry the start point as their LAC, never the
 		// recovery's own: acks from a bookie that replaced a failed one in
