@@ -467,8 +467,18 @@ func (c *Config) setReadDefaults() error {
 
 // placementDefaults sets and checks the placement block.
 func (c *Config) placementDefaults() error {
-	if _, err := placement.ParseKind(c.PlacementPolicy); err != nil {
+	kind, err := placement.ParseKind(c.PlacementPolicy)
+	if err != nil {
 		return fmt.Errorf("client: Config.PlacementPolicy: %w: %w", err, ErrInvalidConfig)
+	}
+	// With no location source every bookie is in the default domain: the
+	// rule min(Qw, 2) domains could never be met and every append would
+	// wait forever (Java's likewise), so refuse the combination here.
+	if c.EnforceMinNumFaultDomainsForWrite && kind != placement.KindRandom &&
+		len(c.BookieRacks) == 0 && c.BookieRackFile == "" && c.NetworkTopologyScript == "" {
+		return fmt.Errorf("client: Config.EnforceMinNumFaultDomainsForWrite is set but no bookie locations are configured "+
+			"(BookieRacks, BookieRackFile and NetworkTopologyScript are all empty): every bookie would be in the default rack "+
+			"and no append could meet the rule: %w", ErrInvalidConfig)
 	}
 	for name, v := range map[string]int{"MinNumRacksPerWriteQuorum": c.MinNumRacksPerWriteQuorum, "MinNumZonesPerWriteQuorum": c.MinNumZonesPerWriteQuorum,
 		"DesiredNumZonesPerWriteQuorum": c.DesiredNumZonesPerWriteQuorum, "MinRegionsForDurability": c.MinRegionsForDurability,

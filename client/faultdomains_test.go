@@ -75,3 +75,31 @@ func TestEnforceMinNumFaultDomainsForWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// EnforceMinNumFaultDomainsForWrite with a domain-aware policy and no
+// location source is refused: every bookie would be in the default rack and
+// no append could ever meet the rule. Any one source, or the random policy
+// (no rule), is accepted.
+func TestFaultDomainConfigNeedsLocations(t *testing.T) {
+	base := client.Config{MetadataServiceURI: "etcd://127.0.0.1:1/ledgers", EnforceMinNumFaultDomainsForWrite: true}
+	for _, policy := range []string{"", "rackaware", "org.apache.bookkeeper.client.RegionAwareEnsemblePlacementPolicy", "zoneaware"} {
+		cfg := base
+		cfg.PlacementPolicy = policy
+		err := cfg.Validate()
+		if !errors.Is(err, client.ErrInvalidConfig) || !strings.Contains(err.Error(), "EnforceMinNumFaultDomainsForWrite") {
+			t.Errorf("policy %q without locations: %v, want ErrInvalidConfig naming EnforceMinNumFaultDomainsForWrite", policy, err)
+		}
+	}
+	for name, set := range map[string]func(*client.Config){
+		"racks":  func(c *client.Config) { c.BookieRacks = map[string]string{"b:1": "/r/a"} },
+		"file":   func(c *client.Config) { c.BookieRackFile = "/etc/racks" },
+		"script": func(c *client.Config) { c.NetworkTopologyScript = "/bin/true" },
+		"random": func(c *client.Config) { c.PlacementPolicy = "random" },
+	} {
+		cfg := base
+		set(&cfg)
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
