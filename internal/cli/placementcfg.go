@@ -27,9 +27,13 @@ func bookiePlacement(pc server.PlacementConfig, log *slog.Logger) (*rereplicatio
 	if err != nil {
 		return nil, nil, err
 	}
+	// minNumRacksPerWriteQuorum ≤ 0 asks for no racks in Java (it takes
+	// min(Qw, value)): one rack, since placement.Config reads ≤ 0 as its
+	// default.
+	minRacks := max(pc.MinNumRacksPerWriteQuorum, 1)
 	src := &rereplication.PlacementSource{Config: placement.Config{
 		Kind:                       kind,
-		MinRacksPerWriteQuorum:     pc.MinNumRacksPerWriteQuorum,
+		MinRacksPerWriteQuorum:     minRacks,
 		EnforceMinNumRacks:         pc.EnforceMinNumRacksPerWriteQuorum,
 		MinZonesPerWriteQuorum:     pc.MinNumZonesPerWriteQuorum,
 		DesiredZonesPerWriteQuorum: pc.DesiredNumZonesPerWriteQuorum,
@@ -54,7 +58,7 @@ func bookiePlacement(pc server.PlacementConfig, log *slog.Logger) (*rereplicatio
 		c.PlacementPolicy = pc.Policy
 		c.NetworkTopologyScript = pc.TopologyScript
 		c.NetworkTopologyScriptNumberArgs = pc.TopologyScriptNumberArgs
-		c.MinNumRacksPerWriteQuorum = pc.MinNumRacksPerWriteQuorum
+		c.MinNumRacksPerWriteQuorum = minRacks
 		c.EnforceMinNumRacksPerWriteQuorum = pc.EnforceMinNumRacksPerWriteQuorum
 		c.EnforceMinNumFaultDomainsForWrite = pc.EnforceMinNumFaultDomainsForWrite
 		c.MinNumZonesPerWriteQuorum = pc.MinNumZonesPerWriteQuorum

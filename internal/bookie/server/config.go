@@ -832,7 +832,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.validateStore()...)
-	errs = append(errs, c.Placement.validate()...)
+	errs = append(errs, c.Placement.validate(c.AutoRecovery.Enabled, c.source)...)
 	seen := map[string]bool{}
 	for _, d := range c.AllDirs() {
 		if seen[d] {

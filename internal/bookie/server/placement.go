@@ -82,37 +82,56 @@ func defaultPlacement() PlacementConfig {
 }
 
 // validate checks the placement keys as BookKeeper's policies do at
-// initialisation.
-func (p *PlacementConfig) validate() []error {
+// initialisation. Only the bookie's own AutoRecovery reads them (enabled:
+// autoRecoveryDaemonEnabled), so a bookie without it checks none, as
+// Java's, which never builds a placement policy then. Each error says
+// where its key was set (where(key): Config.Sources, or "default").
+//
+// minNumRacksPerWriteQuorum ≤ 0 is accepted as Java does: its policies
+// take min(Qw, value) racks, so every ensemble and every ack set meets it;
+// AutoRecovery maps it to one rack (internal/cli).
+func (p *PlacementConfig) validate(enabled bool, where func(key string) string) []error {
+	if !enabled {
+		return nil
+	}
 	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s (set at %s): %s", key, where(key), fmt.Sprintf(format, args...)))
+	}
 	if !slices.Contains(PlacementPolicyClasses, p.Policy) {
-		errs = append(errs, fmt.Errorf("ensemblePlacementPolicy %q: want one of %s", p.Policy, strings.Join(PlacementPolicyClasses, ", ")))
+		bad("ensemblePlacementPolicy", "%q: want one of %s", p.Policy, strings.Join(PlacementPolicyClasses, ", "))
 	}
 	for _, k := range []struct {
 		name string
 		v    int
-	}{{"networkTopologyScriptNumberArgs", p.TopologyScriptNumberArgs}, {"minNumRacksPerWriteQuorum", p.MinNumRacksPerWriteQuorum},
+	}{{"networkTopologyScriptNumberArgs", p.TopologyScriptNumberArgs},
 		{"minNumZonesPerWriteQuorum", p.MinNumZonesPerWriteQuorum}, {"desiredNumZonesPerWriteQuorum", p.DesiredNumZonesPerWriteQuorum},
 		{"reppMinimumRegionsForDurability", p.MinRegionsForDurability}} {
 		if k.v < 1 {
-			errs = append(errs, fmt.Errorf("%s %d: want at least 1", k.name, k.v))
+			bad(k.name, "%d: want at least 1", k.v)
 		}
 	}
 	if p.MinNumZonesPerWriteQuorum > p.DesiredNumZonesPerWriteQuorum {
-		errs = append(errs, fmt.Errorf("minNumZonesPerWriteQuorum %d is above desiredNumZonesPerWriteQuorum %d", p.MinNumZonesPerWriteQuorum, p.DesiredNumZonesPerWriteQuorum))
+		bad("minNumZonesPerWriteQuorum", "%d is above desiredNumZonesPerWriteQuorum %d (set at %s)", p.MinNumZonesPerWriteQuorum, p.DesiredNumZonesPerWriteQuorum, where("desiredNumZonesPerWriteQuorum"))
 	}
 	if n := len(p.RegionsToWrite); n > 0 && n < p.MinRegionsForDurability {
-		errs = append(errs, fmt.Errorf("reppRegionsToWrite names %d regions, fewer than reppMinimumRegionsForDurability %d", n, p.MinRegionsForDurability))
+		bad("reppRegionsToWrite", "names %d regions, fewer than reppMinimumRegionsForDurability %d (set at %s)", n, p.MinRegionsForDurability, where("reppMinimumRegionsForDurability"))
 	}
 	for _, r := range p.RegionsToWrite {
 		if strings.Contains(r, "/") {
-			errs = append(errs, fmt.Errorf("reppRegionsToWrite: region %q: want a name without \"/\"", r))
+			bad("reppRegionsToWrite", "region %q: want a name without \"/\"", r)
 		}
 	}
 	if p.TopologyScript != "" {
 		if err := checkExecutable(p.TopologyScript); err != nil {
-			errs = append(errs, fmt.Errorf("networkTopologyScriptFileName: %w", err))
+			bad("networkTopologyScriptFileName", "%v", err)
 		}
+	} else if p.EnforceMinNumFaultDomainsForWrite && p.Policy != PlacementPolicyClasses[0] {
+		// No location source: every bookie is in the default rack, the
+		// rule min(Qw, 2) domains can never be met, and every fencing
+		// recovery's rewrite would wait for its whole write set.
+		bad("enforceMinNumFaultDomainsForWrite", "true, but no bookie locations are configured (networkTopologyScriptFileName is empty; "+
+			"a reppDnsResolverClass other than ScriptBasedMapping is not supported): every bookie would be in the default rack and no write could meet the rule")
 	}
 	return errs
 }
@@ -143,4 +162,12 @@ func checkExecutable(path string) error {
 		return fmt.Errorf("%s is not an executable file", path)
 	}
 	return nil
+}
+
+// source says where key was set (Config.Sources), or "default".
+func (c *Config) source(key string) string {
+	if s, ok := c.Sources[key]; ok {
+		return s
+	}
+	return "default"
 }

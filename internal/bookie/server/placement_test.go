@@ -61,22 +61,44 @@ func TestPlacementKeys(t *testing.T) {
 		t.Errorf("no warning for Pulsar's resolver class:\n%s", logs.String())
 	}
 
+	missing := filepath.Join(t.TempDir(), "missing.sh")
 	for _, kv := range [][]string{
 		{"ensemblePlacementPolicy=com.example.CustomPolicy"},
 		{"ensemblePlacementPolicy=zoneaware"}, // bk_server.conf takes class names
-		{"networkTopologyScriptFileName=" + filepath.Join(t.TempDir(), "missing.sh")},
+		{"networkTopologyScriptFileName=" + missing},
 		{"networkTopologyScriptFileName=" + t.TempDir()},
 		{"networkTopologyScriptNumberArgs=0"},
-		{"minNumRacksPerWriteQuorum=0"},
 		{"minNumRacksPerWriteQuorum=two"},
 		{"enforceMinNumFaultDomainsForWrite=maybe"},
 		{"minNumZonesPerWriteQuorum=4"}, // above the desired 3
 		{"reppRegionsToWrite=r1", "reppMinimumRegionsForDurability=2"},
 		{"reppRegionsToWrite=r1;r/2"},
+		// No location source: the rule could never be met.
+		{"enforceMinNumFaultDomainsForWrite=true"},
+		{"enforceMinNumFaultDomainsForWrite=true", "ensemblePlacementPolicy=org.apache.bookkeeper.client.ZoneawareEnsemblePlacementPolicy"},
 	} {
 		k, _, _ := strings.Cut(kv[0], "=")
-		if _, err := LoadConfig("", Overrides{Set: kv}, nil); err == nil || !strings.Contains(err.Error(), k) {
-			t.Errorf("%v: %v, want an error naming %s", kv, err, k)
+		_, err := LoadConfig("", Overrides{Set: append([]string{"autoRecoveryDaemonEnabled=true"}, kv...)}, nil)
+		if err == nil || !strings.Contains(err.Error(), k) || !strings.Contains(err.Error(), "--set") {
+			t.Errorf("%v: %v, want an error naming %s and where it was set (--set)", kv, err, k)
+		}
+	}
+
+	// Accepted: minNumRacksPerWriteQuorum ≤ 0 (Java's min(Qw, value)
+	// racks: none asked for), the rule with a script or with the random
+	// policy, and without AutoRecovery in the bookie the keys it alone
+	// reads are not checked (Java never builds its policy then).
+	for _, kv := range [][]string{
+		{"autoRecoveryDaemonEnabled=true", "minNumRacksPerWriteQuorum=0"},
+		{"autoRecoveryDaemonEnabled=true", "minNumRacksPerWriteQuorum=-1"},
+		{"autoRecoveryDaemonEnabled=true", "enforceMinNumFaultDomainsForWrite=true", "networkTopologyScriptFileName=" + script},
+		{"autoRecoveryDaemonEnabled=true", "enforceMinNumFaultDomainsForWrite=true", "ensemblePlacementPolicy=org.apache.bookkeeper.client.DefaultEnsemblePlacementPolicy"},
+		{"enforceMinNumFaultDomainsForWrite=true"},
+		{"networkTopologyScriptFileName=" + missing},
+		{"ensemblePlacementPolicy=com.example.CustomPolicy"},
+	} {
+		if _, err := LoadConfig("", Overrides{Set: kv}, nil); err != nil {
+			t.Errorf("%v: %v", kv, err)
 		}
 	}
 }
