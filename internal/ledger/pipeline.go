@@ -53,12 +53,12 @@ type pipeline struct {
 	// adhere, when not nil, is the fault-domain rule an add's acking
 	// bookies must meet besides counting Qa (WriterConfig.AckedAdhering);
 	// scratch is the slice quorate hands it.
-	adhere  func(acked []metadata.BookieID) bool
+	adhere func(acked []metadata.BookieID) bool
 	// wholeSetSuffices (recovery only) counts an add whose every write-set
 	// position acked as quorate even when adhere is not met: see
 	// RecoveryConfig.AckedAdhering.
 	wholeSetSuffices bool
-	scratch []metadata.BookieID
+	scratch          []metadata.BookieID
 }
 
 // pendingAdd is one entry sent but not yet acknowledged.
