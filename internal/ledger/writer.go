@@ -61,8 +61,12 @@ type WriterConfig struct {
 	// current ensemble, satisfy AckedAdhering. An add short of it waits for
 	// more acks of its write set; it counts as without quorum for
 	// AddQuorumTimeout, for DelayEnsembleChange and for bookie errors that
-	// stop the writer. The predicate must be pure and monotone (more acked
-	// bookies never turn true into false) and must not keep its argument.
+	// stop the writer. The predicate must be monotone (more acked bookies
+	// never turn true into false), safe for concurrent use, and must not
+	// keep its argument. It should be pure; the client's reads its current
+	// location knowledge (an input from outside, like placement.Config.Avoid),
+	// which only grows while the ledger's bookies stay registered: the writer
+	// re-asks it at each ack.
 	AckedAdhering func(acked []metadata.BookieID) bool
 }
 

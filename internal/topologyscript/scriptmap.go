@@ -167,6 +167,15 @@ func (r *Resolver) Cached() map[metadata.BookieID]string {
 	return maps.Clone(r.cache)
 }
 
+// Lookup returns b's resolved location, if the resolver has one (a failed
+// run's default location is not one). It never runs the script.
+func (r *Resolver) Lookup(b metadata.BookieID) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	loc, ok := r.cache[b]
+	return loc, ok
+}
+
 // Retain forgets the answers and failures of the bookies keep reports
 // false for (bookies that left the cluster), and expired failures.
 func (r *Resolver) Retain(keep func(metadata.BookieID) bool) {
