@@ -43,6 +43,18 @@ func (s *PlacementSource) Policy(ctx context.Context, wq, aq int, bookies []meta
 		locs := s.Script.Locations(ctx, todo)
 		maps.Copy(locs, cfg.Locations)
 		cfg.Locations = locs
+		// Forget bookies that are in no current call (left the cluster,
+		// or only in ledgers repaired before) once the resolver holds more
+		// than twice this call's bookies: the prune then costs O(1) per
+		// answer kept, and the resolver stays within twice the working
+		// set. A forgotten bookie still in use is resolved again.
+		if n := s.Script.Len(); n > 2*len(bookies) {
+			keep := make(map[metadata.BookieID]bool, len(bookies))
+			for _, b := range bookies {
+				keep[b] = true
+			}
+			s.Script.Retain(func(b metadata.BookieID) bool { return keep[b] })
+		}
 	}
 	return cfg.ForLedger(rand.NewPCG(rand.Uint64(), rand.Uint64()), wq, aq)
 }

@@ -2,6 +2,7 @@ package rereplication_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -43,5 +44,34 @@ func TestPlacementSourceZoneAwareWithScript(t *testing.T) {
 	// Bound to the quorums: E=3 with Qw=2 is no valid zone-aware ledger.
 	if _, err := src.Policy(context.Background(), 2, 2, writable).NewEnsemble(3, writable); err == nil {
 		t.Fatal("zone-aware E=3 Qw=2: want an error")
+	}
+}
+
+// The script's answers for bookies no call asks about any more are
+// forgotten once the resolver holds more than twice a call's bookies.
+func TestPlacementSourcePrunesResolver(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "topology.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nfor h in \"$@\"; do echo /r/$h; done\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := &rereplication.PlacementSource{Config: placement.Config{Kind: placement.KindRackAware},
+		Script: &topologyscript.Resolver{Script: script, Default: placement.DefaultRack}}
+	var old []metadata.BookieID
+	for i := range 10 {
+		old = append(old, metadata.BookieID(fmt.Sprintf("old%d:3181", i)))
+	}
+	src.Policy(context.Background(), 2, 2, old)
+	if n := src.Script.Len(); n != 10 {
+		t.Fatalf("resolver holds %d bookies, want 10", n)
+	}
+	now := []metadata.BookieID{"new0:3181", "new1:3181", "old0:3181"}
+	src.Policy(context.Background(), 2, 2, now)
+	if n := src.Script.Len(); n != 3 {
+		t.Fatalf("after a call for %v the resolver holds %d bookies, want 3", now, n)
+	}
+	for _, b := range now {
+		if _, ok := src.Script.Lookup(b); !ok {
+			t.Fatalf("%s forgotten", b)
+		}
 	}
 }

@@ -176,6 +176,14 @@ func (r *Resolver) Lookup(b metadata.BookieID) (string, bool) {
 	return loc, ok
 }
 
+// Len is the number of bookies the resolver holds an answer or a failure
+// for.
+func (r *Resolver) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.cache) + len(r.failed)
+}
+
 // Retain forgets the answers and failures of the bookies keep reports
 // false for (bookies that left the cluster), and expired failures.
 func (r *Resolver) Retain(keep func(metadata.BookieID) bool) {
