@@ -130,7 +130,9 @@
 // fault-domain rule. An add short of it stays pending, times out under
 // AddQuorumTimeout, and under DelayEnsembleChange goes to CHANGING once the
 // write-set members that have not failed for it cannot meet the rule. The
-// same holds for a Recovery's rewrites.
+// same holds for a Recovery's rewrites, except that a rewrite every
+// write-set member stored counts as written even short of the rule
+// (RecoveryConfig.AckedAdhering: Java's would wait forever).
 //
 // # Recovery's states
 //
