@@ -56,32 +56,27 @@ func (r *Random) AckedAdhering(acked []metadata.BookieID, writeQuorum, ackQuorum
 // AckedAdhering implements AckChecker as BookKeeper's
 // RackawareEnsemblePlacementPolicyImpl: the acknowledging bookies span at
 // least min(Qw, MinRacksPerWriteQuorum) distinct network locations. A
-// bookie absent from the policy's locations counts for no rack: Java skips
-// the acked bookies it does not know (not in knownBookies). The locations
-// may be older than the ensemble (a bookie that joined later replaced a
-// failed member); counting such a bookie as DefaultRack would make it one
-// more rack beside any real one, so the rule errs toward waiting. A bookie
-// whose location resolved to the default rack is known, and counts as it.
+// bookie without a configured location counts as DefaultRack (Java
+// resolves every registered bookie, to the default rack when it has no
+// location; it skips a bookie it does not know at all, which cannot happen
+// here since acks only come from ensemble members).
 func (p *RackAware) AckedAdhering(acked []metadata.BookieID, writeQuorum, ackQuorum int) bool {
-	return distinctCount(acked, p.locations, p.Rack) >= p.minRacks(writeQuorum)
+	return distinctCount(acked, p.Rack) >= p.minRacks(writeQuorum)
 }
 
 // AckedAdhering implements AckChecker: BookKeeper's region-aware policy
 // inherits the rack-aware rule, counting distinct "/region/rack"
-// locations against min(Qw, MinRacksPerWriteQuorum); unknown bookies count
-// for none, as in RackAware.
+// locations against min(Qw, MinRacksPerWriteQuorum).
 func (p *RegionAware) AckedAdhering(acked []metadata.BookieID, writeQuorum, ackQuorum int) bool {
-	return distinctCount(acked, p.locations, p.Location) >= min(writeQuorum, orDefault(p.MinRacksPerWriteQuorum, DefaultMinRacksPerWriteQuorum))
+	return distinctCount(acked, p.Location) >= min(writeQuorum, orDefault(p.MinRacksPerWriteQuorum, DefaultMinRacksPerWriteQuorum))
 }
 
 // AckedAdhering implements AckChecker as BookKeeper's
 // ZoneawareEnsemblePlacementPolicyImpl: at least Qa bookies, spanning at
-// least min(Qw, MinZones) zones (bookies with an invalid location are in
-// the default zone). A bookie absent from the locations counts for no
-// zone, as in RackAware (Java's zone-aware rule would count it in the
-// default zone: Folio is stricter, for the reason RackAware gives).
+// least min(Qw, MinZones) zones (bookies without a valid location are in
+// the default zone).
 func (p *ZoneAware) AckedAdhering(acked []metadata.BookieID, writeQuorum, ackQuorum int) bool {
-	return len(acked) >= ackQuorum && distinctCount(acked, p.locations, p.zone) >= min(writeQuorum, p.MinZones)
+	return len(acked) >= ackQuorum && distinctCount(acked, p.zone) >= min(writeQuorum, p.MinZones)
 }
 
 // AckedAdhering implements AckChecker with the wrapped policy's rule.
@@ -92,14 +87,10 @@ func (a *Avoiding) AckedAdhering(acked []metadata.BookieID, writeQuorum, ackQuor
 	return true
 }
 
-// distinctCount is the number of distinct domain(b) over the bookies that
-// have a location in known.
-func distinctCount(bookies []metadata.BookieID, known map[metadata.BookieID]string, domain func(metadata.BookieID) string) int {
+// distinctCount is the number of distinct domain(b) over bookies.
+func distinctCount(bookies []metadata.BookieID, domain func(metadata.BookieID) string) int {
 	seen := make([]string, 0, len(bookies))
 	for _, b := range bookies {
-		if _, ok := known[b]; !ok {
-			continue
-		}
 		if d := domain(b); !slices.Contains(seen, d) {
 			seen = append(seen, d)
 		}

@@ -37,13 +37,8 @@ func TestAckedAdhering(t *testing.T) {
 		{"rack: min 3 racks, three racks", rack, bookies("a1", "b1", "c1"), 3, 2, 3, true},
 		{"rack: min capped at Qw", rack, bookies("a1", "b1"), 2, 2, 3, true},
 		{"rack: Qw=1 needs one rack", rack, bookies("a1"), 1, 1, 0, true},
-		// Bookies the policy has no location for are skipped, as Java
-		// skips bookies it does not know: a bookie that joined after the
-		// locations were taken never counts as one more rack.
-		{"rack: unknown bookies count for nothing", rack, bookies("x", "y"), 2, 2, 0, false},
-		{"rack: an unknown bookie is not one more rack", rack, bookies("a1", "x"), 2, 2, 0, false},
-		{"rack: an unknown bookie beside two racks", rack, bookies("a1", "x", "b1"), 3, 2, 0, true},
-		{"region: an unknown bookie is not one more location", region, bookies("a1", "x"), 3, 2, 0, false},
+		{"rack: unplaced bookies share the default rack", rack, bookies("x", "y"), 2, 2, 0, false},
+		{"rack: an unplaced bookie is one more rack", rack, bookies("a1", "x"), 2, 2, 0, true},
 		{"region: locations, not regions", region, bookies("a1", "b1"), 3, 2, 0, true},
 		{"region: one location", region, bookies("a1", "a2"), 3, 2, 0, false},
 		{"region: min 3", region, bookies("a1", "b1", "c1"), 3, 2, 3, true},
@@ -51,7 +46,6 @@ func TestAckedAdhering(t *testing.T) {
 		{"zone: two zones", zone, bookies("z1u1", "z2u1"), 3, 2, 0, true},
 		{"zone: fewer than Qa", zone, bookies("z1u1", "z2u1"), 3, 3, 0, false},
 		{"zone: invalid location is the default zone", zone, bookies("bad", "z2u1"), 3, 2, 0, true},
-		{"zone: an unknown bookie is not one more zone", zone, bookies("x", "z2u1"), 3, 2, 0, false},
 		{"zone: min 4 zones, three", zone4, bookies("z1u1", "z2u1", "z3u1"), 4, 3, 0, false},
 		{"zone: min 4 capped at Qw=3", zone4, bookies("z1u1", "z2u1", "z3u1"), 3, 3, 0, true},
 	} {
