@@ -471,10 +471,12 @@ func (c *Config) placementDefaults() error {
 	if err != nil {
 		return fmt.Errorf("client: Config.PlacementPolicy: %w: %w", err, ErrInvalidConfig)
 	}
-	// With no location source every bookie is in the default domain: the
-	// rule min(Qw, 2) domains could never be met and every append would
-	// wait forever (Java's likewise), so refuse the combination here.
-	if c.EnforceMinNumFaultDomainsForWrite && kind != placement.KindRandom &&
+	// With a domain-aware policy named and no location source every bookie
+	// is in the default domain: the rule min(Qw, 2) domains could never be
+	// met and every append would wait (Java's likewise), so refuse the
+	// combination here. The default policy without locations is random
+	// placement, which has no rule: accepted, as before.
+	if c.EnforceMinNumFaultDomainsForWrite && kind != placement.KindRandom && kind != placement.KindDefault &&
 		len(c.BookieRacks) == 0 && c.BookieRackFile == "" && c.NetworkTopologyScript == "" {
 		return fmt.Errorf("client: Config.EnforceMinNumFaultDomainsForWrite is set but no bookie locations are configured "+
 			"(BookieRacks, BookieRackFile and NetworkTopologyScript are all empty): every bookie would be in the default rack "+

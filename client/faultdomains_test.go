@@ -78,11 +78,12 @@ func TestEnforceMinNumFaultDomainsForWrite(t *testing.T) {
 
 // EnforceMinNumFaultDomainsForWrite with a domain-aware policy and no
 // location source is refused: every bookie would be in the default rack and
-// no append could ever meet the rule. Any one source, or the random policy
-// (no rule), is accepted.
+// no append could ever meet the rule. Any one source, the random policy or
+// the default policy without locations (random placement: no rule) is
+// accepted.
 func TestFaultDomainConfigNeedsLocations(t *testing.T) {
 	base := client.Config{MetadataServiceURI: "etcd://127.0.0.1:1/ledgers", EnforceMinNumFaultDomainsForWrite: true}
-	for _, policy := range []string{"", "rackaware", "org.apache.bookkeeper.client.RegionAwareEnsemblePlacementPolicy", "zoneaware"} {
+	for _, policy := range []string{"rackaware", "org.apache.bookkeeper.client.RegionAwareEnsemblePlacementPolicy", "zoneaware"} {
 		cfg := base
 		cfg.PlacementPolicy = policy
 		err := cfg.Validate()
@@ -91,10 +92,11 @@ func TestFaultDomainConfigNeedsLocations(t *testing.T) {
 		}
 	}
 	for name, set := range map[string]func(*client.Config){
-		"racks":  func(c *client.Config) { c.BookieRacks = map[string]string{"b:1": "/r/a"} },
-		"file":   func(c *client.Config) { c.BookieRackFile = "/etc/racks" },
-		"script": func(c *client.Config) { c.NetworkTopologyScript = "/bin/true" },
-		"random": func(c *client.Config) { c.PlacementPolicy = "random" },
+		"racks":   func(c *client.Config) { c.BookieRacks = map[string]string{"b:1": "/r/a"} },
+		"file":    func(c *client.Config) { c.BookieRackFile = "/etc/racks" },
+		"script":  func(c *client.Config) { c.NetworkTopologyScript = "/bin/true" },
+		"random":  func(c *client.Config) { c.PlacementPolicy = "random" },
+		"default": func(c *client.Config) { c.PlacementPolicy = "" },
 	} {
 		cfg := base
 		set(&cfg)

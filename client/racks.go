@@ -108,53 +108,18 @@ func (c *Client) resolveLoop() {
 }
 
 // ackRule is the fault-domain rule of pl for a ledger of quorums wq and
-// aq when Config.EnforceMinNumFaultDomainsForWrite is set, else nil. pl
-// decides whether there is a rule (its kind); the rule itself judges the
-// acking bookies by the client's current location knowledge (location),
-// not by pl's snapshot taken when the handle was made: a bookie that
-// joined later and replaced a failed member is judged by its own rack once
-// the resolver has it, and counts for no domain before (as Java skips
-// bookies it does not know). Like the quarantine placement.Config.Avoid,
-// these locations are an input from outside the state machine, so the
-// rule is not pure: its answer for the same acks may change as the
-// resolver learns locations (it only learns between prunes, and a prune
-// only forgets bookies that left the cluster). The writer asks it on each
-// ack, so an add waiting for a location completes at its next ack or
-// fails by AddEntryQuorumTimeout.
+// aq when Config.EnforceMinNumFaultDomainsForWrite is set, else nil. It
+// judges by pl's locations, taken when the handle was made, so the rule is
+// pure and stable for the ledger's life: a bookie resolved later counts in
+// the default location (as a bookie Java's resolver cannot place), which
+// may count as one more domain than it really is. A rule that read live
+// locations would change its answer between acks, and an add whose acks
+// were all in could then wait with nothing left to wake it.
 func (c *Client) ackRule(pl placement.Policy, wq, aq int) func([]metadata.BookieID) bool {
-	if !c.cfg.EnforceMinNumFaultDomainsForWrite || placement.AckedAdherence(pl, wq, aq) == nil {
+	if !c.cfg.EnforceMinNumFaultDomainsForWrite {
 		return nil
 	}
-	pc := c.cfg.placementConfig(nil, nil)
-	if pc.Kind == placement.KindDefault {
-		pc.Kind = placement.KindRackAware // pl has a rule: rack-aware
-	}
-	return func(acked []metadata.BookieID) bool {
-		locs := make(map[metadata.BookieID]string, len(acked))
-		for _, b := range acked {
-			if loc, ok := c.location(b); ok {
-				locs[b] = loc
-			}
-		}
-		pc := pc
-		pc.Locations = locs
-		// The rule reads no random numbers: any source will do.
-		rule := placement.AckedAdherence(pc.ForLedger(rand.NewPCG(0, 0), wq, aq), wq, aq)
-		return rule == nil || rule(acked)
-	}
-}
-
-// location returns b's location as the client knows it now: the configured
-// one, else the topology script's cached answer. It takes no client lock
-// (c.racks never changes after New; the resolver has its own lock).
-func (c *Client) location(b metadata.BookieID) (string, bool) {
-	if loc, ok := c.racks[b]; ok {
-		return loc, true
-	}
-	if c.script != nil {
-		return c.script.Lookup(b)
-	}
-	return "", false
+	return placement.AckedAdherence(pl, wq, aq)
 }
 
 // newPolicy returns a fresh placement policy for a ledger of write quorum

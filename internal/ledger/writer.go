@@ -61,12 +61,10 @@ type WriterConfig struct {
 	// current ensemble, satisfy AckedAdhering. An add short of it waits for
 	// more acks of its write set; it counts as without quorum for
 	// AddQuorumTimeout, for DelayEnsembleChange and for bookie errors that
-	// stop the writer. The predicate must be monotone (more acked bookies
-	// never turn true into false), safe for concurrent use, and must not
-	// keep its argument. It should be pure; the client's reads its current
-	// location knowledge (an input from outside, like placement.Config.Avoid),
-	// which only grows while the ledger's bookies stay registered: the writer
-	// re-asks it at each ack.
+	// stop the writer. The predicate must be pure and monotone (more acked
+	// bookies never turn true into false) and must not keep its argument:
+	// the writer asks it only when an ack arrives, so an answer that changed
+	// between acks could leave an add waiting with nothing to wake it.
 	AckedAdhering func(acked []metadata.BookieID) bool
 }
 

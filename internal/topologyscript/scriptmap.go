@@ -167,15 +167,6 @@ func (r *Resolver) Cached() map[metadata.BookieID]string {
 	return maps.Clone(r.cache)
 }
 
-// Lookup returns b's resolved location, if the resolver has one (a failed
-// run's default location is not one). It never runs the script.
-func (r *Resolver) Lookup(b metadata.BookieID) (string, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	loc, ok := r.cache[b]
-	return loc, ok
-}
-
 // Len is the number of bookies the resolver holds an answer or a failure
 // for.
 func (r *Resolver) Len() int {

@@ -442,7 +442,7 @@ var bkKeys = []KeyInfo{
 	impl("networkTopologyScriptNumberArgs", "100", rPlacement+": the most bookie hosts per script run"),
 	impl("minNumRacksPerWriteQuorum", "2", rPlacement+": the racks every write set of a replaced fragment spans (capped at Qw; ≤ 0 asks for none, as in Java)"),
 	impl("enforceMinNumRacksPerWriteQuorum", "false", rPlacement+": a replacement that cannot keep minNumRacksPerWriteQuorum racks fails (the ledger stays under-replicated) instead of falling back, and bookies of the default rack are never chosen"),
-	impl("enforceMinNumFaultDomainsForWrite", "false", "the rewrites of AutoRecovery's fencing recovery of an open ledger are acknowledged only by bookies in enough fault domains, as a client's appends (fragment copies go to one bookie: nothing to count); a rewrite its whole write set stored counts as written even short of the rule (Java hangs there); refused without networkTopologyScriptFileName unless the policy is DefaultEnsemblePlacementPolicy, since every bookie would be in the default rack"),
+	impl("enforceMinNumFaultDomainsForWrite", "false", "the rewrites of AutoRecovery's fencing recovery of an open ledger are acknowledged only by bookies in enough fault domains, as a client's appends (fragment copies go to one bookie: nothing to count); a rewrite its whole write set stored counts as written even short of the rule (Java hangs there); accepted without a location source, as in Java (every bookie is then in the default rack and each rewrite waits for its whole write set)"),
 	impl("minNumZonesPerWriteQuorum", "2", rPlacement+" (zone-aware)"),
 	impl("desiredNumZonesPerWriteQuorum", "3", rPlacement+" (zone-aware)"),
 	impl("enforceStrictZoneawarePlacement", "true", rPlacement+" (zone-aware)"),

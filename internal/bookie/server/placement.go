@@ -126,13 +126,13 @@ func (p *PlacementConfig) validate(enabled bool, where func(key string) string) 
 		if err := checkExecutable(p.TopologyScript); err != nil {
 			bad("networkTopologyScriptFileName", "%v", err)
 		}
-	} else if p.EnforceMinNumFaultDomainsForWrite && p.Policy != PlacementPolicyClasses[0] {
-		// No location source: every bookie is in the default rack, the
-		// rule min(Qw, 2) domains can never be met, and every fencing
-		// recovery's rewrite would wait for its whole write set.
-		bad("enforceMinNumFaultDomainsForWrite", "true, but no bookie locations are configured (networkTopologyScriptFileName is empty; "+
-			"a reppDnsResolverClass other than ScriptBasedMapping is not supported): every bookie would be in the default rack and no write could meet the rule")
 	}
+	// enforceMinNumFaultDomainsForWrite without a location source is
+	// accepted, as Java accepts it: inside a bookie the rule only delays the
+	// rewrites of AutoRecovery's fencing recoveries, and a rewrite its whole
+	// write set stored counts as written even short of the rule, so a
+	// recovery does not wait forever (a Pulsar bk_server.conf with
+	// ZkBookieRackAffinityMapping, which Folio does not resolve, starts).
 	return errs
 }
 

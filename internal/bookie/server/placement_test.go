@@ -73,9 +73,6 @@ func TestPlacementKeys(t *testing.T) {
 		{"minNumZonesPerWriteQuorum=4"}, // above the desired 3
 		{"reppRegionsToWrite=r1", "reppMinimumRegionsForDurability=2"},
 		{"reppRegionsToWrite=r1;r/2"},
-		// No location source: the rule could never be met.
-		{"enforceMinNumFaultDomainsForWrite=true"},
-		{"enforceMinNumFaultDomainsForWrite=true", "ensemblePlacementPolicy=org.apache.bookkeeper.client.ZoneawareEnsemblePlacementPolicy"},
 	} {
 		k, _, _ := strings.Cut(kv[0], "=")
 		_, err := LoadConfig("", Overrides{Set: append([]string{"autoRecoveryDaemonEnabled=true"}, kv...)}, nil)
@@ -94,6 +91,10 @@ func TestPlacementKeys(t *testing.T) {
 		{"autoRecoveryDaemonEnabled=true", "enforceMinNumFaultDomainsForWrite=true", "networkTopologyScriptFileName=" + script},
 		{"autoRecoveryDaemonEnabled=true", "enforceMinNumFaultDomainsForWrite=true", "ensemblePlacementPolicy=org.apache.bookkeeper.client.DefaultEnsemblePlacementPolicy"},
 		{"enforceMinNumFaultDomainsForWrite=true"},
+		// No location source: accepted as Java does (a recovery rewrite its
+		// whole write set stored counts as written, so nothing waits forever).
+		{"autoRecoveryDaemonEnabled=true", "enforceMinNumFaultDomainsForWrite=true"},
+		{"autoRecoveryDaemonEnabled=true", "enforceMinNumFaultDomainsForWrite=true", "ensemblePlacementPolicy=org.apache.bookkeeper.client.ZoneawareEnsemblePlacementPolicy"},
 		{"networkTopologyScriptFileName=" + missing},
 		{"ensemblePlacementPolicy=com.example.CustomPolicy"},
 	} {
