@@ -128,15 +128,38 @@ func moduleRoot() (string, error) {
 	return root, nil
 }
 
-// FreePort returns a port that was free on 127.0.0.1 a moment ago.
+// handedOut are the ports FreePort returned in this process: the kernel
+// may give a port just closed to the next listen on port 0, so two calls in
+// a row (a bookie's port and its admin HTTP port) could return the same
+// one, and the bookie then fails to start with "address already in use".
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// FreePort returns a port that was free on 127.0.0.1 a moment ago and that
+// no earlier call in this process returned.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port
+		}
+	}
+	t.Fatal("testcluster: no free port not handed out before in 100 tries")
+	return 0
 }
 
 // Cluster is an embedded etcd (in the test process) with an initialised
