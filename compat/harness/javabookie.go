@@ -20,6 +20,7 @@ import (
 	"github.com/foliodb/folio/client"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/rereplication"
+	"github.com/foliodb/folio/internal/testcluster"
 	"github.com/foliodb/folio/internal/wire"
 )
 
@@ -346,10 +347,5 @@ func MixedEnsemble(t *testing.T) {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return testcluster.FreePort(t)
 }

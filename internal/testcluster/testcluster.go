@@ -26,7 +26,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,11 +38,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foliodb/folio/internal/freeport"
 	"github.com/foliodb/folio/internal/metadata"
-	// The etcd driver, for the harness's own metadata client.
-	_ "github.com/foliodb/folio/internal/metadata/etcd"
 	"github.com/foliodb/folio/internal/metadata/etcd/embedetcd"
 	"github.com/foliodb/folio/internal/metadata/etcd/etcdtest"
+	// The etcd driver, for the harness's own metadata client.
+	_ "github.com/foliodb/folio/internal/metadata/etcd"
 	_ "github.com/foliodb/folio/internal/metadata/zk"
 )
 
@@ -128,38 +128,16 @@ func moduleRoot() (string, error) {
 	return root, nil
 }
 
-// handedOut are the ports FreePort returned in this process: the kernel
-// may give a port just closed to the next listen on port 0, so two calls in
-// a row (a bookie's port and its admin HTTP port) could return the same
-// one, and the bookie then fails to start with "address already in use".
-var handedOut struct {
-	sync.Mutex
-	ports map[int]bool
-}
-
-// FreePort returns a port that was free on 127.0.0.1 a moment ago and that
-// no earlier call in this process returned.
+// FreePort returns a port that was free on 127.0.0.1 a moment ago, outside
+// the kernel's ephemeral range and reserved against every other test
+// process (see package freeport for why both matter).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	if handedOut.ports == nil {
-		handedOut.ports = map[int]bool{}
+	p, err := freeport.Take()
+	if err != nil {
+		t.Fatal(err)
 	}
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if !handedOut.ports[port] {
-			handedOut.ports[port] = true
-			return port
-		}
-	}
-	t.Fatal("testcluster: no free port not handed out before in 100 tries")
-	return 0
+	return p
 }
 
 // Cluster is an embedded etcd (in the test process) with an initialised

@@ -27,7 +27,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,6 +37,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/foliodb/folio/internal/freeport"
 )
 
 // TickTime is the servers' tickTime: short, so that sessions can be short.
@@ -407,22 +408,16 @@ func freePort() (int, error) {
 	return p[0], nil
 }
 
-// freePorts returns n distinct ports that were free on 127.0.0.1.
+// freePorts returns n distinct ports that were free on 127.0.0.1, reserved
+// against every other test process (package freeport).
 func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
 	var ports []int
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		p, err := freeport.Take()
 		if err != nil {
-			return nil, fmt.Errorf("zktest: free port: %w", err)
+			return nil, fmt.Errorf("zktest: %w", err)
 		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, p)
 	}
 	return ports, nil
 }
