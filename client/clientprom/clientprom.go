@@ -6,7 +6,9 @@
 //     bookkeeper_client_LEDGER_CREATE, bookkeeper_client_LEDGER_OPEN and
 //     bookkeeper_client_LEDGER_DELETE: summaries (an OpStatsLogger) of the
 //     operations' latencies in milliseconds, labelled success="true|false",
-//     both present from the start (client.Op says what each measures);
+//     both present from the start (client.Op says what each measures),
+//     with Java's quantiles (0.5 to 0.9999 and 1.0) over the last complete
+//     60-second window (package internal/opstats);
 //   - folio_client_read_entries_total (Folio's own): a counter of the
 //     entries read and verified.
 //
@@ -24,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/foliodb/folio/client"
+	"github.com/foliodb/folio/internal/opstats"
 )
 
 // Metrics implements client.Metrics with Prometheus collectors; it is
@@ -33,8 +36,6 @@ type Metrics struct {
 	entriesRead prometheus.Counter
 	collectors  []prometheus.Collector
 }
-
-var summaryObjectives = map[float64]float64{0.5: 0.05, 0.75: 0.01, 0.95: 0.005, 0.99: 0.001, 0.999: 0.0001}
 
 var help = [...]string{
 	client.OpAddEntry:     "Latency of appends, from AppendAsync to acknowledgement, in milliseconds.",
@@ -52,12 +53,9 @@ var help = [...]string{
 func New(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{}
 	for op := range m.ops {
-		v := prometheus.NewSummaryVec(prometheus.SummaryOpts{
-			Name: "bookkeeper_client_" + client.Op(op).String(), Help: help[op],
-			Objectives: summaryObjectives, MaxAge: time.Minute,
-		}, []string{"success"})
-		m.collectors = append(m.collectors, v)
-		m.ops[op] = [2]prometheus.Observer{v.WithLabelValues("false"), v.WithLabelValues("true")}
+		s := opstats.New(opstats.Opts{Name: "bookkeeper_client_" + client.Op(op).String(), Help: help[op]})
+		m.collectors = append(m.collectors, s)
+		m.ops[op] = s.Observers()
 	}
 	m.entriesRead = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "folio", Subsystem: "client", Name: "read_entries_total",

@@ -37,19 +37,19 @@ var layers = map[string][]string{
 	"internal/ledger":     {"internal/wire", "internal/digest", "internal/metadata"},
 	"internal/ledgerexec": {"internal/ledger", "internal/wire", "internal/digest", "internal/metadata"},
 	"client":              {"internal/ledger", "internal/ledgerexec", "internal/transport", "internal/metadata", "internal/wire", "internal/digest", "internal/topologyscript"},
-	"client/clientprom":   {"client"}, // the Prometheus adapter of client.Metrics
+	"client/clientprom":   {"client", "internal/opstats"}, // the Prometheus adapter of client.Metrics
 	// The public admin API wraps internal/admin (the implementation the
 	// shell, the bookie's admin HTTP server and standalone share) with
 	// public types: docs/design/layout.md.
 	"admin":                          {"internal/admin", "client", "internal/rereplication", "internal/metadata", "internal/ledger", "internal/topologyscript"},
 	"internal/storage":               {},
 	"internal/bookie":                {"internal/storage", "internal/wire", "internal/digest"},
-	"internal/bookie/server":         {"internal/bookie", "internal/storage", "internal/wire", "internal/digest", "internal/metadata", "internal/pki"},
+	"internal/bookie/server":         {"internal/bookie", "internal/storage", "internal/wire", "internal/digest", "internal/metadata", "internal/pki", "internal/opstats"},
 	"internal/rereplication":         {"client", "internal/ledger", "internal/ledgerexec", "internal/transport", "internal/metadata", "internal/wire", "internal/digest", "internal/topologyscript"},
 	"internal/admin":                 {"internal/rereplication", "client", "internal/ledger", "internal/ledgerexec", "internal/transport", "internal/metadata", "internal/wire", "internal/digest"},
 	"internal/autorecovery":          {"internal/rereplication", "client", "internal/ledger", "internal/transport", "internal/metadata", "internal/wire", "internal/digest"},
 	"internal/standalone":            {"internal/bookie", "internal/autorecovery", "internal/admin", "internal/rereplication", "client", "internal/metadata", "internal/storage", "internal/wire", "internal/pki"},
-	"internal/testcluster":           {"internal/standalone", "internal/bookie", "internal/admin", "internal/rereplication", "internal/ledger", "internal/metadata", "internal/storage", "client", "internal/wire", "internal/digest", "internal/pki"},
+	"internal/testcluster":           {"internal/standalone", "internal/bookie", "internal/admin", "internal/rereplication", "internal/ledger", "internal/metadata", "internal/storage", "client", "internal/wire", "internal/digest", "internal/pki", "internal/freeport"},
 	"internal/sim":                   {"internal/ledger", "internal/ledgerexec", "internal/bookie", "internal/storage", "internal/metadata", "internal/wire", "internal/digest", "client", "internal/transport"},
 	"internal/metadata/formatpb":     {},
 	"internal/wire/v3/protocolpb":    {},
@@ -60,6 +60,8 @@ var layers = map[string][]string{
 	"internal/benchbase":             {},                    // imported by benchmarks only
 	"internal/tlsconf":               {},                    // TLS from PEM files; tlstest: test certificates
 	"internal/scenario":              {},                    // test-only: its tests import what they need
+	"internal/opstats":               {},                    // BookKeeper's OpStatsLogger as a Prometheus collector: leaf
+	"internal/freeport":              {},                    // test ports reserved across test processes: leaf
 	"deploy":                         {},                    // test-only: its tests check deploy/'s files against the code
 
 	// The load generator of `folio bench`: measures through the public
@@ -67,8 +69,9 @@ var layers = map[string][]string{
 	"internal/bench": {"client"},
 
 	// Test helpers below a layer that need more than it.
-	"internal/metadata/etcd/etcdtest": {"internal/metadata", "internal/pki"}, // a TLS etcd with a test CA
-	"client/foliotest":                {"client", "internal/standalone"},     // the public in-process cluster for users' tests
+	"internal/metadata/etcd/etcdtest": {"internal/metadata", "internal/pki"},      // a TLS etcd with a test CA
+	"internal/metadata/zk/zktest":     {"internal/metadata", "internal/freeport"}, // ZooKeeper processes for tests
+	"client/foliotest":                {"client", "internal/standalone"},          // the public in-process cluster for users' tests
 }
 
 // universal lists packages every package may import: leaf utilities with

@@ -569,6 +569,7 @@ var configKeys = []configKey{
 	{"statsProviderClass", stringKey(func(c *Config) *string { return &c.Stats.ProviderClass })},
 	{"prometheusStatsHttpAddress", stringKey(func(c *Config) *string { return &c.Stats.PrometheusAddress })},
 	{"prometheusStatsHttpPort", intKey(func(c *Config) *int { return &c.Stats.PrometheusPort })},
+	{"prometheusStatsLatencyRolloverSeconds", secondsKey(func(c *Config) *time.Duration { return &c.Stats.LatencyRollover })},
 }
 
 // propsKeys are implemented keys read from Config.Props where they are

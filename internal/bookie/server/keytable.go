@@ -395,7 +395,7 @@ var bkKeys = []KeyInfo{
 	impl("prometheusStatsHttpAddress", "0.0.0.0", rSame+": the /metrics listener's address (see statsProviderClass)"),
 	impl("prometheusStatsHttpPort", "8000", rSame+": the /metrics listener's port (see statsProviderClass)"),
 	irr("enableStatistics", "true", "Folio always keeps its metrics"),
-	irr("prometheusStatsLatencyRolloverSeconds", "60", "Prometheus provider option of Java: Folio's histograms are cumulative"),
+	impl("prometheusStatsLatencyRolloverSeconds", "60", rSame+": latency quantiles describe the last complete window of this many seconds"),
 	irr("exposeDefaultJVMMetrics", "true", rJVM),
 	irr("enableTaskExecutionStats", "false", rThreads),
 	irr("sanityCheckMetricsEnabled", "false", "Java metrics self-check"),

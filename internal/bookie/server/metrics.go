@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/foliodb/folio/internal/bookie"
+	"github.com/foliodb/folio/internal/opstats"
 	"github.com/foliodb/folio/internal/storage/ledgerstore"
 	"github.com/foliodb/folio/internal/wire"
 )
@@ -83,25 +84,17 @@ type PrometheusMetrics struct {
 // (KindOther is the last).
 const numRequestKinds = int(bookie.KindOther) + 1
 
-var summaryObjectives = map[float64]float64{0.5: 0.05, 0.75: 0.01, 0.95: 0.005, 0.99: 0.001, 0.999: 0.0001, 0.9999: 0.00001}
-
 // NewPrometheusMetrics creates the collectors with constLabels (nil for a lone
-// bookie) and registers them with reg.
-func NewPrometheusMetrics(reg prometheus.Registerer, constLabels prometheus.Labels) (*PrometheusMetrics, error) {
+// bookie) and registers them with reg. rollover is the window of the
+// latency quantiles (prometheusStatsLatencyRolloverSeconds; zero: 60 s).
+func NewPrometheusMetrics(reg prometheus.Registerer, constLabels prometheus.Labels, rollover time.Duration) (*PrometheusMetrics, error) {
 	m := &PrometheusMetrics{}
-	summary := func(name, help string, labels ...string) *prometheus.SummaryVec {
-		v := prometheus.NewSummaryVec(prometheus.SummaryOpts{
-			Name: name, Help: help, ConstLabels: constLabels,
-			Objectives: summaryObjectives, MaxAge: time.Minute,
-		}, labels)
-		m.collectors = append(m.collectors, v)
-		return v
-	}
 	// opStats is a BookKeeper OpStatsLogger: both success children exist
 	// from the start.
 	opStats := func(name, help string) [2]prometheus.Observer {
-		v := summary(name, help, "success")
-		return [2]prometheus.Observer{v.WithLabelValues("false"), v.WithLabelValues("true")}
+		s := opstats.New(opstats.Opts{Name: name, Help: help, ConstLabels: constLabels, Rollover: rollover})
+		m.collectors = append(m.collectors, s)
+		return s.Observers()
 	}
 	for k := 0; k < numRequestKinds; k++ {
 		kind := bookie.RequestKind(k)

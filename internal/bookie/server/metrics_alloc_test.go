@@ -18,7 +18,7 @@ func TestMetricsAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under -race")
 	}
-	m, err := NewPrometheusMetrics(prometheus.NewRegistry(), nil)
+	m, err := NewPrometheusMetrics(prometheus.NewRegistry(), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -267,7 +267,7 @@ func (s *processStart) registerMetrics(context.Context) error {
 		s.labels = prometheus.Labels{"bookie": string(p.id)}
 	}
 	var err error
-	if p.metrics, err = NewPrometheusMetrics(p.registry, s.labels); err != nil {
+	if p.metrics, err = NewPrometheusMetrics(p.registry, s.labels, s.cfg.Stats.LatencyRollover); err != nil {
 		return fmt.Errorf("register metrics: %w", err)
 	}
 	s.cleanups = append(s.cleanups, func() { p.metrics.Unregister(p.registry) })

@@ -40,6 +40,10 @@ type StatsConfig struct {
 	// port, for tests).
 	PrometheusAddress string
 	PrometheusPort    int
+	// LatencyRollover is prometheusStatsLatencyRolloverSeconds: the window
+	// the latency quantiles describe (package opstats); zero means
+	// opstats.DefaultRollover (60 s, as in Java).
+	LatencyRollover time.Duration
 }
 
 // wantsListener reports whether a metrics listener should be opened when
