@@ -22,7 +22,7 @@ type cachedEntry struct {
 // adds; a frozen one is being flushed and is immutable.
 type generation struct {
 	entries []cachedEntry
-	pos     map[entryKey]int // key -> index in entries
+	pos     entryIndex // key -> index in entries
 	bytes   int64            // charged bytes (bodies + overhead)
 	chunks  [][]byte         // arena slabs; the last one is being filled
 	// dropped holds ledgers deleted while this generation was frozen; their
@@ -31,7 +31,7 @@ type generation struct {
 }
 
 func newGeneration(free [][]byte) *generation {
-	g := &generation{pos: make(map[entryKey]int)}
+	g := &generation{pos: newEntryIndex()}
 	if len(free) > 0 {
 		g.chunks = append(g.chunks, free[len(free)-1][:0])
 	}
@@ -67,14 +67,14 @@ func (g *generation) copyIn(body []byte, free *[][]byte) []byte {
 // put adds or replaces an entry.
 func (g *generation) put(k entryKey, body []byte, free *[][]byte) {
 	cp := g.copyIn(body, free)
-	if i, ok := g.pos[k]; ok {
+	if i, ok := g.pos.get(k); ok {
 		// The old copy stays in the arena until the generation is released;
 		// its bytes stay charged, which over-counts and so stays safe.
 		g.entries[i].body = cp
 		g.bytes += int64(len(body))
 		return
 	}
-	g.pos[k] = len(g.entries)
+	g.pos.set(k, len(g.entries))
 	g.entries = append(g.entries, cachedEntry{key: k, body: cp})
 	g.bytes += int64(len(body)) + entryOverheadBytes
 }
@@ -83,7 +83,7 @@ func (g *generation) get(k entryKey) ([]byte, bool) {
 	if g == nil {
 		return nil, false
 	}
-	i, ok := g.pos[k]
+	i, ok := g.pos.get(k)
 	if !ok {
 		return nil, false
 	}
@@ -93,13 +93,13 @@ func (g *generation) get(k entryKey) ([]byte, bool) {
 // removeLedger deletes a ledger's entries from an active generation.
 func (g *generation) removeLedger(ledgerID int64) {
 	kept := g.entries[:0]
+	g.pos = newEntryIndex()
 	for _, e := range g.entries {
 		if e.key.ledgerID == ledgerID {
-			delete(g.pos, e.key)
 			g.bytes -= int64(len(e.body)) + entryOverheadBytes
 			continue
 		}
-		g.pos[e.key] = len(kept)
+		g.pos.set(e.key, len(kept))
 		kept = append(kept, e)
 	}
 	clear(g.entries[len(kept):])
