@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -69,6 +70,7 @@ func BenchmarkCatchUpRead(b *testing.B) {
 			var elapsed time.Duration
 			var diskBytes int64
 			var cache benchbase.Cache
+			var cpu time.Duration
 			for range b.N {
 				benchbase.DropCache(dir)
 				io0, t0 := diskReadBytes(b), time.Now()
@@ -82,6 +84,7 @@ func BenchmarkCatchUpRead(b *testing.B) {
 				// the reads below find nothing cached.
 				cache = benchbase.DropCache(dir)
 				io0 = diskReadBytes(b)
+				cpu0 := processCPU(b)
 				start := time.Now()
 				if mode == "sequential" {
 					for l := range int64(ledgers) {
@@ -95,6 +98,7 @@ func BenchmarkCatchUpRead(b *testing.B) {
 					wg.Wait()
 				}
 				elapsed += time.Since(start)
+				cpu += processCPU(b) - cpu0
 				diskBytes += diskReadBytes(b) - io0
 				if err := s.Close(); err != nil {
 					b.Fatal(err)
@@ -108,8 +112,10 @@ func BenchmarkCatchUpRead(b *testing.B) {
 			b.ReportMetric(mbps, "MB/s")
 			b.ReportMetric(amp, "disk-B/payload-B")
 			b.ReportMetric(mbps/raw.SeqMBps, "x-raw-seq")
-			b.Logf("%s: %.0f entries/s, %.1f MB/s (%.2fx raw sequential %.0f MB/s), disk read %.2f B per payload B, cache %s",
-				mode, rate, mbps, mbps/raw.SeqMBps, raw.SeqMBps, amp, cache)
+			cpuPer := float64(cpu.Microseconds()) / entries
+			b.ReportMetric(cpuPer, "cpu-µs/entry")
+			b.Logf("%s: %.0f entries/s, %.1f MB/s (%.2fx raw sequential %.0f MB/s), %.2f CPU-µs per entry, disk read %.2f B per payload B, cache %s",
+				mode, rate, mbps, mbps/raw.SeqMBps, raw.SeqMBps, cpuPer, amp, cache)
 		})
 	}
 }
@@ -174,6 +180,15 @@ func catchUpReadLedger(b *testing.B, s *Store, ledgerID, entries int64, entryByt
 			return
 		}
 	}
+}
+
+// processCPU is the user+system CPU time of this process so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // diskReadBytes is the machine's pgpgin from /proc/vmstat in bytes: what
