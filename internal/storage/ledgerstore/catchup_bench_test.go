@@ -114,8 +114,8 @@ func BenchmarkCatchUpRead(b *testing.B) {
 			b.ReportMetric(mbps/raw.SeqMBps, "x-raw-seq")
 			cpuPer := float64(cpu.Microseconds()) / entries
 			b.ReportMetric(cpuPer, "cpu-µs/entry")
-			b.Logf("%s: %.0f entries/s, %.1f MB/s (%.2fx raw sequential %.0f MB/s), %.2f CPU-µs per entry, disk read %.2f B per payload B, cache %s",
-				mode, rate, mbps, mbps/raw.SeqMBps, raw.SeqMBps, cpuPer, amp, cache)
+			b.Logf("%s: %.0f entries/s, %.1f MB/s (%.2fx raw sequential %.0f MB/s), %.2f CPU-µs per entry, disk read %.2f B per payload B, cache %s; %s",
+				mode, rate, mbps, mbps/raw.SeqMBps, raw.SeqMBps, cpuPer, amp, cache, raw)
 		})
 	}
 }
