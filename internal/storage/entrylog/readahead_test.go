@@ -308,3 +308,33 @@ func TestReadManyIOError(t *testing.T) {
 		}
 	}
 }
+
+// A ledger whose entries lie sparsely among another ledger's large ones:
+// the read-ahead stops where the span would be mostly the other ledger's
+// bytes (at most 4 read per byte wanted, plus one gap), not at 4 MiB.
+func TestReadAheadSparse(t *testing.T) {
+	s := openStore(t, vfs.NewMem(), Options{MaxReadGapBytes: 1})
+	defer s.Close()
+	x := newFakeIndex()
+	for e := int64(0); e < 20; e++ {
+		// One flush per entry: 100 B of ledger 1, then 8 KiB of ledger 2.
+		if err := s.Add(1, e, body(1, e, 100)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Add(2, e, body(2, e, 8<<10)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(x.put); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := readVia(s, x, 1, 0); err != nil || !bytes.Equal(got, body(1, 0, 100)) {
+		t.Fatalf("entry 0: %v", err)
+	}
+	s.mu.Lock()
+	n := len(s.mu.readCache.m)
+	s.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d entries read ahead through 8 KiB of another ledger each, want none", n)
+	}
+}

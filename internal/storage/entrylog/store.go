@@ -763,17 +763,24 @@ func (s *Store) ReadAhead(ledgerID int64, target Want, next []Want, epoch uint64
 			budget = min(budget, s.opts.ReadAheadBytes)
 		}
 		var bytes int64
+		need := want // record bytes wanted in the span
 		for _, w := range next {
 			if len(ahead) >= s.opts.ReadAheadEntries || bytes >= budget {
 				break
 			}
-			end := w.Loc.Offset + int64(RecordHeaderSize) + int64(w.Loc.Size) - loc.Offset
-			if w.Loc.LogID != loc.LogID || w.Loc.Offset < loc.Offset+want || end > s.opts.MaxReadBytes {
-				// Another log, before target (written out of order) or too
-				// far: BookKeeper's read-ahead also stops at another log.
+			rec := int64(RecordHeaderSize) + int64(w.Loc.Size)
+			end := w.Loc.Offset + rec - loc.Offset
+			if w.Loc.LogID != loc.LogID || w.Loc.Offset < loc.Offset+want || end > s.opts.MaxReadBytes ||
+				end > 4*(need+rec)+s.opts.MaxReadGapBytes {
+				// Another log, before target (written out of order), too
+				// far, or so sparse among other ledgers' records that the
+				// span would be mostly theirs (at most 4 bytes read per
+				// byte wanted, plus one gap): BookKeeper's read-ahead also
+				// stops at another log.
 				break
 			}
 			ahead = append(ahead, w)
+			need += rec
 			bytes += int64(w.Loc.Size) + entryOverheadBytes
 			span = max(span, end)
 		}
