@@ -171,7 +171,7 @@ func TestReadEntriesRacingFlushes(t *testing.T) {
 	cfg.ReadCacheBytes = 64 << 10 // small: fills, evictions and misses
 	s := mustOpen(t, vfs.NewMem(), cfg)
 	defer s.Close()
-	const l, n = 2, 600
+	const l, n = 2, 3000
 	var acked atomic.Int64 // entries 0 … acked-1 are acknowledged
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
