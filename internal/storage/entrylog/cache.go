@@ -125,9 +125,11 @@ func (g *generation) removeLedger(ledgerID int64) {
 //     fill that overlapped a flush's release of the write cache is not
 //     cached at all (Store.fillEpoch), so even a rewrite with different
 //     bytes is never shadowed by an older copy.
-//   - DropLedger (ledger deletion) removes the ledger's entries, and a fill
-//     that overlapped a DropLedger is not cached (fillEpoch), so a deleted
-//     and re-created ledger id never sees the old ledger's entries.
+//   - DropLedger (ledger deletion, before the index deletion) and
+//     ForgetCached (after it) remove the ledger's entries, and a fill that
+//     overlapped either is not cached (fillEpoch): a fill that walked the
+//     index before its deletion cannot cache after ForgetCached, so a
+//     deleted and re-created ledger id never sees the old ledger's entries.
 //   - Relocation by compaction changes where an entry is, not its bytes:
 //     no invalidation.
 type readCache struct {

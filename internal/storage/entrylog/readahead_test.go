@@ -161,6 +161,20 @@ func TestReadAheadInvalidation(t *testing.T) {
 	if got, err := readVia(s, x, 1, 5); err != nil || !bytes.Equal(got, nb) {
 		t.Fatalf("after the flush: %v, bytes equal %v", err, bytes.Equal(got, nb))
 	}
+	// ForgetCached (after the index deletion) empties the ledger from the
+	// cache and keeps a fill that started before it out.
+	fillFrom(s.FillEpoch(), 0)
+	epoch = s.FillEpoch()
+	s.ForgetCached(1)
+	for e := int64(0); e < 10; e++ {
+		if cached(s, 1, e) {
+			t.Fatalf("entry %d cached after ForgetCached", e)
+		}
+	}
+	fillFrom(epoch, 0)
+	if cached(s, 1, 1) {
+		t.Fatal("fill cached across a ForgetCached")
+	}
 	// DropLedger empties the ledger from the cache.
 	fillFrom(s.FillEpoch(), 0)
 	s.DropLedger(1)

@@ -1006,6 +1006,19 @@ func (s *Store) DropLedger(ledgerID int64) {
 	}
 }
 
+// ForgetCached drops ledgerID's entries from the read cache and keeps any
+// read-ahead in flight from caching (fillEpoch). The integrator calls it
+// after deleting the ledger from the index: a read-ahead that started
+// between DropLedger and that deletion walked index entries that are gone
+// now, and must not leave them cached for a re-created ledger of the same
+// id.
+func (s *Store) ForgetCached(ledgerID int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.readCache.removeLedger(ledgerID)
+	s.mu.fillEpoch++
+}
+
 func (s *Store) wakeAddersLocked() {
 	if s.mu.closed {
 		return

@@ -548,6 +548,9 @@ func (s *Store) DeleteLedger(ctx context.Context, ledgerID int64) error {
 		s.fail(err)
 		return err
 	}
+	// A read-ahead may have walked the index between DropLedger and the
+	// deletion: forget what it cached (entrylog's readCache contract).
+	sh.el.ForgetCached(ledgerID)
 	if err := sh.ix.Sync(); err != nil {
 		s.fail(err)
 		return err

@@ -232,3 +232,42 @@ func TestReadEntriesRacingFlushes(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A ledger deleted and re-created under the same id: reads return the new
+// ledger's entries, never the old one's read ahead into the cache.
+func TestReadCacheLedgerRecreated(t *testing.T) {
+	s := mustOpen(t, vfs.NewMem(), testConfig())
+	defer s.Close()
+	const l = 2
+	for e := int64(0); e < 20; e++ {
+		mustAdd(t, s, l, e, entryBody(l, e, e-1, 0, 100))
+	}
+	if err := s.FlushWriteCache(); err != nil {
+		t.Fatal(err)
+	}
+	mustRead(t, s, l, 0, entryBody(l, 0, -1, 0, 100)) // reads 1… ahead
+	if err := s.DeleteLedger(contextBackground(), l); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReadEntry(l, 1); !errors.Is(err, storage.ErrNoLedger) {
+		t.Fatalf("deleted ledger: %v", err)
+	}
+	for e := int64(0); e < 20; e++ {
+		mustAdd(t, s, l, e, entryBody(l, e, e-1, 1, 100)) // salt 1: other bytes
+	}
+	if err := s.FlushWriteCache(); err != nil {
+		t.Fatal(err)
+	}
+	for e := int64(0); e < 20; e++ {
+		mustRead(t, s, l, e, entryBody(l, e, e-1, 1, 100))
+	}
+	got, err := s.ReadEntries(l, 0, 0, 1<<30, 4)
+	if err != nil || len(got) != 20 {
+		t.Fatalf("ReadEntries: %d entries, %v", len(got), err)
+	}
+	for e, b := range got {
+		if string(b) != string(entryBody(l, int64(e), int64(e)-1, 1, 100)) {
+			t.Fatalf("ReadEntries: entry %d is not the re-created ledger's", e)
+		}
+	}
+}
