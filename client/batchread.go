@@ -235,3 +235,57 @@ func (r *ReadHandle) batchRead(ctx context.Context, md *metadata.LedgerMetadata,
 	observe(r.c.metrics.read, start, nil)
 	return out, false, nil
 }
+
+// readChunkBatched reads lo … hi (at or below the LAC) for Entries. Where
+// BatchRead would use BATCH_READ_ENTRY (UseV2WireProtocol, batch reads not
+// disabled, E == Qw: every bookie of a fragment holds all of it) it asks
+// for the chunk with as few batch requests as the answers' frame size
+// allows, one fragment at a time, instead of one request per entry; the
+// bookie reads such a run from its entry log in one go. Otherwise, or once
+// a batch read asks for the fallback (a bookie that answers EBADREQ or
+// drops the connection: as BatchRead, the handle then stops asking), it
+// reads the rest with single reads (readChunk), whose rules decide each
+// entry.
+func (r *ReadHandle) readChunkBatched(ctx context.Context, lo, hi int64) ([]Entry, error) {
+	if !r.c.cfg.UseV2WireProtocol || r.c.cfg.DisableBatchRead {
+		return r.readChunk(ctx, lo, hi, nil, true)
+	}
+	frame := int64(r.c.cfg.MaxFrameSize)
+	if frame <= 0 {
+		frame = wire.MaxFrameSize
+	}
+	var out []Entry
+	for lo <= hi {
+		r.mu.Lock()
+		noBatch := r.mu.noBatch
+		r.mu.Unlock()
+		md, err := r.refresh(ctx)
+		if err != nil {
+			return out, err
+		}
+		if noBatch || md.EnsembleSize != md.WriteQuorum {
+			return r.readChunk(ctx, lo, hi, out, true)
+		}
+		got, fallback, err := r.batchRead(ctx, md, lo, min(hi, fragmentEnd(md, lo)), frame)
+		if fallback {
+			if errors.Is(err, transport.ErrBookieUnavailable) {
+				r.mu.Lock()
+				r.mu.noBatch = true
+				r.mu.Unlock()
+			}
+			r.c.log.Debug("entries: batch read failed on every replica, reading single entries", "ledger", r.id, "first", lo, "err", err)
+			return r.readChunk(ctx, lo, hi, out, true)
+		}
+		if err != nil {
+			return out, err
+		}
+		if len(got) == 0 || got[0].ID != lo {
+			// Not expected of a batch answer (its first entry is always
+			// there): let the single reads decide.
+			return r.readChunk(ctx, lo, hi, out, true)
+		}
+		out = append(out, got...)
+		lo += int64(len(got))
+	}
+	return out, nil
+}

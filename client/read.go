@@ -416,7 +416,7 @@ type chunk struct {
 func (r *ReadHandle) chunks(ctx context.Context, first, last int64) iter.Seq[chunk] {
 	read := func(ctx context.Context, lo int64) chunk {
 		hi := min(last, lo+maxReadChunk-1)
-		es, err := r.readChunk(ctx, lo, hi, nil, true)
+		es, err := r.readChunkBatched(ctx, lo, hi)
 		return chunk{es, err}
 	}
 	ahead := r.c.cfg.ReadAheadChunks

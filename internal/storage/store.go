@@ -107,6 +107,22 @@ type Store interface {
 	Err() error
 }
 
+// RangeReader is implemented by stores that read a run of consecutive
+// entries at once (BATCH_READ_ENTRY), in the order they lie on disk.
+type RangeReader interface {
+	// ReadEntries returns entries firstEntryID, firstEntryID+1, ... of the
+	// ledger, byte for byte as ReadEntry would, while they exist: at most
+	// maxCount (≤ 0: no count bound) and, after the first, while the sum
+	// over the returned entries of perEntryBytes + len(body) stays within
+	// maxBytes (the first entry is always returned). The first entry's
+	// failure is the error, with no entries (ErrNoLedger, ErrNoEntry only
+	// when certain, as ReadEntry). The run ends silently at an absent
+	// entry; when it ends at a later entry that could not be read for
+	// another reason (damage, I/O), the entries before it are returned
+	// together with that error, for the caller to log.
+	ReadEntries(ledgerID, firstEntryID int64, maxCount int, maxBytes, perEntryBytes int64) ([][]byte, error)
+}
+
 // LedgerInfo is a bookie's state of one ledger (Store.LedgerInfo).
 type LedgerInfo struct {
 	// Fenced: the fence bit is set (fences are permanent).

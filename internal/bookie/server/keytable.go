@@ -356,8 +356,8 @@ var bkKeys = []KeyInfo{
 	// DbLedgerStorage.
 	impl("dbStorage_writeCacheMaxSizeMb", "64", "MiB of write cache, split over the ledger directories (BookKeeper: 1/4 of direct memory)"),
 	impl("dbStorage_readAheadCacheMaxSizeMb", "16", "MiB of read cache (BookKeeper: 1/4 of direct memory)"),
-	irr("dbStorage_readAheadCacheBatchSize", "100", rRocks),
-	irr("dbStorage_readAheadCacheBatchBytesSize", "-1", rRocks),
+	impl("dbStorage_readAheadCacheBatchSize", "100", "entries a read-cache miss reads ahead (the following entries of the ledger in the same entry log, in one read); ≤ 0: none"),
+	impl("dbStorage_readAheadCacheBatchBytesSize", "-1", "if positive, also bounds the bytes one read-ahead caches; -1: bounded by the count and half the read cache"),
 	irr("dbStorage_rocksDB_blockCacheSize", "", rRocks),
 	irr("dbStorage_rocksDB_writeBufferSizeMB", "64", rRocks),
 	irr("dbStorage_rocksDB_sstSizeInMB", "64", rRocks),

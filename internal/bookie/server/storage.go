@@ -21,12 +21,24 @@ import (
 var storageKeys = []struct {
 	name  string
 	apply func(c *ledgerstore.Config, n int64)
+	// signed: negative values are allowed (BookKeeper gives them a meaning).
+	signed bool
 }{
-	{"flushInterval", func(c *ledgerstore.Config, n int64) { c.CheckpointInterval = time.Duration(n) * time.Millisecond }},
-	{"journalMaxGroupWaitMSec", func(c *ledgerstore.Config, n int64) { c.JournalMaxGroupWait = time.Duration(n) * time.Millisecond }},
-	{"dbStorage_writeCacheMaxSizeMb", func(c *ledgerstore.Config, n int64) { c.WriteCacheBytes = n << 20 }},
-	{"dbStorage_readAheadCacheMaxSizeMb", func(c *ledgerstore.Config, n int64) { c.ReadCacheBytes = n << 20 }},
-	{"compactionRateByBytes", func(c *ledgerstore.Config, n int64) { c.CompactionBytesPerSecond = n }},
+	{"flushInterval", func(c *ledgerstore.Config, n int64) { c.CheckpointInterval = time.Duration(n) * time.Millisecond }, false},
+	{"journalMaxGroupWaitMSec", func(c *ledgerstore.Config, n int64) { c.JournalMaxGroupWait = time.Duration(n) * time.Millisecond }, false},
+	{"dbStorage_writeCacheMaxSizeMb", func(c *ledgerstore.Config, n int64) { c.WriteCacheBytes = n << 20 }, false},
+	{"dbStorage_readAheadCacheMaxSizeMb", func(c *ledgerstore.Config, n int64) { c.ReadCacheBytes = n << 20 }, false},
+	// BookKeeper reads ahead while fewer than batchSize entries were read
+	// (so 0 reads nothing ahead) and, if batchBytesSize > 0, fewer bytes
+	// than that (-1, its default: no byte bound).
+	{"dbStorage_readAheadCacheBatchSize", func(c *ledgerstore.Config, n int64) {
+		c.ReadAheadEntries = int(min(n, 1<<20))
+		if n <= 0 {
+			c.ReadAheadEntries = -1
+		}
+	}, true},
+	{"dbStorage_readAheadCacheBatchBytesSize", func(c *ledgerstore.Config, n int64) { c.ReadAheadBytes = max(n, 0) }, true},
+	{"compactionRateByBytes", func(c *ledgerstore.Config, n int64) { c.CompactionBytesPerSecond = n }, false},
 }
 
 // StorageConfig is the ledgerstore configuration of cfg: the data lives in
@@ -62,7 +74,10 @@ func StorageConfig(cfg *Config) (ledgerstore.Config, error) {
 			continue
 		}
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		if err != nil || n < 0 {
+		if err != nil {
+			return sc, fmt.Errorf("config key %s: want an integer: %q", k.name, v)
+		}
+		if n < 0 && !k.signed {
 			return sc, fmt.Errorf("config key %s: want a non-negative integer: %q", k.name, v)
 		}
 		k.apply(&sc, n)

@@ -263,3 +263,39 @@ func TestProcessEntryLogJournalAndCompactionKeys(t *testing.T) {
 	p = procStart(t, cfg, ProcessOptions{})
 	check(p.Addr().String())
 }
+
+// TestReadAheadKeys: BookKeeper's read-ahead batch keys, with its meanings
+// (batch size ≤ 0: no read-ahead; batch bytes -1, its default: no byte
+// bound), negative values accepted where BookKeeper gives them one.
+func TestReadAheadKeys(t *testing.T) {
+	for _, tc := range []struct {
+		lines   []string
+		entries int
+		bytes   int64
+	}{
+		{nil, 0, 0}, // unset: the store's defaults (100, no byte bound)
+		{[]string{"dbStorage_readAheadCacheBatchSize=100", "dbStorage_readAheadCacheBatchBytesSize=-1"}, 100, 0},
+		{[]string{"dbStorage_readAheadCacheBatchSize=7", "dbStorage_readAheadCacheBatchBytesSize=65536"}, 7, 65536},
+		{[]string{"dbStorage_readAheadCacheBatchSize=0"}, -1, 0},
+		{[]string{"dbStorage_readAheadCacheBatchSize=-5"}, -1, 0},
+	} {
+		cfg, err := loadConf(t, tc.lines...)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.lines, err)
+		}
+		sc, err := StorageConfig(&cfg)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.lines, err)
+		}
+		if sc.ReadAheadEntries != tc.entries || sc.ReadAheadBytes != tc.bytes {
+			t.Errorf("%v: ReadAheadEntries %d ReadAheadBytes %d, want %d %d", tc.lines, sc.ReadAheadEntries, sc.ReadAheadBytes, tc.entries, tc.bytes)
+		}
+	}
+	cfg, err := loadConf(t, "dbStorage_readAheadCacheMaxSizeMb=-1")
+	if err == nil {
+		_, err = StorageConfig(&cfg)
+	}
+	if err == nil || !strings.Contains(err.Error(), "dbStorage_readAheadCacheMaxSizeMb") {
+		t.Fatalf("negative cache size: %v", err)
+	}
+}

@@ -106,10 +106,32 @@ func (g *generation) removeLedger(ledgerID int64) {
 	g.entries = kept
 }
 
-// readCache holds entries read from entry logs (the target of a read and
-// what read-ahead found after it), bounded in bytes, evicting the oldest
-// insertion first. Sequential catch-up reads of a ledger hit it because a
-// flush writes each ledger's entries contiguously.
+// readCache holds entry bodies read ahead from entry logs, keyed by
+// (ledger, entry) and consulted before the index, as BookKeeper's
+// DbLedgerStorage read cache is; bounded in bytes, evicting the oldest
+// insertion first.
+//
+// Contract (what it may hold, and why a hit is correct without the index):
+//   - Only bodies that verified (CRC, ids, length) in a record at the
+//     location the index held for that entry when the fill started
+//     (Store.ReadAhead's caller passes index locations; Store.Read's target
+//     is not cached). So the cache never holds a record the index did not
+//     know: no leftover of a failed flush, no unjournaled record.
+//   - An entry's bytes never change while its ledger lives: the writer
+//     chooses them, recovery and re-replication write the same bytes again,
+//     compaction copies them. So a body cached once stays the entry's body.
+//     Defensively, an Add of the same (ledger, entry) removes the cached
+//     copy, a fill never caches an entry that is in the write cache, and a
+//     fill that overlapped a flush's release of the write cache is not
+//     cached at all (Store.fillEpoch), so even a rewrite with different
+//     bytes is never shadowed by an older copy.
+//   - DropLedger (ledger deletion, before the index deletion) and
+//     ForgetCached (after it) remove the ledger's entries, and a fill that
+//     overlapped either is not cached (fillEpoch): a fill that walked the
+//     index before its deletion cannot cache after ForgetCached, so a
+//     deleted and re-created ledger id never sees the old ledger's entries.
+//   - Relocation by compaction changes where an entry is, not its bytes:
+//     no invalidation.
 type readCache struct {
 	maxBytes int64
 	bytes    int64
@@ -127,7 +149,8 @@ func (c *readCache) get(k entryKey) ([]byte, bool) {
 	return b, ok
 }
 
-// put stores body (owned by the cache from now on).
+// put stores body (owned by the cache from now on; it must not alias a
+// larger buffer, whose bytes would not be charged).
 func (c *readCache) put(k entryKey, body []byte) {
 	size := int64(len(body)) + entryOverheadBytes
 	if c.maxBytes <= 0 || size > c.maxBytes {
@@ -151,6 +174,16 @@ func (c *readCache) put(k entryKey, body []byte) {
 	c.m[k] = body
 	c.fifo = append(c.fifo, k)
 	c.bytes += size
+}
+
+// remove forgets one entry. Its key stays in fifo and is skipped at
+// eviction (not in m); a later put of the same key appends it again, and
+// the earlier fifo slot then evicts it early, which only costs a miss.
+func (c *readCache) remove(k entryKey) {
+	if b, ok := c.m[k]; ok {
+		c.bytes -= int64(len(b)) + entryOverheadBytes
+		delete(c.m, k)
+	}
 }
 
 func (c *readCache) removeLedger(ledgerID int64) {

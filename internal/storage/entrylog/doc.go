@@ -10,7 +10,14 @@
 //	             ▼        append to the current entry log, fsync it
 //	        entry log NNNN.log ──► apply(placements) ──► caller writes the index
 //	             │
-//	Read ◄── write cache, then read cache, then the entry log at a Location
+//	Read ◄── write cache, then read cache (ReadCachedEntry), then the entry
+//	         log at the index's Location (ReadAhead: one read that also
+//	         fills the read cache with the ledger's following entries the
+//	         index names; ReadMany: a batch in (log, offset) order, nearby
+//	         records joined into one read)
+//
+// The read cache is consulted before the index; readCache (cache.go)
+// states what it may hold and when it is invalidated.
 //
 // The package owns no index: Flush and compaction hand the new locations to
 // a caller-supplied function (the integrator writes them to the Pebble index

@@ -109,17 +109,28 @@ func openStore(t testing.TB, fs vfs.FS, opts Options) *Store {
 	return s
 }
 
-// readVia reads an entry the way the integrator does: write cache, then
-// index, then the log, retrying once on ErrLogRemoved.
+// readVia reads an entry the way the integrator (ledgerstore) does: the
+// caches, then the index (the entry and up to 100 following ones, without a
+// gap), then the log with read-ahead, the fill token taken before the
+// index lookup.
 func readVia(s *Store, x *fakeIndex, l, e int64) ([]byte, error) {
-	if b, ok := s.ReadCached(l, e); ok {
+	if b, ok := s.ReadCachedEntry(l, e); ok {
 		return b, nil
 	}
+	epoch := s.FillEpoch()
 	loc, ok := x.get(l, e)
 	if !ok {
 		return nil, fmt.Errorf("no such entry %d/%d", l, e)
 	}
-	return s.Read(l, e, loc)
+	var next []Want
+	for id := e + 1; id <= e+100; id++ {
+		nl, ok := x.get(l, id)
+		if !ok {
+			break
+		}
+		next = append(next, Want{EntryID: id, Loc: nl})
+	}
+	return s.ReadAhead(l, Want{EntryID: e, Loc: loc}, next, epoch)
 }
 
 func mustReadBack(t *testing.T, s *Store, x *fakeIndex, l, e int64, size int) {

@@ -32,10 +32,22 @@ type Options struct {
 	MaxLogBytes int64
 	// ReadCacheBytes bounds the read cache. Default 16 MiB. Negative: none.
 	ReadCacheBytes int64
-	// ReadAheadBytes is how much a read from an entry log reads past the
-	// wanted record, to cache the ledger's following entries for
-	// sequential catch-up reads. Default 64 KiB. Negative: no read-ahead.
+	// ReadAheadEntries bounds how many following entries of the ledger one
+	// read-ahead (ReadAhead) caches: BookKeeper's
+	// dbStorage_readAheadCacheBatchSize. Default 100. Negative: none.
+	ReadAheadEntries int
+	// ReadAheadBytes, when positive, also bounds the bytes of one
+	// read-ahead batch: BookKeeper's dbStorage_readAheadCacheBatchBytesSize
+	// (its default -1 means "count only"). Default 0: bounded by
+	// ReadAheadEntries, half the read cache and MaxReadBytes. Negative: no
+	// read-ahead at all.
 	ReadAheadBytes int64
+	// MaxReadBytes bounds one read issued by ReadAhead or ReadMany (a
+	// read-ahead span, a coalesced run of records). Default 4 MiB.
+	MaxReadBytes int64
+	// MaxReadGapBytes is the most bytes of other records ReadMany reads
+	// through to join two wanted records into one read. Default 64 KiB.
+	MaxReadGapBytes int64
 	// WriteBufferBytes is the size of the writes issued while flushing and
 	// compacting. Default 1 MiB.
 	WriteBufferBytes int
@@ -59,8 +71,14 @@ func (o *Options) ensureDefaults() {
 	if o.ReadCacheBytes == 0 {
 		o.ReadCacheBytes = 16 << 20
 	}
-	if o.ReadAheadBytes == 0 {
-		o.ReadAheadBytes = 64 << 10
+	if o.ReadAheadEntries == 0 {
+		o.ReadAheadEntries = 100
+	}
+	if o.MaxReadBytes <= 0 {
+		o.MaxReadBytes = 4 << 20
+	}
+	if o.MaxReadGapBytes <= 0 {
+		o.MaxReadGapBytes = 64 << 10
 	}
 	if o.WriteBufferBytes <= 0 {
 		o.WriteBufferBytes = 1 << 20
@@ -151,9 +169,14 @@ type Store struct {
 		// shrinks; waiting adds select on it.
 		spaceFreed chan struct{}
 		readCache  *readCache
-		logs       map[uint64]*logFile
-		removed    map[uint64]struct{}
-		nextLogID  uint64
+		// fillEpoch changes whenever a read-ahead fill that started before
+		// might cache something no longer right: a DropLedger, or a flush
+		// releasing its generation (the entries in it were just indexed at
+		// new locations). See readCache.
+		fillEpoch uint64
+		logs      map[uint64]*logFile
+		removed   map[uint64]struct{}
+		nextLogID uint64
 		// writing holds logs open for writing (current or compaction
 		// output); they are not sealed and never compacted.
 		writing map[uint64]struct{}
@@ -612,7 +635,10 @@ func (s *Store) Add(ledgerID, entryID int64, body []byte) error {
 		s.mu.Lock()
 	}
 	g := s.mu.active
-	g.put(entryKey{ledgerID, entryID}, body, &s.mu.freeChunk)
+	k := entryKey{ledgerID, entryID}
+	g.put(k, body, &s.mu.freeChunk)
+	// A rewrite must not be shadowed by an older read-ahead copy (readCache).
+	s.mu.readCache.remove(k)
 	half := g.bytes >= s.opts.WriteCacheBytes/2
 	s.mu.Unlock()
 	if half {
@@ -654,38 +680,112 @@ func (s *Store) ReadCached(ledgerID, entryID int64) ([]byte, bool) {
 }
 
 // Read returns the body of entry (ledgerID, entryID) stored at loc (from
-// the index), from the read cache or the entry log. The caller owns the
-// result. Errors: ErrLogRemoved (look loc up again), ErrNoLog, a
-// *CorruptionError (the record at loc is not that entry or does not
-// verify), or an I/O error. Read never reports "no such entry": only the
-// index can say an entry does not exist.
+// the index), read from the entry log: ReadAhead with nothing to read
+// ahead. The read cache is not consulted (ReadCachedEntry is, before the
+// index lookup). The caller owns the result. Errors: ErrLogRemoved (look
+// loc up again), ErrNoLog, a *CorruptionError (the record at loc is not
+// that entry or does not verify), or an I/O error. Read never reports "no
+// such entry": only the index can say an entry does not exist.
 func (s *Store) Read(ledgerID, entryID int64, loc Location) ([]byte, error) {
+	return s.ReadAhead(ledgerID, Want{EntryID: entryID, Loc: loc}, nil, 0)
+}
+
+// Want is an entry to read and the location the index holds for it.
+type Want struct {
+	EntryID int64
+	Loc     Location
+}
+
+// Result is the outcome of reading one Want: a body or an error (the
+// errors Read returns).
+type Result struct {
+	Body []byte
+	Err  error
+}
+
+// FillEpoch returns the token a read-ahead fill must pass to ReadAhead:
+// take it BEFORE looking the locations up in the index. A fill whose token
+// is outdated (a DropLedger or a flush released the write cache since) is
+// not cached (readCache explains why).
+func (s *Store) FillEpoch() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.fillEpoch
+}
+
+// ReadCachedEntry returns a copy of the entry from the write cache (not yet
+// flushed, or being flushed), else from the read cache. The write cache
+// comes first: it holds the newest copy. A miss says nothing about
+// existence: the caller asks the index next.
+func (s *Store) ReadCachedEntry(ledgerID, entryID int64) ([]byte, bool) {
 	k := entryKey{ledgerID, entryID}
 	s.mu.Lock()
-	if b, ok := s.mu.readCache.get(k); ok && len(b) == int(loc.Size) {
-		out := append([]byte(nil), b...)
-		s.mu.Unlock()
-		return out, nil
+	defer s.mu.Unlock()
+	if b, ok := s.mu.active.get(k); ok {
+		return append([]byte(nil), b...), true
 	}
-	lf, ok := s.mu.logs[loc.LogID]
-	_, removed := s.mu.removed[loc.LogID]
-	closed := s.mu.closed
-	s.mu.Unlock()
-	switch {
-	case closed:
-		return nil, ErrClosed
-	case removed:
-		return nil, fmt.Errorf("%w: %s", ErrLogRemoved, loc)
-	case !ok:
-		return nil, fmt.Errorf("%w: %s (ledger %d entry %d)", ErrNoLog, loc, ledgerID, entryID)
+	if b, ok := s.mu.frozen.get(k); ok {
+		return append([]byte(nil), b...), true
 	}
+	if b, ok := s.mu.readCache.get(k); ok {
+		return append([]byte(nil), b...), true
+	}
+	return nil, false
+}
 
-	want := RecordHeaderSize + int(loc.Size)
-	n := want
-	if s.opts.ReadAheadBytes > 0 {
-		n += int(s.opts.ReadAheadBytes)
+// ReadAhead reads target as Read does and, in the same read from the entry
+// log, the records at the locations in next (the following entries of the
+// ledger, as the index maps them, in entry order), caching those that
+// verify in the read cache, BookKeeper's DbLedgerStorage read-ahead. It
+// reads one span from target's offset: next is taken in order while in
+// the same log after target, within Options.MaxReadBytes of target's
+// offset, and within the batch bounds (ReadAheadEntries, ReadAheadBytes if
+// positive, half the read cache); records of other ledgers inside the
+// span are read through. epoch is FillEpoch taken before the index lookup.
+//
+// Only target's outcome is reported. A following record that is damaged,
+// beyond the end of the file, or not the entry the index named is simply
+// not cached: reading that entry later goes to the log and reports the
+// damage there, so read-ahead never turns damage into a miss or a wrong
+// body, and never caches it.
+func (s *Store) ReadAhead(ledgerID int64, target Want, next []Want, epoch uint64) ([]byte, error) {
+	lf, err := s.logFor(ledgerID, target)
+	if err != nil {
+		return nil, err
 	}
-	buf := make([]byte, n)
+	loc := target.Loc
+	want := int64(RecordHeaderSize) + int64(loc.Size)
+	span := want
+	var ahead []Want
+	if s.opts.ReadAheadEntries > 0 && s.opts.ReadAheadBytes >= 0 && s.opts.ReadCacheBytes > 0 {
+		budget := s.opts.ReadCacheBytes / 2
+		if s.opts.ReadAheadBytes > 0 {
+			budget = min(budget, s.opts.ReadAheadBytes)
+		}
+		var bytes int64
+		need := want // record bytes wanted in the span
+		for _, w := range next {
+			if len(ahead) >= s.opts.ReadAheadEntries || bytes >= budget {
+				break
+			}
+			rec := int64(RecordHeaderSize) + int64(w.Loc.Size)
+			end := w.Loc.Offset + rec - loc.Offset
+			if w.Loc.LogID != loc.LogID || w.Loc.Offset < loc.Offset+want || end > s.opts.MaxReadBytes ||
+				end > 4*(need+rec)+s.opts.MaxReadGapBytes {
+				// Another log, before target (written out of order), too
+				// far, or so sparse among other ledgers' records that the
+				// span would be mostly theirs (at most 4 bytes read per
+				// byte wanted, plus one gap): BookKeeper's read-ahead also
+				// stops at another log.
+				break
+			}
+			ahead = append(ahead, w)
+			need += rec
+			bytes += int64(w.Loc.Size) + entryOverheadBytes
+			span = max(span, end)
+		}
+	}
+	buf := make([]byte, span)
 	lf.mu.RLock()
 	if lf.f == nil {
 		lf.mu.RUnlock()
@@ -693,15 +793,179 @@ func (s *Store) Read(ledgerID, entryID int64, loc Location) ([]byte, error) {
 	}
 	got, err := lf.f.ReadAt(buf, loc.Offset)
 	lf.mu.RUnlock()
-	if err != nil && !(errors.Is(err, io.EOF) && got >= want) {
+	if err != nil && !(errors.Is(err, io.EOF) && int64(got) >= want) {
 		if errors.Is(err, io.EOF) {
 			return nil, &CorruptionError{File: lf.path, Offset: loc.Offset,
-				Reason: fmt.Sprintf("record of ledger %d entry %d runs past the end of the file", ledgerID, entryID)}
+				Reason: fmt.Sprintf("record of ledger %d entry %d runs past the end of the file", ledgerID, target.EntryID)}
 		}
 		return nil, fmt.Errorf("entrylog: read %s at offset %d: %w", lf.path, loc.Offset, err)
 	}
 	buf = buf[:got]
-	r, total, _, reason := parseRecord(buf)
+	body, err := verifyRecord(lf.path, buf[:want], loc, ledgerID, target.EntryID)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(nil), body...)
+	if len(ahead) > 0 {
+		s.fill(ledgerID, ahead, buf, loc.Offset, lf.path, epoch)
+	}
+	return out, nil
+}
+
+// fill caches the records of ahead found in buf (read from the log at
+// base) that verify, if epoch is still current. The bodies are copied into
+// one compact slab so the cache does not pin the span's other bytes.
+func (s *Store) fill(ledgerID int64, ahead []Want, buf []byte, base int64, path string, epoch uint64) {
+	type found struct {
+		k    entryKey
+		body []byte
+	}
+	fs := make([]found, 0, len(ahead))
+	total := 0
+	for _, w := range ahead {
+		rel := w.Loc.Offset - base
+		end := rel + int64(RecordHeaderSize) + int64(w.Loc.Size)
+		if end > int64(len(buf)) {
+			break
+		}
+		body, err := verifyRecord(path, buf[rel:end], w.Loc, ledgerID, w.EntryID)
+		if err != nil {
+			continue
+		}
+		fs = append(fs, found{entryKey{ledgerID, w.EntryID}, body})
+		total += len(body)
+	}
+	slab := make([]byte, 0, total)
+	for i := range fs {
+		start := len(slab)
+		slab = append(slab, fs[i].body...)
+		fs[i].body = slab[start:len(slab):len(slab)]
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.fillEpoch != epoch || s.mu.closed {
+		return
+	}
+	for _, f := range fs {
+		if _, ok := s.mu.active.get(f.k); ok {
+			continue
+		}
+		if _, ok := s.mu.frozen.get(f.k); ok {
+			continue
+		}
+		s.mu.readCache.put(f.k, f.body)
+	}
+}
+
+// ReadMany reads entries of one ledger at the index locations in wants and
+// returns their outcomes in the same order (results[i] for wants[i]). It
+// reads in (log, offset) order, joining records of one log that are at
+// most Options.MaxReadGapBytes apart into one read of at most
+// Options.MaxReadBytes: a run of a ledger's entries written by one flush is
+// one read. Each record is verified as Read verifies it; an error is the
+// error Read would return for that entry, never "no such entry". The read
+// cache is neither consulted nor filled (the caller consumes the bodies).
+// Bodies may share one buffer; the caller owns them.
+func (s *Store) ReadMany(ledgerID int64, wants []Want) []Result {
+	res := make([]Result, len(wants))
+	files := make([]*logFile, len(wants))
+	order := make([]int, 0, len(wants))
+	for i, w := range wants {
+		lf, err := s.logFor(ledgerID, w)
+		if err != nil {
+			res[i].Err = err
+			continue
+		}
+		files[i] = lf
+		order = append(order, i)
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		la, lb := wants[a].Loc, wants[b].Loc
+		if c := cmp.Compare(la.LogID, lb.LogID); c != 0 {
+			return c
+		}
+		return cmp.Compare(la.Offset, lb.Offset)
+	})
+	recEnd := func(l Location) int64 { return l.Offset + int64(RecordHeaderSize) + int64(l.Size) }
+	for len(order) > 0 {
+		first := wants[order[0]].Loc
+		end := recEnd(first)
+		n := 1
+		for ; n < len(order); n++ {
+			l := wants[order[n]].Loc
+			if l.LogID != first.LogID || l.Offset < end || l.Offset-end > s.opts.MaxReadGapBytes || recEnd(l)-first.Offset > s.opts.MaxReadBytes {
+				// l.Offset < end: overlapping locations (damaged index);
+				// read it on its own so the check names it.
+				break
+			}
+			end = recEnd(l)
+		}
+		s.readRun(ledgerID, wants, order[:n], files[order[0]], first.Offset, end, res)
+		order = order[n:]
+	}
+	return res
+}
+
+// readRun reads [start, end) of lf once and verifies each of the wants at
+// the indexes in run, setting their results.
+func (s *Store) readRun(ledgerID int64, wants []Want, run []int, lf *logFile, start, end int64, res []Result) {
+	buf := make([]byte, end-start)
+	lf.mu.RLock()
+	var got int
+	var err error
+	if lf.f == nil {
+		err = fmt.Errorf("%w: %s", ErrLogRemoved, wants[run[0]].Loc)
+	} else {
+		got, err = lf.f.ReadAt(buf, start)
+	}
+	lf.mu.RUnlock()
+	if errors.Is(err, io.EOF) {
+		err = nil // records past got are reported one by one below
+	}
+	for _, i := range run {
+		w := wants[i]
+		if err != nil {
+			if errors.Is(err, ErrLogRemoved) {
+				res[i].Err = err
+			} else {
+				res[i].Err = fmt.Errorf("entrylog: read %s at offset %d: %w", lf.path, w.Loc.Offset, err)
+			}
+			continue
+		}
+		rel := w.Loc.Offset - start
+		recEnd := rel + int64(RecordHeaderSize) + int64(w.Loc.Size)
+		if recEnd > int64(got) {
+			res[i].Err = &CorruptionError{File: lf.path, Offset: w.Loc.Offset,
+				Reason: fmt.Sprintf("record of ledger %d entry %d runs past the end of the file", ledgerID, w.EntryID)}
+			continue
+		}
+		res[i].Body, res[i].Err = verifyRecord(lf.path, buf[rel:recEnd:recEnd], w.Loc, ledgerID, w.EntryID)
+	}
+}
+
+// logFor returns the open log holding w, or the error Read reports.
+func (s *Store) logFor(ledgerID int64, w Want) (*logFile, error) {
+	s.mu.Lock()
+	lf, ok := s.mu.logs[w.Loc.LogID]
+	_, removed := s.mu.removed[w.Loc.LogID]
+	closed := s.mu.closed
+	s.mu.Unlock()
+	switch {
+	case closed:
+		return nil, ErrClosed
+	case removed:
+		return nil, fmt.Errorf("%w: %s", ErrLogRemoved, w.Loc)
+	case !ok:
+		return nil, fmt.Errorf("%w: %s (ledger %d entry %d)", ErrNoLog, w.Loc, ledgerID, w.EntryID)
+	}
+	return lf, nil
+}
+
+// verifyRecord checks that rec (exactly the bytes at loc) is the record of
+// (ledgerID, entryID) with loc.Size body bytes and returns its body
+// (aliasing rec), or a *CorruptionError naming path and offset.
+func verifyRecord(path string, rec []byte, loc Location, ledgerID, entryID int64) ([]byte, error) {
+	r, total, _, reason := parseRecord(rec)
 	switch {
 	case reason != "":
 	case total == 0:
@@ -712,39 +976,9 @@ func (s *Store) Read(ledgerID, entryID int64, loc Location) ([]byte, error) {
 		reason = fmt.Sprintf("record body is %d bytes, index says %d", len(r.body), loc.Size)
 	}
 	if reason != "" {
-		return nil, &CorruptionError{File: lf.path, Offset: loc.Offset, Reason: reason}
+		return nil, &CorruptionError{File: path, Offset: loc.Offset, Reason: reason}
 	}
-	out := append([]byte(nil), r.body...)
-	if s.opts.ReadAheadBytes > 0 && s.opts.ReadCacheBytes > 0 {
-		s.readAhead(ledgerID, buf[total:])
-	}
-	return out, nil
-}
-
-// readAhead caches the records of ledgerID that follow in b, stopping at
-// another ledger or an incomplete or unverified record.
-func (s *Store) readAhead(ledgerID int64, b []byte) {
-	type found struct {
-		k    entryKey
-		body []byte
-	}
-	var fs []found
-	for {
-		r, total, _, reason := parseRecord(b)
-		if reason != "" || total == 0 || r.ledgerID != ledgerID {
-			break
-		}
-		fs = append(fs, found{entryKey{r.ledgerID, r.entryID}, r.body})
-		b = b[total:]
-	}
-	if len(fs) == 0 {
-		return
-	}
-	s.mu.Lock()
-	for _, f := range fs {
-		s.mu.readCache.put(f.k, f.body) // aliases the read buffer, owned by the cache now
-	}
-	s.mu.Unlock()
+	return r.body, nil
 }
 
 // DropLedger forgets ledgerID in the write and read caches, so its cached
@@ -766,9 +1000,23 @@ func (s *Store) DropLedger(ledgerID int64) {
 		g.dropped[ledgerID] = struct{}{}
 	}
 	s.mu.readCache.removeLedger(ledgerID)
+	s.mu.fillEpoch++
 	if s.usedLocked() < before {
 		s.wakeAddersLocked()
 	}
+}
+
+// ForgetCached drops ledgerID's entries from the read cache and keeps any
+// read-ahead in flight from caching (fillEpoch). The integrator calls it
+// after deleting the ledger from the index: a read-ahead that started
+// between DropLedger and that deletion walked index entries that are gone
+// now, and must not leave them cached for a re-created ledger of the same
+// id.
+func (s *Store) ForgetCached(ledgerID int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.readCache.removeLedger(ledgerID)
+	s.mu.fillEpoch++
 }
 
 func (s *Store) wakeAddersLocked() {
@@ -876,6 +1124,7 @@ func (s *Store) Flush(apply func([]Placement) error) error {
 	}
 	s.mu.Lock()
 	s.mu.frozen = nil
+	s.mu.fillEpoch++
 	for _, c := range g.chunks {
 		if cap(c) == arenaChunkBytes && len(s.mu.freeChunk) < 4 {
 			s.mu.freeChunk = append(s.mu.freeChunk, c[:0])

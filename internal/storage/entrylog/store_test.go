@@ -427,7 +427,7 @@ func TestDropLedger(t *testing.T) {
 }
 
 func TestReadAhead(t *testing.T) {
-	s := openStore(t, vfs.NewMem(), Options{ReadAheadBytes: 4 << 10})
+	s := openStore(t, vfs.NewMem(), Options{ReadAheadEntries: 5})
 	defer s.Close()
 	x := newFakeIndex()
 	addAll(t, s, []int64{1, 2}, 0, 20)
@@ -437,11 +437,14 @@ func TestReadAhead(t *testing.T) {
 	mustReadBack(t, s, x, 1, 0, size(1, 0))
 	s.mu.Lock()
 	n := len(s.mu.readCache.m)
+	_, hasTarget := s.mu.readCache.get(entryKey{1, 0})
 	_, hasNext := s.mu.readCache.get(entryKey{1, 1})
 	_, hasOther := s.mu.readCache.get(entryKey{2, 0})
 	s.mu.Unlock()
-	if !hasNext || hasOther || n < 3 {
-		t.Fatalf("read-ahead cached %d entries (next %v, other ledger %v)", n, hasNext, hasOther)
+	// The five following entries (ReadAheadEntries), not the target (the
+	// reader has it), nothing of the other ledger.
+	if !hasNext || hasOther || hasTarget || n != 5 {
+		t.Fatalf("read-ahead cached %d entries (target %v, next %v, other ledger %v)", n, hasTarget, hasNext, hasOther)
 	}
 	// Served from the read cache, byte-exact, and bounded.
 	for e := int64(1); e < 20; e++ {

@@ -68,9 +68,17 @@ type Config struct {
 	// ReadCacheBytes bounds the read-ahead caches in total. Default 16 MiB;
 	// negative disables them.
 	ReadCacheBytes int64
-	// ReadAheadBytes is how much an entry-log read reads past the wanted
-	// entry to cache the ledger's next entries (catch-up reads). Default
-	// 64 KiB; negative disables read-ahead.
+	// ReadAheadEntries: on a read-cache miss, the read of an entry from its
+	// entry log also reads and caches up to this many following entries of
+	// the ledger (those the index places after it in the same log, within
+	// one read of at most 4 MiB), so a catch-up reader's next reads hit the
+	// cache: BookKeeper's dbStorage_readAheadCacheBatchSize. Default 100;
+	// negative disables read-ahead.
+	ReadAheadEntries int
+	// ReadAheadBytes, when positive, also bounds the bytes of one
+	// read-ahead: BookKeeper's dbStorage_readAheadCacheBatchBytesSize.
+	// Default 0 (count only, and at most half a shard's read cache);
+	// negative disables read-ahead.
 	ReadAheadBytes int64
 	// IndexCacheBytes is each Pebble index's block cache. Default 32 MiB.
 	IndexCacheBytes int64
@@ -177,6 +185,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ReadCacheBytes == 0 {
 		c.ReadCacheBytes = 16 << 20
 	}
+	if c.ReadAheadEntries == 0 {
+		c.ReadAheadEntries = 100
+	}
 	if c.IndexCacheBytes <= 0 {
 		c.IndexCacheBytes = 32 << 20
 	}
@@ -254,12 +265,13 @@ func (c Config) onSync() func(time.Duration, int) {
 func (c Config) entrylogOptions(shards int) entrylog.Options {
 	n := int64(shards)
 	o := entrylog.Options{
-		WriteCacheBytes: max(c.WriteCacheBytes/n, 64<<10),
-		MaxAddWait:      c.MaxAddWait,
-		MaxLogBytes:     c.MaxEntryLogBytes,
-		ReadCacheBytes:  c.ReadCacheBytes,
-		ReadAheadBytes:  c.ReadAheadBytes,
-		Clock:           c.Clock,
+		WriteCacheBytes:  max(c.WriteCacheBytes/n, 64<<10),
+		MaxAddWait:       c.MaxAddWait,
+		MaxLogBytes:      c.MaxEntryLogBytes,
+		ReadCacheBytes:   c.ReadCacheBytes,
+		ReadAheadBytes:   c.ReadAheadBytes,
+		ReadAheadEntries: c.ReadAheadEntries,
+		Clock:            c.Clock,
 	}
 	if c.ReadCacheBytes > 0 {
 		o.ReadCacheBytes = max(c.ReadCacheBytes/n, 64<<10)

@@ -331,28 +331,73 @@ func (s *Store) ReadEntry(ledgerID, entryID int64) ([]byte, error) {
 	return s.readEntry(sh, ledgerID, entryID)
 }
 
+// readEntry reads an existing ledger's entry: the write cache, the read
+// cache, then the index and the entry log, reading ahead on the way.
 func (s *Store) readEntry(sh *ledgerShard, ledgerID, entryID int64) ([]byte, error) {
-	if b, ok := sh.el.ReadCached(ledgerID, entryID); ok {
+	// The caches come first. The write cache holds the newest copy; the
+	// read cache holds only entries the index placed when they were read
+	// ahead, and is emptied of a ledger when it is deleted (entrylog's
+	// readCache states the contract). A flush indexes an entry before
+	// dropping it from the write cache, so a cache miss followed by an
+	// index miss means absent. A compaction may remove the log between
+	// lookup and read: look up again (the index already holds the new
+	// place).
+	if b, ok := sh.el.ReadCachedEntry(ledgerID, entryID); ok {
 		return b, nil
 	}
-	// A flush indexes an entry before dropping it from the cache, so a
-	// cache miss followed by an index miss means absent. A compaction may
-	// remove the log between lookup and read: look up again (the index
-	// already holds the new place).
 	for attempt := 0; ; attempt++ {
-		loc, err := sh.ix.Get(ledgerID, entryID)
+		// The fill token is taken before the index is read: a deletion or
+		// a flush after this point keeps the read-ahead out of the cache.
+		epoch := sh.el.FillEpoch()
+		target, next, err := s.readAheadLocations(sh, ledgerID, entryID)
 		if errors.Is(err, index.ErrNoEntry) {
 			return nil, fmt.Errorf("%w: ledger %d entry %d", storage.ErrNoEntry, ledgerID, entryID)
 		}
 		if err != nil {
 			return nil, err
 		}
-		b, err := sh.el.Read(ledgerID, entryID, loc)
+		b, err := sh.el.ReadAhead(ledgerID, target, next, epoch)
 		if errors.Is(err, entrylog.ErrLogRemoved) && attempt < 3 {
 			continue
 		}
 		return b, err
 	}
+}
+
+// readAheadLocations returns the index location of entryID and of the
+// entries that follow it without a gap (at most ReadAheadEntries), in one
+// index iteration. Without read-ahead it is one point lookup. An absent
+// entryID is index.ErrNoEntry.
+func (s *Store) readAheadLocations(sh *ledgerShard, ledgerID, entryID int64) (entrylog.Want, []entrylog.Want, error) {
+	n := s.cfg.ReadAheadEntries
+	if n <= 0 || s.cfg.ReadAheadBytes < 0 || s.cfg.ReadCacheBytes <= 0 {
+		loc, err := sh.ix.Get(ledgerID, entryID)
+		return entrylog.Want{EntryID: entryID, Loc: loc}, nil, err
+	}
+	var target entrylog.Want
+	found := false
+	var next []entrylog.Want
+	err := sh.ix.Entries(ledgerID, entryID, func(id int64, loc entrylog.Location) bool {
+		if !found {
+			if id != entryID {
+				return false
+			}
+			target, found = entrylog.Want{EntryID: id, Loc: loc}, true
+			return true
+		}
+		if id != entryID+1+int64(len(next)) {
+			return false // a gap: BookKeeper's read-ahead stops there too
+		}
+		next = append(next, entrylog.Want{EntryID: id, Loc: loc})
+		return len(next) < n
+	})
+	if err != nil {
+		return target, nil, err
+	}
+	if !found {
+		return target, nil, fmt.Errorf("%w: ledger %d entry %d", index.ErrNoEntry, ledgerID, entryID)
+	}
+	return target, next, nil
 }
 
 // LastAddConfirmed implements storage.Store.
@@ -503,6 +548,9 @@ func (s *Store) DeleteLedger(ctx context.Context, ledgerID int64) error {
 		s.fail(err)
 		return err
 	}
+	// A read-ahead may have walked the index between DropLedger and the
+	// deletion: forget what it cached (entrylog's readCache contract).
+	sh.el.ForgetCached(ledgerID)
 	if err := sh.ix.Sync(); err != nil {
 		s.fail(err)
 		return err
