@@ -15,6 +15,7 @@ import (
 	"unicode"
 
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/opstats"
 	"github.com/foliodb/folio/internal/wire"
 )
 
@@ -306,7 +307,7 @@ func DefaultConfig() Config {
 		RegistrationRetry:     DefaultRegistrationRetry,
 		HTTPServerPort:        DefaultHTTPServerPort,
 		MaxFrameSize:          wire.MaxFrameSize,
-		Stats:                 StatsConfig{PrometheusAddress: DefaultPrometheusStatsAddress, PrometheusPort: DefaultPrometheusStatsPort},
+		Stats:                 StatsConfig{PrometheusAddress: DefaultPrometheusStatsAddress, PrometheusPort: DefaultPrometheusStatsPort, LatencyRollover: opstats.DefaultRollover},
 		GCWaitTime:            DefaultGCWaitTime,
 		DiskUsageThreshold:    DefaultDiskThreshold,
 		DiskUsageLwmThreshold: DefaultDiskThreshold,
