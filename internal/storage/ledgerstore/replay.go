@@ -47,7 +47,8 @@ func (s *Store) applyReplayed(rec journal.Record) error {
 		return fmt.Errorf("invalid ledger id %d", rec.LedgerID)
 	}
 	sh := s.shardFor(rec.LedgerID)
-	l := s.ledgers.get(rec.LedgerID)
+	l := s.ledgers.acquire(rec.LedgerID)
+	defer s.ledgers.release(l)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.loadLocked(sh.ix); err != nil {
