@@ -158,16 +158,20 @@ func TestEvictPendingFencePins(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustFlush(t, s)
+	// The fencer gives up waiting (its context ends) while the record is
+	// still queued: nothing holds the ledger but its pending fence.
+	ctx, cancel := context.WithCancel(context.Background())
 	fenced := make(chan error, 1)
-	go func() { fenced <- s.Fence(context.Background(), 1, masterKey(1)) }()
+	go func() { fenced <- s.Fence(ctx, 1, masterKey(1)) }()
 	waitFor(t, "the fence record queued", func() bool { return s.JournalQueuedRecords() == 1 })
+	cancel()
+	if err := <-fenced; !errors.Is(err, context.Canceled) {
+		t.Fatalf("fence with its context cancelled: %v", err)
+	}
 	if k := sweepIdle(t, s); k != 0 || !cached(s, 1) {
 		t.Fatalf("a ledger with a fence not yet durable was evicted (%d)", k)
 	}
-	stepUntil(t, s, func() bool { return len(fenced) == 1 })
-	if err := <-fenced; err != nil {
-		t.Fatal(err)
-	}
+	stepUntil(t, s, func() bool { return s.JournalQueuedRecords() == 0 })
 	if k := sweepIdle(t, s); k != 1 || cached(s, 1) {
 		t.Fatalf("durable fence: evicted %d, want 1", k)
 	}
@@ -183,7 +187,9 @@ func TestEvictPendingFencePins(t *testing.T) {
 }
 
 // TestEvictUnflushedEntriesPin: entries still in the write cache pin their
-// ledger (the index does not know its last entry yet).
+// ledger (the index does not know its last entry yet). The unflushed
+// entries carry the LAC the indexed last entry has, so only the last-entry
+// rule keeps the ledger.
 func TestEvictUnflushedEntriesPin(t *testing.T) {
 	s := mustOpen(t, vfs.Default, evictConfig(t))
 	defer s.Close()
@@ -191,16 +197,63 @@ func TestEvictUnflushedEntriesPin(t *testing.T) {
 		mustAdd(t, s, 7, e, entryBody(7, e, e-1, 0, 50))
 	}
 	if k := sweepIdle(t, s); k != 0 || !cached(s, 7) {
+		t.Fatalf("a ledger with no entry indexed was evicted (%d)", k)
+	}
+	mustFlush(t, s)
+	for e := int64(3); e < 5; e++ {
+		mustAdd(t, s, 7, e, entryBody(7, e, 1, 0, 50))
+	}
+	if k := sweepIdle(t, s); k != 0 || !cached(s, 7) {
 		t.Fatalf("a ledger with unflushed entries was evicted (%d)", k)
 	}
-	mustRead(t, s, 7, -1, entryBody(7, 2, 1, 0, 50))
+	mustRead(t, s, 7, -1, entryBody(7, 4, 1, 0, 50))
 	mustFlush(t, s)
 	if k := sweepIdle(t, s); k != 1 {
 		t.Fatalf("flushed ledger: evicted %d, want 1", k)
 	}
-	mustRead(t, s, 7, -1, entryBody(7, 2, 1, 0, 50))
+	mustRead(t, s, 7, -1, entryBody(7, 4, 1, 0, 50))
 	if lac, err := s.LastAddConfirmed(7); err != nil || lac != 1 {
 		t.Fatalf("LAC %d, %v; want 1", lac, err)
+	}
+}
+
+// TestEvictHeldReferencePins: an object an operation holds is never
+// evicted, however many sweeps pass (one object per ledger: its lock is
+// the ledger's lock).
+func TestEvictHeldReferencePins(t *testing.T) {
+	s := mustOpen(t, vfs.Default, evictConfig(t))
+	defer s.Close()
+	mustAdd(t, s, 9, 0, entryBody(9, 0, -1, 0, 50))
+	mustFlush(t, s)
+	l := s.ledgers.acquire(9)
+	for range 5 {
+		if _, err := s.EvictIdleLedgers(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !cached(s, 9) || s.ledgers.acquireExisting(9) != l {
+		t.Fatal("a held ledger object was evicted")
+	}
+	// An operation that acquires the object after the sweeper picked it
+	// (between collection and removal) keeps it too.
+	s.ledgers.release(l)
+	sh := s.ledgers.shard(9)
+	sh.Lock()
+	l.refs++ // the sweeper's reference, as EvictIdleLedgers takes it
+	sh.Unlock()
+	held := s.ledgers.acquire(9)
+	if ok, err := s.evictOne(l); ok || err != nil || !cached(s, 9) {
+		t.Fatalf("evictOne with an operation holding the object: %v, %v", ok, err)
+	}
+	s.ledgers.release(held)
+	s.ledgers.release(l)
+	if k := sweepIdle(t, s); k != 1 || cached(s, 9) {
+		t.Fatalf("released: evicted %d, want 1", k)
+	}
+	if l2 := s.ledgers.acquire(9); l2 == l {
+		t.Fatal("an evicted object came back")
+	} else {
+		s.ledgers.release(l2)
 	}
 }
 
@@ -357,14 +410,28 @@ func TestEvictConcurrent(t *testing.T) {
 	const ledgers, entries = 8, 150
 	var stop atomic.Bool
 	var wg sync.WaitGroup
-	var sweeps atomic.Int64
+	var sweeps, evictions atomic.Int64
+	// progress paces the sweeper: one sweep and flush per acknowledged add
+	// at most, so it races every step without starving the writers.
+	progress := make(chan struct{}, 1)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for !stop.Load() {
-			if _, err := s.EvictIdleLedgers(); err != nil {
+			<-progress
+			if err := s.FlushWriteCache(); err != nil {
 				t.Error(err)
 				return
+			}
+			// Two sweeps back to back: whatever was not used in between
+			// is idle, so evictions race the operations.
+			for range 2 {
+				k, err := s.EvictIdleLedgers()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				evictions.Add(int64(k))
 			}
 			if err := s.FlushWriteCache(); err != nil {
 				t.Error(err)
@@ -386,6 +453,10 @@ func TestEvictConcurrent(t *testing.T) {
 					return
 				}
 				acked[l] = append(acked[l], e)
+				select {
+				case progress <- struct{}{}:
+				default:
+				}
 			}
 			if err := fence(t, s, id); err != nil {
 				t.Errorf("fence %d: %v", id, err)
@@ -424,11 +495,15 @@ func TestEvictConcurrent(t *testing.T) {
 	}
 	work.Wait()
 	stop.Store(true)
+	select {
+	case progress <- struct{}{}:
+	default: // one is pending already
+	}
 	wg.Wait()
 	if t.Failed() {
 		return
 	}
-	t.Logf("%d sweeps during the run", sweeps.Load())
+	t.Logf("%d sweep rounds, %d evictions during the run", sweeps.Load(), evictions.Load())
 	mustFlush(t, s)
 	sweepIdle(t, s)
 	for l := range int64(ledgers) {

@@ -231,4 +231,3 @@ func scaleRun(t *testing.T, n int) string {
 		openClean.Seconds(), openReplay.Seconds(), per10k(base2.heap, replayed.heap, n), per10k(base2.heap, replayedSwept.heap, n),
 		gcTime.Seconds())
 }
-
