@@ -356,6 +356,7 @@ var bkKeys = []KeyInfo{
 	// DbLedgerStorage.
 	impl("dbStorage_writeCacheMaxSizeMb", "64", "MiB of write cache, split over the ledger directories (BookKeeper: 1/4 of direct memory)"),
 	impl("dbStorage_readAheadCacheMaxSizeMb", "16", "MiB of read cache (BookKeeper: 1/4 of direct memory)"),
+	impl("ledgerStateMaxIdleTime", "600", rFolio+": seconds after which an idle ledger's in-memory state (master key, fence bit, LACs) is dropped, to be reloaded from the index on next use (BookKeeper's DbLedgerStorage drops its transient ledger info after a fixed 10 minutes); a ledger is dropped between one and two periods after its last use, never while a long-poll read waits on it or while it holds state not yet in the index; 0 keeps every ledger's state in memory"),
 	irr("dbStorage_readAheadCacheBatchSize", "100", rRocks),
 	irr("dbStorage_readAheadCacheBatchBytesSize", "-1", rRocks),
 	irr("dbStorage_rocksDB_blockCacheSize", "", rRocks),

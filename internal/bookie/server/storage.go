@@ -27,6 +27,12 @@ var storageKeys = []struct {
 	{"dbStorage_writeCacheMaxSizeMb", func(c *ledgerstore.Config, n int64) { c.WriteCacheBytes = n << 20 }},
 	{"dbStorage_readAheadCacheMaxSizeMb", func(c *ledgerstore.Config, n int64) { c.ReadCacheBytes = n << 20 }},
 	{"compactionRateByBytes", func(c *ledgerstore.Config, n int64) { c.CompactionBytesPerSecond = n }},
+	{"ledgerStateMaxIdleTime", func(c *ledgerstore.Config, n int64) {
+		c.LedgerIdleTime = time.Duration(n) * time.Second
+		if n == 0 {
+			c.LedgerIdleTime = -1 // never evict
+		}
+	}},
 }
 
 // StorageConfig is the ledgerstore configuration of cfg: the data lives in
