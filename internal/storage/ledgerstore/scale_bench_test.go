@@ -54,7 +54,7 @@ func TestScaleManyLedgers(t *testing.T) {
 	for _, n := range counts {
 		rows = append(rows, scaleRun(t, n))
 	}
-	t.Logf("\n| ledgers | create s | heap/10k before sweep | heap/10k after | RSS/10k before | RSS/10k after | sweep s | evicted | open s (clean) | open s (replay) | heap/10k after replay | after replay+sweep | GC pass s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n%s",
+	t.Logf("\n| ledgers | create | Go heap: resident / after sweep (per 10k) | freed per ledger | RSS: resident / after sweep | sweep (2 passes) | objects left | start-up after crash (replay) | heap after replay / + sweep | GC pass (1%% deleted) | start-up, clean |\n|---|---|---|---|---|---|---|---|---|---|---|\n%s",
 		strings.Join(rows, "\n"))
 }
 
@@ -177,6 +177,7 @@ func scaleRun(t *testing.T, n int) string {
 	}
 	sweep := time.Since(start)
 	after := sampleMem(t)
+	left := s.CachedLedgers()
 	heapProfile(t, fmt.Sprintf("after-sweep-%d", n))
 
 	// Crash: Close without a checkpoint (failed store), so Open replays
@@ -225,9 +226,9 @@ func scaleRun(t *testing.T, n int) string {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return fmt.Sprintf("| %d | %.1f | %s | %s | %s | %s | %.2f | %d | %.2f | %.2f | %s | %s | %.2f |",
-		n, created.Seconds(), per10k(base.heap, before.heap, n), per10k(base.heap, after.heap, n),
-		per10k(base.rss, before.rss, n), per10k(base.rss, after.rss, n), sweep.Seconds(), evicted,
-		openClean.Seconds(), openReplay.Seconds(), per10k(base2.heap, replayed.heap, n), per10k(base2.heap, replayedSwept.heap, n),
-		gcTime.Seconds())
+	mib := func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+	return fmt.Sprintf("| %d | %.1f s | %s / %s (%s / %s) | %d B | %s / %s | %.2f s | %d | %.2f s | %s / %s | %.2f s | %.2f s |",
+		n, created.Seconds(), mib(before.heap-base.heap), mib(after.heap-base.heap), per10k(base.heap, before.heap, n), per10k(base.heap, after.heap, n),
+		(before.heap-after.heap)/int64(n), mib(before.rss-base.rss), mib(after.rss-base.rss), sweep.Seconds(), left,
+		openReplay.Seconds(), mib(replayed.heap-base2.heap), mib(replayedSwept.heap-base2.heap), gcTime.Seconds(), openClean.Seconds())
 }
