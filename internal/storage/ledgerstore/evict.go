@@ -58,7 +58,10 @@ import (
 //     the known LAC must not exceed what a reload computes, max(explicit
 //     LAC, LAC field of the last indexed entry): a ledger whose entries
 //     carried LACs out of order keeps its object, so a LAC never goes
-//     backwards.
+//     backwards. The LAC field is read from the entry unless this object
+//     saw the latest body of that entry id (seenEntry: every write of an
+//     entry goes through the one live object, under l.mu, and
+//     loadLACLocked reads the latest, write cache first).
 //
 // Why a reload is equivalent: every field above is either equal to the
 // index (read under l.mu, and no write to the ledger's index state happens
@@ -107,6 +110,7 @@ func (lm *ledgerMap) acquire(id int64) *ledger {
 	if l == nil {
 		l = &ledger{id: id}
 		l.mu.lastEntry, l.mu.lac = -1, -1
+		l.mu.seenEntry, l.mu.seenLAC = -1, -1
 		sh.m[id] = l
 		sh.peak = max(sh.peak, len(sh.m))
 	}
@@ -282,6 +286,11 @@ func (s *Store) reloadsEqualLocked(l *ledger) (bool, error) {
 	}
 	if l.mu.lac <= reloadLAC {
 		return true, nil
+	}
+	if last == l.mu.seenEntry {
+		// This object saw the latest body written for that id (every
+		// write of an entry goes through it, under l.mu): no read.
+		return l.mu.lac <= max(reloadLAC, l.mu.seenLAC), nil
 	}
 	b, err := s.readEntry(sh, l.id, last)
 	if err != nil {

@@ -49,6 +49,11 @@ type ledger struct {
 		// entries' LAC has been merged in.
 		lac       int64
 		lacLoaded bool
+		// seenEntry and seenLAC are the highest entry id whose body this
+		// object saw (added, replayed or read by loadLACLocked) and that
+		// body's LAC field (-1 if it has none): the sweeper's shortcut
+		// for "LAC field of the last indexed entry" (evict.go).
+		seenEntry, seenLAC int64
 		// watches are the WatchLAC callbacks to call (in registration
 		// order) when lac grows or the ledger is deleted.
 		watches list.List
@@ -98,6 +103,20 @@ func (l *ledger) stateLocked() index.State {
 	return index.State{MasterKey: l.mu.masterKey, Fenced: l.mu.fenced, Deleted: l.mu.deleted, ExplicitLAC: l.mu.explicit}
 }
 
+// sawEntryLocked records entry entryID's body (the latest written for
+// that id) for the sweeper's shortcut, and returns its LAC field.
+// REQUIRES: l.mu held.
+func (l *ledger) sawEntryLocked(entryID int64, body []byte) (int64, bool) {
+	lac, ok := entryLAC(body)
+	if entryID >= l.mu.seenEntry {
+		l.mu.seenEntry, l.mu.seenLAC = entryID, -1
+		if ok {
+			l.mu.seenLAC = lac
+		}
+	}
+	return lac, ok
+}
+
 // raiseLACLocked raises the known LAC and wakes watchers.
 // REQUIRES: l.mu held.
 func (l *ledger) raiseLACLocked(lac int64) {
@@ -130,6 +149,7 @@ func (l *ledger) forgetLocked() {
 	}
 	l.mu.explicit = nil
 	l.mu.lastEntry, l.mu.lac, l.mu.lacLoaded = -1, -1, false
+	l.mu.seenEntry, l.mu.seenLAC = -1, -1
 	if !fenced {
 		l.fenceDurable.Store(false)
 	}

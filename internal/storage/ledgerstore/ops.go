@@ -84,7 +84,7 @@ func (s *Store) addEntry(ledgerID, entryID int64, masterKey, body []byte, opts s
 		return err
 	}
 	l.mu.lastEntry = max(l.mu.lastEntry, entryID)
-	if lac, ok := entryLAC(body); ok {
+	if lac, ok := l.sawEntryLocked(entryID, body); ok {
 		l.raiseLACLocked(lac)
 	}
 	op := addOpPool.Get().(*addOp)
@@ -398,7 +398,7 @@ func (s *Store) loadLACLocked(l *ledger) error {
 		if err != nil {
 			return err
 		}
-		if lac, ok := entryLAC(b); ok {
+		if lac, ok := l.sawEntryLocked(id, b); ok {
 			l.raiseLACLocked(lac)
 		}
 	}

@@ -97,7 +97,7 @@ func (s *Store) applyReplayed(rec journal.Record) error {
 			return err
 		}
 		l.mu.lastEntry = max(l.mu.lastEntry, rec.EntryID)
-		if lac, ok := entryLAC(rec.Body); ok {
+		if lac, ok := l.sawEntryLocked(rec.EntryID, rec.Body); ok {
 			l.raiseLACLocked(lac)
 		}
 		return nil
