@@ -169,6 +169,12 @@ func (s *Store) CachedLedgers() int { return s.ledgers.len() }
 // evict.go). It returns how many it dropped; an index read that fails
 // keeps its ledger and is returned (joined) after the sweep completes.
 func (s *Store) EvictIdleLedgers() (int, error) {
+	s.mu.Lock()
+	closed := s.mu.closing
+	s.mu.Unlock()
+	if closed {
+		return 0, errors.New("ledgerstore: EvictIdleLedgers on a closed store")
+	}
 	lm := &s.ledgers
 	epoch := lm.epoch.Add(1)
 	evicted := 0

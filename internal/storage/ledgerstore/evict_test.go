@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/foliodb/folio/internal/clock"
 	"github.com/foliodb/folio/internal/storage"
 )
 
@@ -539,4 +540,42 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// TestEvictAfterClose: a sweep on a closed store is refused, not run on
+// closed indexes.
+func TestEvictAfterClose(t *testing.T) {
+	s := mustOpen(t, vfs.Default, evictConfig(t))
+	mustAdd(t, s, 1, 0, entryBody(1, 0, -1, 0, 10))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EvictIdleLedgers(); err == nil {
+		t.Fatal("EvictIdleLedgers on a closed store: no error")
+	}
+}
+
+// TestEvictLoop: the background loop sweeps every LedgerIdleTime of the
+// store's clock (a manual clock here): an idle ledger is gone after two
+// periods.
+func TestEvictLoop(t *testing.T) {
+	cfg := evictConfig(t)
+	clk := clock.NewManual(time.Unix(1000, 0))
+	cfg.Clock, cfg.Manual, cfg.LedgerIdleTime = clk, false, time.Minute
+	s := mustOpen(t, vfs.Default, cfg)
+	defer s.Close()
+	mustAdd(t, s, 5, 0, entryBody(5, 0, -1, 0, 10))
+	mustFlush(t, s)
+	for i := 0; cached(s, 5); i++ {
+		if i == 1000 {
+			t.Fatal("ledger 5 still cached after 1000 idle periods")
+		}
+		// Every loop's timer armed (checkpoint, GC, eviction): each loop
+		// is idle, so the advance fires the eviction sweep.
+		waitFor(t, "the loops' timers", func() bool { return clk.Waiters() == 3 })
+		epoch := s.ledgers.epoch.Load()
+		clk.Advance(time.Minute)
+		waitFor(t, "the sweep", func() bool { return s.ledgers.epoch.Load() > epoch })
+	}
+	mustRead(t, s, 5, 0, entryBody(5, 0, -1, 0, 10))
 }
