@@ -15,7 +15,7 @@ PROTOS := internal/wire/v3/protocolpb/bookkeeper_protocol.proto internal/metadat
 # Production builds (build, release) never set it.
 TAGS ?= invariants
 
-.PHONY: all build test vet unit allocs sim fuzz-smoke compat bench-java bench-compare fuzz proto proto-check bench sim-long release docs
+.PHONY: all build test vet unit allocs sim fuzz-smoke compat bench-java bench-compare bench-scale fuzz proto proto-check bench sim-long release docs
 
 all: build
 
@@ -67,6 +67,13 @@ compat:
 # FOLIO_BENCH_THROUGHPUT_COUNT, FOLIO_BENCH_ORDER (Java,Folio or Folio,Java).
 bench-java:
 	cd compat && $(GO) test -tags benchjava -count=1 -v -timeout 30m -run TestBenchJava ./benchjava/
+
+# bench-scale: the "Many ledgers" benchmark (docs/performance.md): 10k and
+# 100k ledgers in one store on the real disk, memory before and after an
+# eviction sweep, start-up and replay, one GC pass. Not part of CI. Knobs:
+# FOLIO_SCALE_LEDGERS (counts, comma-separated), FOLIO_SCALE_HEAP_PROFILES.
+bench-scale:
+	$(GO) test -tags scalebench -count=1 -v -timeout 30m -run TestScaleManyLedgers ./internal/storage/ledgerstore/
 
 # bench-compare: the side-by-side benchmark of issue 22 (compat/benchcompare;
 # docs/performance.md "Side-by-side harness"): Java 4.17 bookies (BookKeeper's

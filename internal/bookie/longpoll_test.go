@@ -1,9 +1,14 @@
 package bookie
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/foliodb/folio/internal/clock"
+	"github.com/foliodb/folio/internal/storage/ledgerstore"
 	"github.com/foliodb/folio/internal/wire"
 )
 
@@ -146,4 +151,63 @@ func TestLongPollStepped(t *testing.T) {
 			t.Fatalf("in flight after the answer: %d requests, %d long polls", reqs, polls)
 		}
 	})
+}
+
+// TestLongPollPinsEvictedLedger: a long poll waiting on a ledger of the
+// real store (files on disk) keeps the ledger's state in memory through
+// any number of eviction sweeps, is answered when the LAC passes, and the
+// ledger is evicted once nobody waits; a poll armed after the eviction
+// reloads it and sees the same LAC.
+func TestLongPollPinsEvictedLedger(t *testing.T) {
+	const ledger = 11
+	dir := t.TempDir()
+	st, err := ledgerstore.Open(vfs.Default, ledgerstore.Config{
+		JournalDirs:    []string{filepath.Join(dir, "journal")},
+		LedgerDirs:     []string{filepath.Join(dir, "ledgers")},
+		Clock:          clock.Real{},
+		Manual:         true,
+		LedgerIdleTime: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	sweep := func(n int) {
+		t.Helper()
+		if err := st.FlushWriteCache(); err != nil {
+			t.Fatal(err)
+		}
+		for range n {
+			if _, err := st.EvictIdleLedgers(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	g := &stepGo{}
+	h := newHarness(t, st, Config{Go: g.spawn})
+	h.mustAdd(wire.ProtocolV3, ledger, 0, 1) // known LAC 0
+	p := h.start(wire.ProtocolV3, longPollRequest(ledger, 0, 60000, true))
+	g.runAll() // arm
+	sweep(5)
+	if st.CachedLedgers() != 1 || p.answered() {
+		t.Fatalf("waiting poll: %d ledgers cached, answered %v", st.CachedLedgers(), p.answered())
+	}
+	h.mustAdd(wire.ProtocolV3, ledger, 2, 2) // carries LAC 1: wakes the poll
+	g.runAll()
+	if r := p.wait(); responseStatus(r) != wire.StatusOK || r.Read.MaxLAC != 1 {
+		t.Fatalf("woken poll: %v, maxLAC %d", responseStatus(r), r.Read.MaxLAC)
+	}
+	sweep(2)
+	if st.CachedLedgers() != 0 {
+		t.Fatalf("no poll waiting: %d ledgers cached, want 0", st.CachedLedgers())
+	}
+	p = h.start(wire.ProtocolV3, longPollRequest(ledger, 0, 60000, true))
+	g.runAll()
+	if r := p.wait(); responseStatus(r) != wire.StatusOK || r.Read.MaxLAC != 1 || r.Read.EntryID != 1 {
+		t.Fatalf("poll after eviction: %v, entry %d, maxLAC %d; want OK, entry 1, maxLAC 1", responseStatus(r), r.Read.EntryID, r.Read.MaxLAC)
+	}
 }

@@ -115,6 +115,13 @@ func (n *bookieNode) start() {
 		if err := st.Checkpoint(); err != nil {
 			w.logf("bookie %s: checkpoint: %v", n.id, err)
 		}
+		// An eviction sweep on the same tick (no draw of its own, so the
+		// schedules stay those of the seed): ledgers idle for two ticks
+		// lose their in-memory state and reload it on next use, under
+		// every fault the run injects.
+		if _, err := st.EvictIdleLedgers(); err != nil {
+			w.logf("bookie %s: evict: %v", n.id, err)
+		}
 	})
 	n.schedule(inc, "gc", 20*time.Millisecond, 200*time.Millisecond, func() { n.gc() })
 }

@@ -358,6 +358,7 @@ var bkKeys = []KeyInfo{
 	impl("dbStorage_readAheadCacheMaxSizeMb", "16", "MiB of read cache (BookKeeper: 1/4 of direct memory)"),
 	impl("dbStorage_readAheadCacheBatchSize", "100", "entries a read-cache miss reads ahead (the following entries of the ledger in the same entry log, in one read); ≤ 0: none"),
 	impl("dbStorage_readAheadCacheBatchBytesSize", "-1", "if positive, also bounds the bytes one read-ahead caches; -1: bounded by the count and half the read cache"),
+	impl("ledgerStateMaxIdleTime", "600", rFolio+": seconds after which an idle ledger's in-memory state (master key, fence bit, LACs) is dropped, to be reloaded from the index on next use (BookKeeper's DbLedgerStorage drops its transient ledger info after a fixed 10 minutes); a ledger is dropped between one and two periods after its last use, never while a long-poll read waits on it or while it holds state not yet in the index; 0 keeps every ledger's state in memory"),
 	irr("dbStorage_rocksDB_blockCacheSize", "", rRocks),
 	irr("dbStorage_rocksDB_writeBufferSizeMB", "64", rRocks),
 	irr("dbStorage_rocksDB_sstSizeInMB", "64", rRocks),

@@ -39,6 +39,12 @@ var storageKeys = []struct {
 	}, true},
 	{"dbStorage_readAheadCacheBatchBytesSize", func(c *ledgerstore.Config, n int64) { c.ReadAheadBytes = max(n, 0) }, true},
 	{"compactionRateByBytes", func(c *ledgerstore.Config, n int64) { c.CompactionBytesPerSecond = n }, false},
+	{"ledgerStateMaxIdleTime", func(c *ledgerstore.Config, n int64) {
+		c.LedgerIdleTime = time.Duration(n) * time.Second
+		if n == 0 {
+			c.LedgerIdleTime = -1 // never evict
+		}
+	}, false},
 }
 
 // StorageConfig is the ledgerstore configuration of cfg: the data lives in

@@ -59,6 +59,25 @@ func TestStoreKeysDefaultsAndMapping(t *testing.T) {
 		t.Fatalf("set: %+v, compaction %+v", sc, *sc.Compaction)
 	}
 
+	// ledgerStateMaxIdleTime: seconds; 0 never evicts; unset takes the
+	// store's default (10 minutes, BookKeeper's fixed period).
+	if sc.LedgerIdleTime != 0 {
+		t.Fatalf("ledgerStateMaxIdleTime unset: %v", sc.LedgerIdleTime)
+	}
+	for v, want := range map[string]time.Duration{"90": 90 * time.Second, "0": -1} {
+		if cfg, err = loadConf(t, "ledgerStateMaxIdleTime="+v); err != nil {
+			t.Fatal(err)
+		}
+		if sc, err = StorageConfig(&cfg); err != nil || sc.LedgerIdleTime != want {
+			t.Fatalf("ledgerStateMaxIdleTime=%s: %v, %v; want %v", v, sc.LedgerIdleTime, err, want)
+		}
+	}
+	if cfg, err = loadConf(t, "ledgerStateMaxIdleTime=-5"); err == nil {
+		if _, err = StorageConfig(&cfg); err == nil {
+			t.Fatal("ledgerStateMaxIdleTime=-5 accepted")
+		}
+	}
+
 	// Folio's older name for logSizeLimit still works; a disagreement is refused.
 	if cfg, err = loadConf(t, "entryLogSizeLimit=131072"); err != nil || cfg.EntryLogSizeLimit != 131072 {
 		t.Fatalf("entryLogSizeLimit alias: %v %v", cfg.EntryLogSizeLimit, err)

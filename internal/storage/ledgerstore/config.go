@@ -121,6 +121,15 @@ type Config struct {
 	// Default 32 MiB/s; negative: unlimited.
 	CompactionBytesPerSecond int64
 
+	// LedgerIdleTime is the eviction period of idle ledgers' in-memory
+	// state: the background loop sweeps (EvictIdleLedgers) every
+	// LedgerIdleTime, dropping the state of ledgers unused since before
+	// the previous sweep (so idle for one to two periods) that a reload
+	// rebuilds exactly (evict.go). Default 10 min (BookKeeper's
+	// DbLedgerStorage drops its transient ledger info after 10 minutes);
+	// negative: never evict.
+	LedgerIdleTime time.Duration
+
 	// Observer, if set, receives the journal's measurements (metrics).
 	Observer Observer
 
@@ -196,6 +205,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.GCInterval <= 0 {
 		c.GCInterval = 15 * time.Minute
+	}
+	if c.LedgerIdleTime == 0 {
+		c.LedgerIdleTime = 10 * time.Minute
 	}
 	if c.GCThreshold <= 0 {
 		c.GCThreshold = 0.2

@@ -211,6 +211,17 @@
 // Position P, every record at or before P has already been applied, so
 // flushing the write cache and syncing the index covers all of them.
 //
+// # Ledger state in memory
+//
+// The per-ledger objects (the lock above, master key, fence bit, LACs) are
+// a cache of the index: a ledger's object is loaded on first use and
+// dropped by the eviction sweep (Config.LedgerIdleTime,
+// EvictIdleLedgers) once it is idle and a reload would rebuild it exactly,
+// so a bookie holding many ledgers keeps only the ones in use in memory.
+// evict.go states the contract: what pins a ledger (an operation holding
+// it, a LAC watch, a fence not yet durable, entries not yet indexed, state
+// the index does not have) and why a reload is equivalent.
+//
 // # Checkpoint
 //
 // See Store.Checkpoint: capture positions → flush write caches (entry logs

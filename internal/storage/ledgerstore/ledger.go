@@ -12,8 +12,10 @@ import (
 	"github.com/foliodb/folio/internal/storage/index"
 )
 
-// ledger is the in-memory state of one ledger. Every ledger the store has
-// touched since Open has one; it is loaded from the index on first use.
+// ledger is the in-memory state of one ledger. A ledger in use has one
+// (acquired from Store.ledgers, see evict.go); it is loaded from the index
+// on first use and dropped again when idle and equal to what a reload
+// would rebuild (evict.go states the contract).
 //
 // mu is the per-ledger lock: the master-key check, the fence check and the
 // enqueueing of an add (write cache + journal) happen under it, as does
@@ -23,7 +25,13 @@ import (
 // only the callbacks free).
 type ledger struct {
 	id int64
-	mu struct {
+	// refs and used are guarded by the ledgerMap shard's lock, not by mu
+	// (see evict.go): refs counts the holders of this object (operations
+	// in progress, registered LAC watches, the sweeper while it checks);
+	// used is the sweep epoch of the last acquire.
+	refs int
+	used uint64
+	mu   struct {
 		sync.Mutex
 		loaded bool // state below reflects the index (or was created)
 		// known: the ledger exists here (it has a master key). A ledger
@@ -41,6 +49,11 @@ type ledger struct {
 		// entries' LAC has been merged in.
 		lac       int64
 		lacLoaded bool
+		// seenEntry and seenLAC are the highest entry id whose body this
+		// object saw (added, replayed or read by loadLACLocked) and that
+		// body's LAC field (-1 if it has none): the sweeper's shortcut
+		// for "LAC field of the last indexed entry" (evict.go).
+		seenEntry, seenLAC int64
 		// watches are the WatchLAC callbacks to call (in registration
 		// order) when lac grows or the ledger is deleted.
 		watches list.List
@@ -49,37 +62,6 @@ type ledger struct {
 	// or loaded from the index after Open's checkpoint). Set from journal
 	// callbacks, hence atomic.
 	fenceDurable atomic.Bool
-}
-
-// ledgerMap holds the ledger objects, sharded to spread lock contention.
-type ledgerMap struct {
-	shards [64]struct {
-		sync.Mutex
-		m map[int64]*ledger
-	}
-}
-
-func (lm *ledgerMap) get(id int64) *ledger {
-	sh := &lm.shards[uint64(id)%uint64(len(lm.shards))]
-	sh.Lock()
-	defer sh.Unlock()
-	if sh.m == nil {
-		sh.m = make(map[int64]*ledger)
-	}
-	l := sh.m[id]
-	if l == nil {
-		l = &ledger{id: id}
-		l.mu.lastEntry, l.mu.lac = -1, -1
-		sh.m[id] = l
-	}
-	return l
-}
-
-func (lm *ledgerMap) peek(id int64) *ledger {
-	sh := &lm.shards[uint64(id)%uint64(len(lm.shards))]
-	sh.Lock()
-	defer sh.Unlock()
-	return sh.m[id]
 }
 
 // loadLocked fills l from the index on first use.
@@ -121,6 +103,20 @@ func (l *ledger) stateLocked() index.State {
 	return index.State{MasterKey: l.mu.masterKey, Fenced: l.mu.fenced, Deleted: l.mu.deleted, ExplicitLAC: l.mu.explicit}
 }
 
+// sawEntryLocked records entry entryID's body (the latest written for
+// that id) for the sweeper's shortcut, and returns its LAC field.
+// REQUIRES: l.mu held.
+func (l *ledger) sawEntryLocked(entryID int64, body []byte) (int64, bool) {
+	lac, ok := entryLAC(body)
+	if entryID >= l.mu.seenEntry {
+		l.mu.seenEntry, l.mu.seenLAC = entryID, -1
+		if ok {
+			l.mu.seenLAC = lac
+		}
+	}
+	return lac, ok
+}
+
 // raiseLACLocked raises the known LAC and wakes watchers.
 // REQUIRES: l.mu held.
 func (l *ledger) raiseLACLocked(lac int64) {
@@ -153,6 +149,7 @@ func (l *ledger) forgetLocked() {
 	}
 	l.mu.explicit = nil
 	l.mu.lastEntry, l.mu.lac, l.mu.lacLoaded = -1, -1, false
+	l.mu.seenEntry, l.mu.seenLAC = -1, -1
 	if !fenced {
 		l.fenceDurable.Store(false)
 	}

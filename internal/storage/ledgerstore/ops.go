@@ -67,7 +67,8 @@ func (s *Store) addEntry(ledgerID, entryID int64, masterKey, body []byte, opts s
 		return err
 	}
 	sh, jr := s.shardFor(ledgerID), s.journalFor(ledgerID)
-	l := s.ledgers.get(ledgerID)
+	l := s.ledgers.acquire(ledgerID)
+	defer s.ledgers.release(l)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := s.admitLocked(l, sh, jr, masterKey); err != nil {
@@ -83,7 +84,7 @@ func (s *Store) addEntry(ledgerID, entryID int64, masterKey, body []byte, opts s
 		return err
 	}
 	l.mu.lastEntry = max(l.mu.lastEntry, entryID)
-	if lac, ok := entryLAC(body); ok {
+	if lac, ok := l.sawEntryLocked(entryID, body); ok {
 		l.raiseLACLocked(lac)
 	}
 	op := addOpPool.Get().(*addOp)
@@ -184,7 +185,11 @@ func (s *Store) Fence(ctx context.Context, ledgerID int64, masterKey []byte) err
 		return fmt.Errorf("ledgerstore: invalid ledger id %d", ledgerID)
 	}
 	sh, jr := s.shardFor(ledgerID), s.journalFor(ledgerID)
-	l := s.ledgers.get(ledgerID)
+	// The reference is held until the fence is durable (or the wait ends);
+	// a fence not yet durable also pins its ledger by itself (evict.go),
+	// since the waiter's callback marks this object durable.
+	l := s.ledgers.acquire(ledgerID)
+	defer s.ledgers.release(l)
 	l.mu.Lock()
 	if err := l.loadLocked(sh.ix); err != nil {
 		l.mu.Unlock()
@@ -232,7 +237,8 @@ func (s *Store) SetExplicitLAC(ctx context.Context, ledgerID int64, masterKey, b
 		return err
 	}
 	sh, jr := s.shardFor(ledgerID), s.journalFor(ledgerID)
-	l := s.ledgers.get(ledgerID)
+	l := s.ledgers.acquire(ledgerID)
+	defer s.ledgers.release(l)
 	l.mu.Lock()
 	if err := s.admitLocked(l, sh, jr, masterKey); err != nil {
 		l.mu.Unlock()
@@ -267,14 +273,15 @@ func (s *Store) Force(ctx context.Context, ledgerID int64) error {
 	return ctx.Err()
 }
 
-// lookup returns the loaded ledger, or an error matching
-// storage.ErrNoLedger if the store does not hold it (fenced-and-deleted
-// ledgers included). It does not keep objects for unknown ids.
+// lookup returns the loaded ledger, acquired (the caller releases it), or
+// an error matching storage.ErrNoLedger if the store does not hold it
+// (fenced-and-deleted ledgers included). It does not keep objects for
+// unknown ids.
 func (s *Store) lookup(ledgerID int64) (*ledger, error) {
 	if ledgerID < 0 {
 		return nil, fmt.Errorf("%w: invalid ledger id %d", storage.ErrNoLedger, ledgerID)
 	}
-	l := s.ledgers.peek(ledgerID)
+	l := s.ledgers.acquireExisting(ledgerID)
 	if l == nil {
 		st, err := s.shardFor(ledgerID).ix.LedgerState(ledgerID)
 		switch {
@@ -285,14 +292,16 @@ func (s *Store) lookup(ledgerID int64) (*ledger, error) {
 		case st.Deleted:
 			return nil, fmt.Errorf("%w: ledger %d was deleted", storage.ErrNoLedger, ledgerID)
 		}
-		l = s.ledgers.get(ledgerID)
+		l = s.ledgers.acquire(ledgerID)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.loadLocked(s.shardFor(ledgerID).ix); err != nil {
+		s.ledgers.release(l)
 		return nil, err
 	}
 	if !l.mu.known || l.mu.deleted {
+		s.ledgers.release(l)
 		return nil, fmt.Errorf("%w: ledger %d", storage.ErrNoLedger, ledgerID)
 	}
 	return l, nil
@@ -308,6 +317,7 @@ func (s *Store) ReadEntry(ledgerID, entryID int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer s.ledgers.release(l)
 	sh := s.shardFor(ledgerID)
 	if entryID == -1 {
 		l.mu.Lock()
@@ -406,6 +416,7 @@ func (s *Store) LastAddConfirmed(ledgerID int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	defer s.ledgers.release(l)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := s.loadLACLocked(l); err != nil {
@@ -432,7 +443,7 @@ func (s *Store) loadLACLocked(l *ledger) error {
 		if err != nil {
 			return err
 		}
-		if lac, ok := entryLAC(b); ok {
+		if lac, ok := l.sawEntryLocked(id, b); ok {
 			l.raiseLACLocked(lac)
 		}
 	}
@@ -447,6 +458,9 @@ func (s *Store) WatchLAC(ledgerID, previous int64, wake func()) (int64, func(), 
 	if err != nil {
 		return 0, nil, err
 	}
+	// A registered watch pins the ledger by itself (evict.go): its cancel
+	// may outlive this reference.
+	defer s.ledgers.release(l)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := s.loadLACLocked(l); err != nil {
@@ -471,6 +485,7 @@ func (s *Store) ExplicitLAC(ledgerID int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer s.ledgers.release(l)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.explicit == nil {
@@ -483,9 +498,11 @@ func (s *Store) ExplicitLAC(ledgerID int64) ([]byte, error) {
 // first (the cache cannot list one ledger), so the index holds every
 // entry added before the call.
 func (s *Store) Entries(ledgerID int64, fn func(entryID int64) bool) error {
-	if _, err := s.lookup(ledgerID); err != nil {
+	l, err := s.lookup(ledgerID)
+	if err != nil {
 		return err
 	}
+	s.ledgers.release(l)
 	sh := s.shardFor(ledgerID)
 	if err := sh.flush(); err != nil {
 		s.fail(err)
@@ -534,7 +551,8 @@ func (s *Store) DeleteLedger(ctx context.Context, ledgerID int64) error {
 	}
 	s.at("delete:checkpointed")
 	sh := s.shardFor(ledgerID)
-	l := s.ledgers.get(ledgerID)
+	l := s.ledgers.acquire(ledgerID)
+	defer s.ledgers.release(l)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.loadLocked(sh.ix); err != nil {
@@ -602,7 +620,7 @@ func (s *Store) LedgerInfo(ledgerID int64) (storage.LedgerInfo, error) {
 		return none, fmt.Errorf("%w: invalid ledger id %d", storage.ErrNoLedger, ledgerID)
 	}
 	sh := s.shardFor(ledgerID)
-	l := s.ledgers.peek(ledgerID)
+	l := s.ledgers.acquireExisting(ledgerID)
 	if l == nil {
 		// Do not keep an object for an id the store does not hold.
 		st, err := sh.ix.LedgerState(ledgerID)
@@ -615,8 +633,9 @@ func (s *Store) LedgerInfo(ledgerID int64) (storage.LedgerInfo, error) {
 			none.Fenced, none.Deleted = st.Fenced, true
 			return none, nil
 		}
-		l = s.ledgers.get(ledgerID)
+		l = s.ledgers.acquire(ledgerID)
 	}
+	defer s.ledgers.release(l)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.loadLocked(sh.ix); err != nil {

@@ -47,7 +47,8 @@ func (s *Store) applyReplayed(rec journal.Record) error {
 		return fmt.Errorf("invalid ledger id %d", rec.LedgerID)
 	}
 	sh := s.shardFor(rec.LedgerID)
-	l := s.ledgers.get(rec.LedgerID)
+	l := s.ledgers.acquire(rec.LedgerID)
+	defer s.ledgers.release(l)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.loadLocked(sh.ix); err != nil {
@@ -96,7 +97,7 @@ func (s *Store) applyReplayed(rec journal.Record) error {
 			return err
 		}
 		l.mu.lastEntry = max(l.mu.lastEntry, rec.EntryID)
-		if lac, ok := entryLAC(rec.Body); ok {
+		if lac, ok := l.sawEntryLocked(rec.EntryID, rec.Body); ok {
 			l.raiseLACLocked(lac)
 		}
 		return nil

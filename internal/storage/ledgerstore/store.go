@@ -360,6 +360,28 @@ func (s *Store) startLoops() {
 	s.wg.Add(2)
 	go s.checkpointLoop()
 	go s.gcLoop()
+	if s.cfg.LedgerIdleTime > 0 {
+		s.wg.Add(1)
+		go s.evictLoop()
+	}
+}
+
+// evictLoop sweeps idle ledgers' in-memory state every LedgerIdleTime
+// (EvictIdleLedgers). A failed index read keeps its ledger and is retried
+// at the next sweep; it is not a store failure (nothing was written).
+func (s *Store) evictLoop() {
+	defer s.wg.Done()
+	t := s.cfg.Clock.NewTimer(s.cfg.LedgerIdleTime)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C():
+		}
+		_, _ = s.EvictIdleLedgers()
+		t.Reset(s.cfg.LedgerIdleTime)
+	}
 }
 
 // flushLoop flushes a write cache whenever it asks (half full, or an add

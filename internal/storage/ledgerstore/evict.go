@@ -1,0 +1,309 @@
+package ledgerstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/foliodb/folio/internal/storage/index"
+)
+
+// # Eviction of idle ledger state
+//
+// The store keeps a *ledger (ledger.go) per ledger in use: per-ledger lock,
+// master key, fence bit, explicit LAC, known LAC, highest entry added, LAC
+// watches. A bookie holding many ledgers (Pulsar creates many small ones)
+// would otherwise keep one for every ledger touched since Open, deleted ones
+// included. The sweeper (EvictIdleLedgers; the background loop runs it every
+// Config.LedgerIdleTime) drops the ones that are idle and that a reload
+// would rebuild exactly; the next use loads them again (loadLocked, and
+// loadLACLocked for the LAC).
+//
+// What pins a ledger (never evicted while it holds):
+//
+//   - a holder: every operation takes the object with acquire and gives it
+//     back with release; refs counts the holders, under the map shard's
+//     lock. The sweeper evicts only with refs == 1 (itself), checked under
+//     the shard lock at the moment it removes the object, while it holds
+//     l.mu. So no goroutine ever holds an evicted object with a pending use,
+//     and one ledger never has two live objects (the per-ledger lock that
+//     makes "check fenced, then add" atomic with Fence stays one lock);
+//   - recent use: acquire stamps the current sweep epoch; a sweep evicts only
+//     objects not acquired since before the previous sweep (idle for at
+//     least one full LedgerIdleTime);
+//   - a registered LAC watch (a waiting long-poll read): the sweeper
+//     refuses a ledger whose watch list is not empty. Watches are added
+//     under l.mu by WatchLAC, which holds a reference meanwhile; a watch's
+//     cancel may run after its ledger was evicted (it was woken and removed
+//     first, so its cancel is a no-op on the dropped object);
+//   - state that lives only in memory (checked under l.mu against a fresh
+//     read of the index, see reloadsEqualLocked): the sweeper reads what a
+//     reload would read and evicts only if every observable field comes back
+//     the same:
+//     known, master key, fenced and deleted, the explicit LAC (bytes and
+//     presence) must equal the index state record. This refuses a ledger
+//     whose master-key record failed to reach the journal (admitLocked
+//     leaves it unknown in memory while the index already has its state:
+//     a reload would take it as known and the next add would skip the
+//     journaled key that replay needs);
+//     a fence must be durable (fenceDurable): a reload marks a fence found in
+//     the index durable, which is true only once the fence record is synced;
+//     a pending fence pins its ledger until its journal group completes
+//     (forever if the journal failed);
+//     the highest entry added (lastEntry) must be in the index: entries
+//     still in the write cache pin their ledger until a flush indexes
+//     them (ReadEntry(-1) and LedgerInfo take max(lastEntry, index));
+//     the known LAC must not exceed what a reload computes, max(explicit
+//     LAC, LAC field of the last indexed entry): a ledger whose entries
+//     carried LACs out of order keeps its object, so a LAC never goes
+//     backwards. The LAC field is read from the entry unless this object
+//     saw the latest body of that entry id (seenEntry: every write of an
+//     entry goes through the one live object, under l.mu, and
+//     loadLACLocked reads the latest, write cache first).
+//
+// Why a reload is equivalent: every field above is either equal to the
+// index (read under l.mu, and no write to the ledger's index state happens
+// without l.mu held) or recomputed from it by the same functions the first
+// load uses, and the index is where every other reader (Ledgers, GC,
+// LedgerInfo for an absent object) already looks. Durability across a crash
+// does not involve these objects at all: journal replay rebuilds from the
+// journal and the synced index, so eviction changes nothing there. The
+// unsynced index writes a reload may read are covered by the journal
+// exactly as they are for the object that was dropped.
+//
+// Lock order: l.mu, then the shard's lock (the sweeper); acquire and release
+// take only the shard's lock, and nobody takes l.mu while holding it.
+
+// ledgerMap holds the ledger objects, sharded to spread lock contention.
+type ledgerMap struct {
+	// epoch advances at each sweep (atomic: acquire reads it under a shard
+	// lock, the sweeper advances it under none).
+	epoch  atomic.Uint64
+	shards [64]ledgerShardMap
+}
+
+type ledgerShardMap struct {
+	sync.Mutex
+	m map[int64]*ledger
+	// peak is the most objects m held since it was made: a Go map never
+	// shrinks, so a sweep that leaves m well below it copies m into a new
+	// one (the point of evicting is the memory).
+	peak int
+}
+
+func (lm *ledgerMap) shard(id int64) *ledgerShardMap {
+	return &lm.shards[uint64(id)%uint64(len(lm.shards))]
+}
+
+// acquire returns ledger id's object, creating it (unloaded) if absent,
+// with a reference the caller must give back with release.
+func (lm *ledgerMap) acquire(id int64) *ledger {
+	sh := lm.shard(id)
+	sh.Lock()
+	defer sh.Unlock()
+	if sh.m == nil {
+		sh.m = make(map[int64]*ledger)
+	}
+	l := sh.m[id]
+	if l == nil {
+		l = &ledger{id: id}
+		l.mu.lastEntry, l.mu.lac = -1, -1
+		l.mu.seenEntry, l.mu.seenLAC = -1, -1
+		sh.m[id] = l
+		sh.peak = max(sh.peak, len(sh.m))
+	}
+	l.refs++
+	l.used = lm.epoch.Load()
+	return l
+}
+
+// acquireExisting is acquire without creating: nil if the ledger has no
+// object.
+func (lm *ledgerMap) acquireExisting(id int64) *ledger {
+	sh := lm.shard(id)
+	sh.Lock()
+	defer sh.Unlock()
+	l := sh.m[id]
+	if l != nil {
+		l.refs++
+		l.used = lm.epoch.Load()
+	}
+	return l
+}
+
+// release gives back a reference taken by acquire or acquireExisting.
+func (lm *ledgerMap) release(l *ledger) {
+	sh := lm.shard(l.id)
+	sh.Lock()
+	l.refs--
+	if l.refs < 0 {
+		sh.Unlock()
+		panic(fmt.Sprintf("ledgerstore: ledger %d released more often than acquired", l.id))
+	}
+	sh.Unlock()
+}
+
+// len returns how many ledger objects the map holds.
+func (lm *ledgerMap) len() int {
+	n := 0
+	for i := range lm.shards {
+		sh := &lm.shards[i]
+		sh.Lock()
+		n += len(sh.m)
+		sh.Unlock()
+	}
+	return n
+}
+
+// CachedLedgers returns how many ledgers have in-memory state (the rest
+// are only in the index; see EvictIdleLedgers).
+func (s *Store) CachedLedgers() int { return s.ledgers.len() }
+
+// EvictIdleLedgers is one sweep (the body of the eviction loop, which runs
+// every Config.LedgerIdleTime; tests and the simulator call it directly):
+// it advances the sweep epoch and drops the in-memory state of every
+// ledger not used since before the previous sweep that nothing pins and
+// that a reload would rebuild exactly (see the comment at the top of
+// evict.go). It returns how many it dropped; an index read that fails
+// keeps its ledger and is returned (joined) after the sweep completes.
+func (s *Store) EvictIdleLedgers() (int, error) {
+	s.mu.Lock()
+	closed := s.mu.closing
+	s.mu.Unlock()
+	if closed {
+		return 0, errors.New("ledgerstore: EvictIdleLedgers on a closed store")
+	}
+	lm := &s.ledgers
+	epoch := lm.epoch.Add(1)
+	evicted := 0
+	var errs []error
+	var cand []*ledger
+	for i := range lm.shards {
+		sh := &lm.shards[i]
+		cand = cand[:0]
+		sh.Lock()
+		for _, l := range sh.m {
+			// used+1 < epoch: not acquired during the epoch that just
+			// ended nor the current one.
+			if l.refs == 0 && l.used+1 < epoch {
+				l.refs++ // the sweeper's own reference
+				cand = append(cand, l)
+			}
+		}
+		sh.Unlock()
+		for _, l := range cand {
+			ok, err := s.evictOne(l)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if ok {
+				evicted++
+			}
+		}
+		sh.Lock()
+		if len(sh.m) < sh.peak/4 {
+			// A fresh map sized to what is left (maps.Clone keeps the
+			// old size).
+			m := make(map[int64]*ledger, len(sh.m))
+			for id, l := range sh.m {
+				m[id] = l
+			}
+			sh.m, sh.peak = m, len(m)
+		}
+		sh.Unlock()
+	}
+	clear(cand)
+	return evicted, errors.Join(errs...)
+}
+
+// evictOne drops l if nothing but the sweeper holds it and a reload is
+// equivalent; it gives back the sweeper's reference either way.
+func (s *Store) evictOne(l *ledger) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ok, err := s.reloadsEqualLocked(l)
+	sh := s.ledgers.shard(l.id)
+	sh.Lock()
+	l.refs--
+	if ok && l.refs == 0 {
+		delete(sh.m, l.id)
+	} else {
+		ok = false
+	}
+	sh.Unlock()
+	return ok, err
+}
+
+// reloadsEqualLocked reports whether dropping l and loading it again from
+// the index would give the same observable state (see the contract at the
+// top of this file). Any doubt answers false.
+// REQUIRES: l.mu held.
+func (s *Store) reloadsEqualLocked(l *ledger) (bool, error) {
+	if l.mu.watches.Len() > 0 {
+		return false, nil
+	}
+	if !l.mu.loaded {
+		// Never loaded (a failed load): it holds nothing a load would not
+		// read again. lastEntry and lac are only raised after a load.
+		return l.mu.lastEntry < 0 && l.mu.lac < 0 && !l.mu.known, nil
+	}
+	if l.mu.fenced && !l.fenceDurable.Load() {
+		return false, nil
+	}
+	sh := s.shardFor(l.id)
+	st, err := sh.ix.LedgerState(l.id)
+	if errors.Is(err, index.ErrNoLedger) {
+		// A reload finds no ledger: equal only if this object holds none
+		// either (never created here, or deleted and not fenced).
+		return !l.mu.known && !l.mu.fenced && l.mu.explicit == nil && l.mu.lastEntry < 0 && l.mu.lac < 0, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("ledgerstore: evicting ledger %d: %w", l.id, err)
+	}
+	if !l.mu.known || !bytes.Equal(l.mu.masterKey, st.MasterKey) || l.mu.fenced != st.Fenced || l.mu.deleted != st.Deleted ||
+		(l.mu.explicit == nil) != (st.ExplicitLAC == nil) || !bytes.Equal(l.mu.explicit, st.ExplicitLAC) {
+		return false, nil
+	}
+	if l.mu.deleted {
+		// Fenced and deleted: a reload stops at the state (lookup refuses
+		// it), and forgetLocked reset the rest.
+		return l.mu.lastEntry < 0 && l.mu.lac < 0, nil
+	}
+	// The reload's LAC is max(explicit LAC, LAC field of the last indexed
+	// entry); lastEntry must be indexed.
+	reloadLAC := int64(-1)
+	if v, ok := explicitLACValue(st.ExplicitLAC); ok {
+		reloadLAC = v
+	}
+	if l.mu.lastEntry < 0 && l.mu.lac <= reloadLAC {
+		return true, nil
+	}
+	last, _, err := sh.ix.LastEntry(l.id)
+	if errors.Is(err, index.ErrNoEntry) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("ledgerstore: evicting ledger %d: %w", l.id, err)
+	}
+	if last < l.mu.lastEntry {
+		return false, nil
+	}
+	if l.mu.lac <= reloadLAC {
+		return true, nil
+	}
+	if last == l.mu.seenEntry {
+		// This object saw the latest body written for that id (every
+		// write of an entry goes through it, under l.mu): no read.
+		return l.mu.lac <= max(reloadLAC, l.mu.seenLAC), nil
+	}
+	b, err := s.readEntry(sh, l.id, last)
+	if err != nil {
+		return false, fmt.Errorf("ledgerstore: evicting ledger %d: %w", l.id, err)
+	}
+	if v, ok := entryLAC(b); ok {
+		reloadLAC = max(reloadLAC, v)
+	}
+	return l.mu.lac <= reloadLAC, nil
+}
