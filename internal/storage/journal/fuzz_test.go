@@ -60,9 +60,9 @@ func FuzzDecodeRecord(f *testing.F) {
 // FuzzDecodeFileHeader: no input panics; a header that decodes names the
 // wanted file, a previous file below it, and re-encodes to the same bytes.
 func FuzzDecodeFileHeader(f *testing.F) {
-	f.Add(encodeFileHeader(1, 0, 0)[:fileHeaderUsed], uint64(1), false)
-	f.Add(encodeFileHeader(7, 6, 4096)[:fileHeaderUsed], uint64(7), false)
-	f.Add(encodeFileHeader(7, 6, 4096), uint64(7), true)
+	f.Add(encodeFileHeader(formatVersion1, 1, 0, 0)[:fileHeaderUsed], uint64(1), false)
+	f.Add(encodeFileHeader(FormatVersion, 7, 6, 4096)[:fileHeaderUsed], uint64(7), false)
+	f.Add(encodeFileHeader(FormatVersion, 7, 6, 4096), uint64(7), true)
 	f.Add([]byte(fileMagic), uint64(1), true)
 	f.Fuzz(func(t *testing.T, b []byte, want uint64, fixCRC bool) {
 		if fixCRC && len(b) >= fileHeaderUsed {
@@ -76,7 +76,7 @@ func FuzzDecodeFileHeader(f *testing.F) {
 		if h.fileID != want || h.prevID >= h.fileID {
 			t.Fatalf("nonsense header decoded: %+v", h)
 		}
-		if again := encodeFileHeader(h.fileID, h.prevID, h.prevEnd)[:fileHeaderUsed]; !bytes.Equal(again, b[:fileHeaderUsed]) {
+		if again := encodeFileHeader(h.version, h.fileID, h.prevID, h.prevEnd)[:fileHeaderUsed]; !bytes.Equal(again, b[:fileHeaderUsed]) {
 			t.Fatalf("%x decodes to %+v, which encodes to %x", b[:fileHeaderUsed], h, again)
 		}
 	})
@@ -91,7 +91,7 @@ func FuzzReplayFile(f *testing.F) {
 	f.Add(seedBody())
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, body []byte) {
-		file := append(encodeFileHeader(1, 0, 0), body...)
+		file := append(encodeFileHeader(formatVersion1, 1, 0, 0), body...)
 		fs := vfs.NewMem()
 		if err := fs.MkdirAll(testDir, 0o755); err != nil {
 			t.Fatal(err)
@@ -128,10 +128,14 @@ func FuzzReplayFile(f *testing.F) {
 }
 
 // goldenBody is the body of testdata/golden-v1.hex (a hex dump).
-func goldenBody(f *testing.F) []byte {
-	dump, err := os.ReadFile("testdata/golden-v1.hex")
+func goldenBody(f *testing.F) []byte { return readHexDump(f, "testdata/golden-v1.hex")[FirstGroupOffset:] }
+
+// readHexDump returns the bytes of a hex dump (hex.Dump's format).
+func readHexDump(tb testing.TB, path string) []byte {
+	tb.Helper()
+	dump, err := os.ReadFile(path)
 	if err != nil {
-		f.Fatal(err)
+		tb.Fatal(err)
 	}
 	var b []byte
 	for _, line := range strings.Split(string(dump), "\n") {
@@ -141,16 +145,16 @@ func goldenBody(f *testing.F) []byte {
 		hexPart, _, _ := strings.Cut(line[10:], "|")
 		raw, err := hex.DecodeString(strings.ReplaceAll(hexPart, " ", ""))
 		if err != nil {
-			f.Fatalf("golden dump line %q: %v", line, err)
+			tb.Fatalf("dump %s line %q: %v", path, line, err)
 		}
 		b = append(b, raw...)
 	}
-	return b[FirstGroupOffset:]
+	return b
 }
 
 // seedBody is two groups of records, as the writer lays them out.
 func seedBody() []byte {
-	b := encodeFileHeader(1, 0, 0)
+	b := encodeFileHeader(formatVersion1, 1, 0, 0)
 	for g := range 2 {
 		for i := range 3 {
 			r := Record{Type: TypeAddEntry, LedgerID: 5, EntryID: int64(g*3 + i), Body: []byte("entry body")}
