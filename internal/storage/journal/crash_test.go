@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -144,13 +145,12 @@ func checkCrashPoint(t *testing.T, i int, p crashPoint, again bool, seed uint64)
 	c := &crasher{mem: mem, rng: rand.New(rand.NewPCG(seed, uint64(i)+3)), rec: rec}
 	j.Close()
 	crashAt := c.rng.IntN(12)
-	syncs := 0
+	var syncs atomic.Int64
 	inj := errorfs.InjectorFunc(func(op errorfs.Op) error {
 		if (op.Kind == errorfs.OpFileSync || op.Kind == errorfs.OpFileSyncData) && strings.HasPrefix(op.Path, testDir) {
-			if syncs == crashAt {
+			if syncs.Add(1)-1 == int64(crashAt) {
 				c.crash(true, "second incarnation")
 			}
-			syncs++
 		}
 		return nil
 	})

@@ -128,7 +128,9 @@ func FuzzReplayFile(f *testing.F) {
 }
 
 // goldenBody is the body of testdata/golden-v1.hex (a hex dump).
-func goldenBody(f *testing.F) []byte { return readHexDump(f, "testdata/golden-v1.hex")[FirstGroupOffset:] }
+func goldenBody(f *testing.F) []byte {
+	return readHexDump(f, "testdata/golden-v1.hex")[FirstGroupOffset:]
+}
 
 // readHexDump returns the bytes of a hex dump (hex.Dump's format).
 func readHexDump(tb testing.TB, path string) []byte {

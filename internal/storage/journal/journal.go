@@ -113,6 +113,11 @@ type Journal struct {
 		// is the file created ahead of rotation (nil until ready).
 		cur, next *preFile
 		writePos  int64 // end of the last group written to cur
+		// curPinned: cur durably records where the file before it ends
+		// (its header does, or one of its groups is synced). Only then is
+		// the next file created ahead, so that a file without groups is
+		// only ever the last one (Open removes it).
+		curPinned bool
 		want      int64 // the writer waits for zeros up to here in cur
 		extending bool  // the preallocator is writing zeros to cur
 	}
@@ -155,11 +160,11 @@ type preFile struct {
 // fdatasync.
 type group struct {
 	fileID  uint64
-	base    int64    // offset of the group header, a multiple of GroupAlignment
-	buf     []byte   // group header (filled when written), then the records
-	ends    []int64  // end offset of each record
+	base    int64   // offset of the group header, a multiple of GroupAlignment
+	buf     []byte  // group header (filled when written), then the records
+	ends    []int64 // end offset of each record
 	cbs     []Callback
-	file    vfs.File // the file it was written to (for the syncer)
+	file    vfs.File  // the file it was written to (for the syncer)
 	firstAt time.Time // when the first record arrived (only with MaxGroupWait)
 	sealed  bool
 }
@@ -266,7 +271,7 @@ func (j *Journal) open() error {
 	}
 	j.setFile(f, id, j.opened.prevEnd)
 	j.p.cur = &preFile{id: id, file: f, zeroedEnd: zeroedEnd}
-	j.p.writePos = FirstGroupOffset
+	j.p.writePos, j.p.curPinned = FirstGroupOffset, true
 	if !j.opts.Manual {
 		if j.p.cur.pfile, err = j.fs.OpenReadWrite(j.path(id), vfs.WriteCategoryUnspecified); err != nil {
 			return fmt.Errorf("journal: opening %s: %w", j.path(id), err)
@@ -848,7 +853,7 @@ func (j *Journal) rotate(id uint64) error {
 	}
 	old, nf := j.p.cur, j.p.next
 	j.p.cur, j.p.next = nf, nil
-	j.p.writePos, j.p.want = FirstGroupOffset, 0
+	j.p.writePos, j.p.want, j.p.curPinned = FirstGroupOffset, 0, false
 	closePre := !j.p.extending // else the preallocator closes it when done
 	j.p.cond.Broadcast()
 	j.p.Unlock()
@@ -908,6 +913,9 @@ func (j *Journal) runSyncer() {
 			}
 		}
 		j.p.Lock()
+		if err == nil && j.p.cur.id == batch[0].fileID {
+			j.p.curPinned = true
+		}
 		j.p.unsynced -= len(batch)
 		j.p.cond.Broadcast()
 		j.p.Unlock()
@@ -948,7 +956,7 @@ func (j *Journal) runPreallocator() {
 				j.p.extending = true
 				break
 			}
-			if j.p.next == nil {
+			if j.p.next == nil && j.p.curPinned {
 				break
 			}
 			j.p.cond.Wait()
