@@ -13,13 +13,17 @@ import (
 )
 
 // faultAfter injects one error into the first matching operation after
-// `after` matching operations have passed, then records every later
-// operation on the file that failed.
+// `after` matching operations have passed, then records every operation on
+// the file that failed once the journal has recorded the failure (known,
+// set from OnFailure). I/O that another goroutine had started before the
+// journal recorded it (a write of the next group while a sync fails) may
+// still complete; none may start after.
 type faultAfter struct {
 	match func(op errorfs.Op) bool
 	after int64
 
 	seen     atomic.Int64
+	known    atomic.Bool
 	mu       sync.Mutex
 	failed   string // path of the failed operation's file
 	afterOps []errorfs.Op
@@ -29,7 +33,7 @@ func (f *faultAfter) MaybeError(op errorfs.Op) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failed != "" {
-		if op.Path == f.failed && op.Kind != errorfs.OpFileClose {
+		if f.known.Load() && samePath(op.Path, f.failed) && op.Kind != errorfs.OpFileClose {
 			f.afterOps = append(f.afterOps, op)
 		}
 		return nil
@@ -45,6 +49,13 @@ func (f *faultAfter) MaybeError(op errorfs.Op) error {
 }
 
 func (f *faultAfter) String() string { return "faultAfter" }
+
+// samePath reports whether two operation paths name the same journal
+// file: errorfs names a file by the path it was opened with, and a file is
+// created as .tmp, renamed, and opened again by the preallocator.
+func samePath(a, b string) bool {
+	return strings.TrimSuffix(a, ".tmp") == strings.TrimSuffix(b, ".tmp")
+}
 
 func isJournalFile(op errorfs.Op) bool { return strings.Contains(op.Path, ".jnl") }
 
@@ -80,7 +91,7 @@ func TestIOErrorFailsJournal(t *testing.T) {
 			var failures atomic.Int32
 			var failure error
 			opts := smallOpts()
-			opts.OnFailure = func(err error) { failures.Add(1); failure = err }
+			opts.OnFailure = func(err error) { failures.Add(1); failure = err; fault.known.Store(true) }
 			j, err := Open(errorfs.Wrap(mem, fault), testDir, opts)
 			if err != nil {
 				t.Fatal(err)

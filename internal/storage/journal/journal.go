@@ -824,6 +824,9 @@ func (j *Journal) pipeline(g *group) error {
 		return err
 	}
 	j.p.Lock()
+	if h := j.opts.hooks; h != nil && h.beforeHandOff != nil {
+		h.beforeHandOff(g, j.p.unsynced)
+	}
 	j.p.written = append(j.p.written, g)
 	j.p.unsynced++
 	j.p.uncompleted++
@@ -865,6 +868,9 @@ func (j *Journal) rotate(id uint64) error {
 		_ = old.pfile.Close()
 	}
 	j.setFile(nf.file, id, prevEnd)
+	if h := j.opts.hooks; h != nil && h.rotated != nil {
+		h.rotated(id)
+	}
 	return nil
 }
 
@@ -910,6 +916,8 @@ func (j *Journal) runSyncer() {
 			}
 			if serr := j.syncGroups(batch[0].file, batch[0].fileID, records); serr != nil {
 				err = j.abandon(serr)
+			} else if h := j.opts.hooks; h != nil && h.afterSync != nil {
+				h.afterSync(batch)
 			}
 		}
 		j.p.Lock()
@@ -967,6 +975,9 @@ func (j *Journal) runPreallocator() {
 				if err := writeZeros(extend.pfile, extend.zeroedEnd, target); err != nil {
 					return err
 				}
+				if h := j.opts.hooks; h != nil && h.zerosWritten != nil {
+					h.zerosWritten(extend.id, extend.zeroedEnd, target)
+				}
 				return extend.pfile.SyncData()
 			})
 			j.p.Lock()
@@ -990,6 +1001,9 @@ func (j *Journal) runPreallocator() {
 		if err != nil {
 			j.abandon(err)
 			return
+		}
+		if h := j.opts.hooks; h != nil && h.createdAhead != nil {
+			h.createdAhead(nf.id)
 		}
 		j.p.Lock()
 		j.p.next = nf
