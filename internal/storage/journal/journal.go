@@ -37,12 +37,12 @@ func (p Position) Compare(q Position) int {
 func (p Position) String() string { return fmt.Sprintf("%s:%d", fileName(p.File), p.Offset) }
 
 // Callback receives the outcome of one accepted append. AppendDone is
-// called exactly once, on the goroutine running the group commit (the
-// writer goroutine, or a Flush caller in Manual mode): with err == nil only
-// after the record's bytes were written and fdatasynced, with pos its
-// Position; otherwise with an error matching ErrFailed (and the cause) and
-// the zero Position. Callbacks of one Journal run one at a time in Position
-// order. AppendDone must not block: in particular it must not wait for
+// called exactly once, on a journal goroutine (the syncer; the writer for
+// appends failed before they were written; a Flush caller in Manual mode):
+// with err == nil only after the record's bytes were written and
+// fdatasynced, with pos its Position; otherwise with an error matching
+// ErrFailed (and the cause) and the zero Position. Callbacks of one
+// Journal run one at a time (never concurrently) in Position order. AppendDone must not block: in particular it must not wait for
 // queue space in Append, which only the caller of AppendDone frees.
 type Callback interface {
 	AppendDone(pos Position, err error)
