@@ -10,6 +10,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -521,4 +522,122 @@ func TestUnknownVersionRefused(t *testing.T) {
 	if _, err := Open(fs, testDir, smallOpts()); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Open of a version 3 journal: %v", err)
 	}
+}
+
+// TestReplayRuleClauses covers the clauses of the version 2 rule that the
+// damage tests above do not (package comment, R1..R5).
+func TestReplayRuleClauses(t *testing.T) {
+	t.Run("R1-bad-record-in-intact-group", func(t *testing.T) {
+		fs := vfs.NewMem()
+		j := manualJournal(t, fs)
+		spans := writeGroups(t, j, 3, 3)
+		j.Close()
+		// Damage a record and make the group checksum match again: the
+		// group says it was written so.
+		all := readAll(t, fs, file1)
+		all[spans[0][1].start+RecordHeaderSize+3] ^= 0x5a
+		g0 := groupStart(spans, 0)
+		putGroupHeader(all[g0:spans[0][2].end], 1, g0, 1, 0)
+		patch(t, fs, file1, g0, all[g0:spans[0][2].end])
+		_, err := replayAll(t, fs, Position{})
+		expectCorruption(t, err, file1, spans[0][1].start)
+	})
+	t.Run("R2-wrong-sequence", func(t *testing.T) {
+		fs := vfs.NewMem()
+		j := manualJournal(t, fs)
+		spans := writeGroups(t, j, 3, 3)
+		j.Close()
+		all := readAll(t, fs, file1)
+		g1 := groupStart(spans, 1)
+		putGroupHeader(all[g1:spans[1][2].end], 1, g1, 5, 0)
+		patch(t, fs, file1, g1, all[g1:g1+GroupHeaderSize])
+		_, err := replayAll(t, fs, Position{})
+		expectCorruption(t, err, file1, g1)
+	})
+	t.Run("R4-end-recorded-by-group-headers", func(t *testing.T) {
+		// Files rotated by the pipeline are created ahead: their headers
+		// leave prev end 0 and their group headers record it.
+		fs := vfs.NewMem()
+		j, err := Open(fs, testDir, smallOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := newRecorder()
+		appendLedgers(t, j, rec, 2, 600)
+		j.Close()
+		ids, _ := listFiles(fs, testDir, false)
+		if len(ids) < 3 {
+			t.Fatalf("want 3 files or more, have %v", ids)
+		}
+		f2 := readAll(t, fs, testDir+"/"+fileName(2))
+		if hdr, err := decodeFileHeader(f2, 2); err != nil || hdr.prevID != 1 || hdr.prevEnd != 0 {
+			t.Fatalf("file 2 header %+v, %v: want created ahead (prev end 0)", hdr, err)
+		}
+		var end Position
+		for _, p := range rec.order {
+			if p.File == 1 && p.Compare(end) > 0 {
+				end = p
+			}
+		}
+		// File 1's last group damaged: file 2's groups recorded its end.
+		flipByte(t, fs, file1, end.Offset-3)
+		_, err = replayAll(t, fs, Position{})
+		var ce *CorruptionError
+		if !errors.As(err, &ce) || ce.File != file1 || !strings.Contains(err.Error(), fileName(2)) {
+			t.Fatalf("damaged last group of a file followed by a written one: %v", err)
+		}
+	})
+	t.Run("R4-unwritten-file-ahead", func(t *testing.T) {
+		fs := vfs.NewMem()
+		j := manualJournal(t, fs)
+		writeGroups(t, j, 2, 2)
+		j.Close()
+		// File 2 created ahead and never written (a crash): as the last
+		// file it records nothing and is allowed.
+		file2 := testDir + "/" + fileName(2)
+		writeFileBytes(t, fs, file2, append(encodeFileHeader(FormatVersion, 2, 1, 0), make([]byte, 4096)...))
+		if got, err := replayAll(t, fs, Position{}); err != nil || len(got) != 4 {
+			t.Fatalf("unwritten last file: %d records, %v", len(got), err)
+		}
+		// Followed by another file, file 1's end is recorded nowhere.
+		file3 := testDir + "/" + fileName(3)
+		writeFileBytes(t, fs, file3, encodeFileHeader(FormatVersion, 3, 2, FirstGroupOffset))
+		_, err := replayAll(t, fs, Position{})
+		expectCorruption(t, err, file2, 0)
+		// Open removes an unwritten last file, and the file it creates
+		// records the end of the one before.
+		if err := fs.Remove(file3); err != nil {
+			t.Fatal(err)
+		}
+		j2, err := Open(fs, testDir, smallOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := j2.AppendSync(Record{Type: TypeFence, LedgerID: 4}); err != nil {
+			t.Fatal(err)
+		}
+		j2.Close()
+		ids, _ := listFiles(fs, testDir, false)
+		if !slices.Equal(ids, []uint64{1, 3}) {
+			t.Fatalf("files after Open: %v, want [1 3] (2 removed, ids only grow)", ids)
+		}
+		hdr, err := decodeFileHeader(readAll(t, fs, file3), 3)
+		if err != nil || hdr.prevID != 1 || hdr.prevEnd == 0 {
+			t.Fatalf("new file header %+v, %v: want it to record file 1's end", hdr, err)
+		}
+		if got, err := replayAll(t, fs, Position{}); err != nil || len(got) != 5 {
+			t.Fatalf("after Open: %d records, %v", len(got), err)
+		}
+	})
+	t.Run("R5-checkpoint-beyond-the-log", func(t *testing.T) {
+		fs := vfs.NewMem()
+		j := manualJournal(t, fs)
+		spans := writeGroups(t, j, 3, 3)
+		j.Close()
+		ckpt := Position{File: 1, Offset: spans[2][1].end}
+		// The last group torn: the acknowledged checkpoint inside it is gone.
+		flipByte(t, fs, file1, spans[2][2].end-1)
+		_, err := replayAll(t, fs, ckpt)
+		expectCorruption(t, err, file1, spans[1][2].end)
+	})
 }
