@@ -230,7 +230,10 @@
 // synced, ahead of the write position (P4): the preallocator extends the
 // file by PreallocBytes whenever less than half of that is left ahead of
 // the last group written, off the add path, writing and syncing through
-// its own file handle (see Failure semantics). The add path then
+// its own file handle (see Failure semantics). It writes and syncs 256 KiB
+// at a time: fdatasync works on the file, not on the handle, so a group's
+// fdatasync also writes back whatever zeros are dirty in the file at that
+// moment, and small pieces bound that to one piece. The add path then
 // overwrites zeros and never changes the file size. The zeros double as
 // the format's padding and as its end-of-log marker.
 //

@@ -971,27 +971,7 @@ func (j *Journal) runPreallocator() {
 		}
 		j.p.Unlock()
 		if extend != nil {
-			err := j.ioDo(func() error {
-				if err := writeZeros(extend.pfile, extend.zeroedEnd, target); err != nil {
-					return err
-				}
-				if h := j.opts.hooks; h != nil && h.zerosWritten != nil {
-					h.zerosWritten(extend.id, extend.zeroedEnd, target)
-				}
-				return extend.pfile.SyncData()
-			})
-			j.p.Lock()
-			j.p.extending = false
-			rotated := j.p.cur != extend
-			if err == nil {
-				extend.zeroedEnd = target
-			}
-			j.p.cond.Broadcast()
-			j.p.Unlock()
-			if rotated {
-				_ = extend.pfile.Close()
-			}
-			if err != nil {
+			if err := j.extend(extend, target); err != nil {
 				j.abandon(fmt.Errorf("journal: preallocating %s: %w", j.path(extend.id), err))
 				return
 			}
@@ -1009,6 +989,49 @@ func (j *Journal) runPreallocator() {
 		j.p.next = nf
 		j.p.cond.Broadcast()
 		j.p.Unlock()
+	}
+}
+
+// zeroPiece is how many bytes of zeros the preallocator writes before it
+// syncs them. fdatasync works on the file, not on a handle: a group's
+// fdatasync also writes back whatever zeros are dirty in the same file at
+// that moment (and commits the size change). Small pieces, each synced at
+// once, bound what a group's fdatasync can be charged with to one piece.
+const zeroPiece = 256 << 10
+
+// extend writes and syncs zeros from f's zeroed end to target, a piece at
+// a time, publishing each piece as it becomes durable. If the writer
+// rotates away from f meanwhile, it stops and closes f's handle.
+func (j *Journal) extend(f *preFile, target int64) error {
+	for {
+		from := f.zeroedEnd
+		to := min(target, from+zeroPiece)
+		err := j.ioDo(func() error {
+			if err := writeZeros(f.pfile, from, to); err != nil {
+				return err
+			}
+			if h := j.opts.hooks; h != nil && h.zerosWritten != nil {
+				h.zerosWritten(f.id, from, to)
+			}
+			return f.pfile.SyncData()
+		})
+		j.p.Lock()
+		if err == nil {
+			f.zeroedEnd = to
+		}
+		rotated := j.p.cur != f
+		done := err != nil || rotated || to >= target || j.p.stop || j.p.err != nil
+		if done {
+			j.p.extending = false
+		}
+		j.p.cond.Broadcast()
+		j.p.Unlock()
+		if done {
+			if rotated {
+				_ = f.pfile.Close()
+			}
+			return err
+		}
 	}
 }
 
