@@ -244,7 +244,10 @@
 // failed fdatasync the kernel may have dropped the dirty pages and marked
 // them clean, so a second fdatasync can succeed without the data ever
 // reaching the disk. The first error abandons the file: it waits for the
-// I/O in progress, and no I/O on the journal's files starts after it. The
+// I/O in progress, and no I/O on the journal's files starts after it. (I/O
+// that another goroutine had started before, such as the fdatasync of
+// group N while the write of group N+1 failed, completes; if that
+// fdatasync succeeds, group N is durable and is acknowledged.) The
 // journal enters a failed state (Journal.Err, Options.OnFailure, which
 // runs before any failed callback); every append not yet acknowledged
 // fails (in position order, after the acknowledgements of groups whose
