@@ -8,11 +8,19 @@ import (
 	"strings"
 )
 
-// Format constants of version 1 (see the package comment).
+// Format constants (see the package comment).
 const (
-	// FormatVersion is written in every file header. Readers refuse other
-	// versions with a clear error.
-	FormatVersion = 1
+	// FormatVersion is written in every new file header. Readers also read
+	// formatVersion1 files (written by older builds) and refuse any other
+	// version with a clear error.
+	FormatVersion = 2
+
+	formatVersion1 = 1
+
+	// GroupHeaderSize is the size of a version 2 group header: CRC,
+	// payload length, payload CRC, flags, sequence number, previous file's
+	// end.
+	GroupHeaderSize = 32
 
 	// GroupAlignment is the alignment of every group start. It bounds the
 	// padding per group and gives replay a fixed set of offsets to probe for
@@ -216,10 +224,10 @@ type fileHeader struct {
 	crcValid bool
 }
 
-func encodeFileHeader(fileID, prevID uint64, prevEnd int64) []byte {
+func encodeFileHeader(version uint32, fileID, prevID uint64, prevEnd int64) []byte {
 	b := make([]byte, FirstGroupOffset)
 	copy(b, fileMagic)
-	binary.LittleEndian.PutUint32(b[8:], FormatVersion)
+	binary.LittleEndian.PutUint32(b[8:], version)
 	binary.LittleEndian.PutUint32(b[12:], 0)
 	binary.LittleEndian.PutUint64(b[16:], fileID)
 	binary.LittleEndian.PutUint64(b[24:], prevID)
@@ -248,15 +256,18 @@ func decodeFileHeader(b []byte, want uint64) (fileHeader, error) {
 		return h, fmt.Errorf("bad magic %q: not a Folio journal file", b[:8])
 	case !h.crcValid:
 		return h, fmt.Errorf("file header checksum mismatch")
-	case h.version != FormatVersion:
-		return h, fmt.Errorf("format version %d, this build reads version %d", h.version, FormatVersion)
+	case h.version != formatVersion1 && h.version != FormatVersion:
+		return h, fmt.Errorf("format version %d, this build reads versions %d and %d", h.version, formatVersion1, FormatVersion)
 	case h.flags != 0:
 		return h, fmt.Errorf("unknown header flags %#x", h.flags)
 	case h.fileID != want:
 		return h, fmt.Errorf("header names file id %d, file name says %d", h.fileID, want)
 	case h.prevID >= h.fileID:
 		return h, fmt.Errorf("header names previous file id %d, not below its own id %d", h.prevID, h.fileID)
-	case h.prevID == 0 && h.prevEnd != 0, h.prevID != 0 && h.prevEnd < FirstGroupOffset:
+	case h.prevID == 0 && h.prevEnd != 0,
+		h.prevID != 0 && h.prevEnd < FirstGroupOffset && !(h.version == FormatVersion && h.prevEnd == 0):
+		// Version 2 allows prev end 0 with a previous file: "recorded in
+		// this file's group headers" (a file created ahead of rotation).
 		return h, fmt.Errorf("header says the previous file %d ended at offset %d", h.prevID, h.prevEnd)
 	}
 	return h, nil
@@ -289,4 +300,56 @@ func parseFileName(name string) (id uint64, tmp bool, ok bool) {
 
 func alignUp(off int64) int64 {
 	return (off + GroupAlignment - 1) &^ (GroupAlignment - 1)
+}
+
+// groupHeader is a decoded version 2 group header.
+type groupHeader struct {
+	length     int64  // payload bytes after the header
+	payloadCRC uint32 // CRC32C of the payload
+	seq        uint64 // 1 for the first group of a file, then +1
+	prevEnd    int64  // where the previous file's log ended; 0: no previous file
+}
+
+// groupCRC is the checksum of the group header b[:GroupHeaderSize] at
+// (fileID, offset): seeded with the position, like records.
+func groupCRC(fileID uint64, offset int64, b []byte) uint32 {
+	return crc32.Update(positionCRC(fileID, uint64(offset)), castagnoli, b[4:GroupHeaderSize])
+}
+
+// putGroupHeader fills b[:GroupHeaderSize] with the header of the group
+// whose payload is b[GroupHeaderSize:], written at (fileID, offset).
+func putGroupHeader(b []byte, fileID uint64, offset int64, seq uint64, prevEnd int64) {
+	payload := b[GroupHeaderSize:]
+	binary.LittleEndian.PutUint32(b[4:], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(b[8:], crc32.Checksum(payload, castagnoli))
+	binary.LittleEndian.PutUint32(b[12:], 0)
+	binary.LittleEndian.PutUint64(b[16:], seq)
+	binary.LittleEndian.PutUint64(b[24:], uint64(prevEnd))
+	binary.LittleEndian.PutUint32(b, groupCRC(fileID, offset, b))
+}
+
+// decodeGroupHeader parses the group header in b (at least
+// GroupHeaderSize bytes) read at (fileID, offset). ok is false if its
+// checksum does not match (no header was written there, or it is
+// damaged); err is set only for a header with a valid checksum that this
+// version cannot accept.
+func decodeGroupHeader(fileID uint64, offset int64, b []byte) (h groupHeader, ok bool, err error) {
+	if len(b) < GroupHeaderSize || binary.LittleEndian.Uint32(b) != groupCRC(fileID, offset, b) {
+		return h, false, nil
+	}
+	h = groupHeader{
+		length:     int64(binary.LittleEndian.Uint32(b[4:])),
+		payloadCRC: binary.LittleEndian.Uint32(b[8:]),
+		seq:        binary.LittleEndian.Uint64(b[16:]),
+		prevEnd:    int64(binary.LittleEndian.Uint64(b[24:])),
+	}
+	switch flags := binary.LittleEndian.Uint32(b[12:]); {
+	case flags != 0:
+		return h, false, fmt.Errorf("unknown group header flags %#x (written by a newer format?)", flags)
+	case h.seq == 0:
+		return h, false, fmt.Errorf("group header with sequence number 0")
+	case h.prevEnd != 0 && h.prevEnd < FirstGroupOffset:
+		return h, false, fmt.Errorf("group header says the previous file ended at offset %d", h.prevEnd)
+	}
+	return h, true, nil
 }

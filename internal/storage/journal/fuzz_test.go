@@ -60,9 +60,9 @@ func FuzzDecodeRecord(f *testing.F) {
 // FuzzDecodeFileHeader: no input panics; a header that decodes names the
 // wanted file, a previous file below it, and re-encodes to the same bytes.
 func FuzzDecodeFileHeader(f *testing.F) {
-	f.Add(encodeFileHeader(1, 0, 0)[:fileHeaderUsed], uint64(1), false)
-	f.Add(encodeFileHeader(7, 6, 4096)[:fileHeaderUsed], uint64(7), false)
-	f.Add(encodeFileHeader(7, 6, 4096), uint64(7), true)
+	f.Add(encodeFileHeader(formatVersion1, 1, 0, 0)[:fileHeaderUsed], uint64(1), false)
+	f.Add(encodeFileHeader(FormatVersion, 7, 6, 4096)[:fileHeaderUsed], uint64(7), false)
+	f.Add(encodeFileHeader(FormatVersion, 7, 6, 4096), uint64(7), true)
 	f.Add([]byte(fileMagic), uint64(1), true)
 	f.Fuzz(func(t *testing.T, b []byte, want uint64, fixCRC bool) {
 		if fixCRC && len(b) >= fileHeaderUsed {
@@ -76,62 +76,80 @@ func FuzzDecodeFileHeader(f *testing.F) {
 		if h.fileID != want || h.prevID >= h.fileID {
 			t.Fatalf("nonsense header decoded: %+v", h)
 		}
-		if again := encodeFileHeader(h.fileID, h.prevID, h.prevEnd)[:fileHeaderUsed]; !bytes.Equal(again, b[:fileHeaderUsed]) {
+		if again := encodeFileHeader(h.version, h.fileID, h.prevID, h.prevEnd)[:fileHeaderUsed]; !bytes.Equal(again, b[:fileHeaderUsed]) {
 			t.Fatalf("%x decodes to %+v, which encodes to %x", b[:fileHeaderUsed], h, again)
 		}
 	})
 }
 
-// FuzzReplayFile replays a journal file whose body (everything after the
-// header block) is the input: no input panics; replay ends cleanly or with
-// a CorruptionError; every record it delivers lies, at increasing
-// positions inside the file, exactly where appendRecord puts it.
+// FuzzReplayFile replays a version 1 journal file whose body (everything
+// after the header block) is the input: no input panics; replay ends
+// cleanly or with a CorruptionError; every record it delivers lies, at
+// increasing positions inside the file, exactly where appendRecord puts
+// it.
 func FuzzReplayFile(f *testing.F) {
 	f.Add(goldenBody(f))
 	f.Add(seedBody())
 	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, body []byte) {
-		file := append(encodeFileHeader(1, 0, 0), body...)
-		fs := vfs.NewMem()
-		if err := fs.MkdirAll(testDir, 0o755); err != nil {
-			t.Fatal(err)
+	f.Fuzz(func(t *testing.T, body []byte) { fuzzReplay(t, formatVersion1, body) })
+}
+
+// FuzzReplayFileV2 is FuzzReplayFile for version 2 files.
+func FuzzReplayFileV2(f *testing.F) {
+	f.Add(readHexDump(f, "testdata/golden-v2.hex")[FirstGroupOffset:])
+	f.Add(seedBodyV2(false))
+	f.Add(seedBodyV2(true))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, body []byte) { fuzzReplay(t, FormatVersion, body) })
+}
+
+func fuzzReplay(t *testing.T, version uint32, body []byte) {
+	file := append(encodeFileHeader(version, 1, 0, 0), body...)
+	fs := vfs.NewMem()
+	if err := fs.MkdirAll(testDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err := fs.Create(fs.PathJoin(testDir, fileName(1)), vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A copy: in invariant (race) builds MemFS scribbles on written buffers.
+	if _, err := w.Write(bytes.Clone(file)); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	var last Position
+	err = Replay(fs, testDir, Position{}, func(pos Position, rec Record) error {
+		if pos.File != 1 || pos.Offset <= last.Offset || pos.Offset > int64(len(file)) {
+			t.Fatalf("record at %v after %v in a %d-byte file", pos, last, len(file))
 		}
-		w, err := fs.Create(fs.PathJoin(testDir, fileName(1)), vfs.WriteCategoryUnspecified)
-		if err != nil {
-			t.Fatal(err)
+		start := pos.Offset - int64(rec.encodedSize())
+		if start < max(last.Offset, FirstGroupOffset) {
+			t.Fatalf("record ending at %v starts at %d, before the previous end %v", pos, start, last)
 		}
-		// A copy: in invariant (race) builds MemFS scribbles on written buffers.
-		if _, err := w.Write(bytes.Clone(file)); err != nil {
-			t.Fatal(err)
+		got := file[start:pos.Offset]
+		if !bytes.Equal(got, appendRecord(nil, 1, start, &rec, true)) && !bytes.Equal(got, appendRecord(nil, 1, start, &rec, false)) {
+			t.Fatalf("record %+v delivered at %d is not the bytes there", rec, start)
 		}
-		w.Close()
-		var last Position
-		err = Replay(fs, testDir, Position{}, func(pos Position, rec Record) error {
-			if pos.File != 1 || pos.Offset <= last.Offset || pos.Offset > int64(len(file)) {
-				t.Fatalf("record at %v after %v in a %d-byte file", pos, last, len(file))
-			}
-			start := pos.Offset - int64(rec.encodedSize())
-			if start < max(last.Offset, FirstGroupOffset) {
-				t.Fatalf("record ending at %v starts at %d, before the previous end %v", pos, start, last)
-			}
-			got := file[start:pos.Offset]
-			if !bytes.Equal(got, appendRecord(nil, 1, start, &rec, true)) && !bytes.Equal(got, appendRecord(nil, 1, start, &rec, false)) {
-				t.Fatalf("record %+v delivered at %d is not the bytes there", rec, start)
-			}
-			last = pos
-			return nil
-		})
-		if err != nil && !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("replay error %v is not a CorruptionError", err)
-		}
+		last = pos
+		return nil
 	})
+	if err != nil && !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("replay error %v is not a CorruptionError", err)
+	}
 }
 
 // goldenBody is the body of testdata/golden-v1.hex (a hex dump).
 func goldenBody(f *testing.F) []byte {
-	dump, err := os.ReadFile("testdata/golden-v1.hex")
+	return readHexDump(f, "testdata/golden-v1.hex")[FirstGroupOffset:]
+}
+
+// readHexDump returns the bytes of a hex dump (hex.Dump's format).
+func readHexDump(tb testing.TB, path string) []byte {
+	tb.Helper()
+	dump, err := os.ReadFile(path)
 	if err != nil {
-		f.Fatal(err)
+		tb.Fatal(err)
 	}
 	var b []byte
 	for _, line := range strings.Split(string(dump), "\n") {
@@ -141,16 +159,16 @@ func goldenBody(f *testing.F) []byte {
 		hexPart, _, _ := strings.Cut(line[10:], "|")
 		raw, err := hex.DecodeString(strings.ReplaceAll(hexPart, " ", ""))
 		if err != nil {
-			f.Fatalf("golden dump line %q: %v", line, err)
+			tb.Fatalf("dump %s line %q: %v", path, line, err)
 		}
 		b = append(b, raw...)
 	}
-	return b[FirstGroupOffset:]
+	return b
 }
 
 // seedBody is two groups of records, as the writer lays them out.
 func seedBody() []byte {
-	b := encodeFileHeader(1, 0, 0)
+	b := encodeFileHeader(formatVersion1, 1, 0, 0)
 	for g := range 2 {
 		for i := range 3 {
 			r := Record{Type: TypeAddEntry, LedgerID: 5, EntryID: int64(g*3 + i), Body: []byte("entry body")}
@@ -159,4 +177,57 @@ func seedBody() []byte {
 		b = append(b, make([]byte, alignUp(int64(len(b)))-int64(len(b)))...)
 	}
 	return b[FirstGroupOffset:]
+}
+
+// seedBodyV2 is three version 2 groups of records as the writer lays them
+// out; with torn, the second group's payload is damaged (a torn tail).
+func seedBodyV2(torn bool) []byte {
+	b := encodeFileHeader(FormatVersion, 1, 0, 0)
+	for g := range 3 {
+		base := int64(len(b))
+		b = append(b, make([]byte, GroupHeaderSize)...)
+		for i := range 3 {
+			r := Record{Type: TypeAddEntry, LedgerID: 5, EntryID: int64(g*3 + i), Body: []byte("entry body")}
+			b = appendRecord(b, 1, int64(len(b)), &r, false)
+		}
+		putGroupHeader(b[base:], 1, base, uint64(g+1), 0)
+		if torn && g == 1 {
+			b[len(b)-1] ^= 0xff
+		}
+		b = append(b, make([]byte, alignUp(int64(len(b)))-int64(len(b)))...)
+	}
+	return b[FirstGroupOffset:]
+}
+
+// FuzzDecodeGroupHeader: no input panics; a header that decodes
+// re-encodes to the same bytes.
+func FuzzDecodeGroupHeader(f *testing.F) {
+	b := make([]byte, GroupHeaderSize+20)
+	putGroupHeader(b, 3, 1024, 2, 4096)
+	f.Add(b[:GroupHeaderSize], uint64(3), int64(1024), false)
+	f.Add(make([]byte, GroupHeaderSize), uint64(1), int64(512), true)
+	f.Fuzz(func(t *testing.T, b []byte, fileID uint64, off int64, fixCRC bool) {
+		if len(b) >= GroupHeaderSize {
+			b = bytes.Clone(b[:GroupHeaderSize])
+			if fixCRC {
+				binary.LittleEndian.PutUint32(b, groupCRC(fileID, off, b))
+			}
+		}
+		h, ok, err := decodeGroupHeader(fileID, off, b)
+		if err != nil || !ok {
+			return
+		}
+		if h.seq == 0 || h.prevEnd != 0 && h.prevEnd < FirstGroupOffset {
+			t.Fatalf("nonsense header decoded: %+v", h)
+		}
+		again := make([]byte, GroupHeaderSize)
+		binary.LittleEndian.PutUint32(again[4:], uint32(h.length))
+		binary.LittleEndian.PutUint32(again[8:], h.payloadCRC)
+		binary.LittleEndian.PutUint64(again[16:], h.seq)
+		binary.LittleEndian.PutUint64(again[24:], uint64(h.prevEnd))
+		binary.LittleEndian.PutUint32(again, groupCRC(fileID, off, again))
+		if !bytes.Equal(again, b) {
+			t.Fatalf("%x decodes to %+v, which encodes to %x", b, h, again)
+		}
+	})
 }

@@ -37,12 +37,12 @@ func (p Position) Compare(q Position) int {
 func (p Position) String() string { return fmt.Sprintf("%s:%d", fileName(p.File), p.Offset) }
 
 // Callback receives the outcome of one accepted append. AppendDone is
-// called exactly once, on the goroutine running the group commit (the
-// writer goroutine, or a Flush caller in Manual mode): with err == nil only
-// after the record's bytes were written and fdatasynced, with pos its
-// Position; otherwise with an error matching ErrFailed (and the cause) and
-// the zero Position. Callbacks of one Journal run one at a time in Position
-// order. AppendDone must not block: in particular it must not wait for
+// called exactly once, on a journal goroutine (the syncer; the writer for
+// appends failed before they were written; a Flush caller in Manual mode):
+// with err == nil only after the record's bytes were written and
+// fdatasynced, with pos its Position; otherwise with an error matching
+// ErrFailed (and the cause) and the zero Position. Callbacks of one
+// Journal run one at a time (never concurrently) in Position order. AppendDone must not block: in particular it must not wait for
 // queue space in Append, which only the caller of AppendDone frees.
 type Callback interface {
 	AppendDone(pos Position, err error)
@@ -50,6 +50,13 @@ type Callback interface {
 
 // Journal is one journal directory with its group-commit writer. Its
 // methods are safe for concurrent use.
+//
+// Without Manual, three goroutines do the work (see "The write pipeline" in
+// the package comment): the writer takes due groups off the queue and
+// writes them, the syncer fdatasyncs what was written and runs the
+// callbacks, and the preallocator keeps zeros ahead of the write position
+// and creates the next file before it is needed. With Manual, Flush does
+// all of it inline, one group at a time.
 type Journal struct {
 	fs      vfs.FS
 	dir     string
@@ -58,24 +65,65 @@ type Journal struct {
 	firstID uint64 // the file Open created: Replay covers the files before it
 	opened  link   // what firstID's header says about the file before it
 	lock    io.Closer
+	dirFile vfs.File // the directory, for syncing new files' names
 
 	wake chan struct{} // to the writer goroutine: work may be due (capacity 1)
-	done chan struct{} // closed when the writer goroutine exits; nil if Manual
+	done chan struct{} // closed when the goroutines have exited; nil if Manual
 
 	writeFile atomic.Uint64 // the file being written; MarkDurable never deletes it
 
-	// flushMu serializes group commits. w is owned by its holder.
+	// flushMu serializes Flush (Manual) and guards w against Close.
 	flushMu sync.Mutex
-	w       struct {
-		dir       vfs.File
-		file      vfs.File // nil once abandoned or closed
-		fileID    uint64
-		syncedEnd int64 // end of the last synced group in file
-		zeroedEnd int64 // zeros (or data) are written up to here
+	// w is the write position, owned by the writer goroutine (Manual: the
+	// holder of flushMu).
+	w struct {
+		file    vfs.File // nil once closed
+		fileID  uint64
+		prevEnd int64  // the previous file's end, recorded in every group header
+		seq     uint64 // sequence number of the last group written to file
+		end     int64  // end of the last group written to file
 	}
 
-	// mu guards the queue. Lock order: flushMu before mu; neither is held
-	// while callbacks run.
+	// io stops all I/O on the journal's files at the first error: every
+	// write, sync and file creation holds io for reading while it checks
+	// err and runs; abandon takes it for writing, so once it returns no
+	// operation is in progress and none starts again.
+	io struct {
+		sync.RWMutex
+		err error
+	}
+
+	// p connects the writer, the syncer and the preallocator.
+	p struct {
+		sync.Mutex
+		cond sync.Cond
+		// written holds the groups written and not yet taken by the syncer,
+		// oldest first.
+		written []*group
+		// unsynced counts groups written whose fdatasync has not completed;
+		// the writer keeps it ≤ 2 (pipeline depth 1) and drains it to 0
+		// before rotating. uncompleted counts groups handed to the syncer
+		// whose callbacks have not all run.
+		unsynced, uncompleted int
+		err                   error // the failure, set after OnFailure ran
+		writerDone            bool  // the syncer exits once written is empty
+		stop                  bool  // the preallocator exits
+
+		// cur is the file being written, as the preallocator sees it; next
+		// is the file created ahead of rotation (nil until ready).
+		cur, next *preFile
+		writePos  int64 // end of the last group written to cur
+		// curPinned: cur durably records where the file before it ends
+		// (its header does, or one of its groups is synced). Only then is
+		// the next file created ahead, so that a file without groups is
+		// only ever the last one (Open removes it).
+		curPinned bool
+		want      int64 // the writer waits for zeros up to here in cur
+		extending bool  // the preallocator is writing zeros to cur
+	}
+
+	// mu guards the queue. Lock order: flushMu before mu, p before mu;
+	// neither is held while callbacks run.
 	mu struct {
 		sync.Mutex
 		// queue holds the groups not yet taken by a group commit, oldest
@@ -99,20 +147,33 @@ type Journal struct {
 	}
 }
 
-// group is the unit of group commit: records encoded back to back, written
-// with one write and made durable with one fdatasync.
+// preFile is a journal file as the preallocator sees it.
+type preFile struct {
+	id        uint64
+	file      vfs.File // the writer's and syncer's handle (from Create)
+	pfile     vfs.File // the preallocator's own handle (see preallocate)
+	zeroedEnd int64    // zeros are written and synced up to here
+}
+
+// group is the unit of group commit: a group header and records encoded
+// back to back, written with one write and made durable with one
+// fdatasync.
 type group struct {
 	fileID  uint64
-	base    int64 // offset of the first record, a multiple of GroupAlignment
-	buf     []byte
+	base    int64   // offset of the group header, a multiple of GroupAlignment
+	buf     []byte  // group header (filled when written), then the records
 	ends    []int64 // end offset of each record
 	cbs     []Callback
+	file    vfs.File  // the file it was written to (for the syncer)
 	firstAt time.Time // when the first record arrived (only with MaxGroupWait)
 	sealed  bool
 }
 
+// payloadBytes is the size of g's records.
+func (g *group) payloadBytes() int { return len(g.buf) - GroupHeaderSize }
+
 // Open opens (creating if needed) the journal in dir. It makes the last
-// file of the previous incarnation durable, finds where its log ends
+// files of the previous incarnation durable, finds where its log ends
 // (failing with a *CorruptionError if synced data is damaged), and starts a
 // new file: a journal never appends to a file written before Open, which is
 // what lets replay tell a torn tail from corruption. Call Replay next.
@@ -134,16 +195,19 @@ func Open(fs vfs.FS, dir string, opts Options) (*Journal, error) {
 		return nil, fmt.Errorf("journal: locking %s (another journal has it open?): %w", dir, err)
 	}
 	j := &Journal{fs: fs, dir: dir, opts: opts, clock: opts.Clock, lock: lock, wake: make(chan struct{}, 1)}
+	j.p.cond.L = &j.p.Mutex
 	if err := j.open(); err != nil {
-		if j.w.dir != nil {
-			j.w.dir.Close()
+		if j.w.file != nil {
+			j.w.file.Close()
+		}
+		if j.dirFile != nil {
+			j.dirFile.Close()
 		}
 		lock.Close()
 		return nil, err
 	}
 	if !opts.Manual {
-		j.done = make(chan struct{})
-		go j.run()
+		j.start()
 	}
 	return j, nil
 }
@@ -153,27 +217,65 @@ func (j *Journal) open() error {
 	if err != nil {
 		return err
 	}
+	if j.dirFile, err = j.fs.OpenDir(j.dir); err != nil {
+		return fmt.Errorf("journal: opening directory %s: %w", j.dir, err)
+	}
+	var maxID uint64
 	if len(ids) > 0 {
-		last := ids[len(ids)-1]
-		path := j.path(last)
-		// The previous incarnation may have died before its last group was
-		// synced while the page cache still holds it. Sync before reading,
-		// so what we find (and record in the next header) is what is durable.
-		if err := syncPath(j.fs, path); err != nil {
-			return err
+		maxID = ids[len(ids)-1]
+		// The previous incarnation may have died before its last groups
+		// were synced while the page cache still holds them: sync before
+		// reading, so what we find (and record in the next header) is what
+		// is durable. Its last two files, because the last may be a file
+		// created ahead of rotation while the one before was written.
+		for _, id := range ids[max(len(ids)-2, 0):] {
+			if err := syncPath(j.fs, j.path(id)); err != nil {
+				return err
+			}
 		}
-		end, _, err := scanFile(j.fs, path, last, FirstGroupOffset, nil)
+		last := ids[len(ids)-1]
+		sc, err := scanFile(j.fs, j.path(last), last, FirstGroupOffset, nil)
 		if err != nil {
 			return err
 		}
-		j.opened = link{prevID: last, prevEnd: end}
+		if sc.unusedAhead() {
+			// A file created ahead of a rotation that never happened: no
+			// group header was ever written to it, and it does not record
+			// where the file before it ends. Remove it (durably, before the
+			// new file names its predecessor), so that the file Open creates
+			// records that end instead.
+			if err := j.fs.Remove(j.path(last)); err != nil {
+				return fmt.Errorf("journal: removing unused %s: %w", j.path(last), err)
+			}
+			if err := j.dirFile.Sync(); err != nil {
+				return fmt.Errorf("journal: syncing directory %s: %w", j.dir, err)
+			}
+			ids = ids[:len(ids)-1]
+			sc = fileScan{}
+			if len(ids) > 0 {
+				last = ids[len(ids)-1]
+				if sc, err = scanFile(j.fs, j.path(last), last, FirstGroupOffset, nil); err != nil {
+					return err
+				}
+			}
+		}
+		if len(ids) > 0 {
+			j.opened = link{prevID: last, prevEnd: sc.end}
+		}
 	}
-	if j.w.dir, err = j.fs.OpenDir(j.dir); err != nil {
-		return fmt.Errorf("journal: opening directory %s: %w", j.dir, err)
-	}
-	id := j.opened.prevID + 1
-	if err := j.startFile(id, j.opened); err != nil {
+	// File ids only grow, also past a removed file.
+	id := maxID + 1
+	f, zeroedEnd, err := j.createFile(id, j.opened)
+	if err != nil {
 		return err
+	}
+	j.setFile(f, id, j.opened.prevEnd)
+	j.p.cur = &preFile{id: id, file: f, zeroedEnd: zeroedEnd}
+	j.p.writePos, j.p.curPinned = FirstGroupOffset, true
+	if !j.opts.Manual {
+		if j.p.cur.pfile, err = j.fs.OpenReadWrite(j.path(id), vfs.WriteCategoryUnspecified); err != nil {
+			return fmt.Errorf("journal: opening %s: %w", j.path(id), err)
+		}
 	}
 	j.firstID = id
 	j.mu.nextFile, j.mu.nextBase = id, FirstGroupOffset
@@ -199,7 +301,7 @@ func (j *Journal) Append(rec Record, cb Callback) error {
 	}
 	g, wake := j.openGroupLocked(size)
 	off := g.base + int64(len(g.buf))
-	g.buf = appendRecord(g.buf, g.fileID, off, &rec, len(g.buf) == 0)
+	g.buf = appendRecord(g.buf, g.fileID, off, &rec, false)
 	g.ends = append(g.ends, off+int64(size))
 	g.cbs = append(g.cbs, cb)
 	j.mu.queuedBytes += int64(size)
@@ -310,7 +412,7 @@ func (j *Journal) openGroupLocked(size int) (*group, bool) {
 	wake := n == 0
 	if n > 0 && !j.mu.queue[n-1].sealed {
 		g = j.mu.queue[n-1]
-		if len(g.buf) > 0 && len(g.buf)+size > j.opts.MaxGroupBytes {
+		if len(g.ends) > 0 && len(g.buf)+size > j.opts.MaxGroupBytes {
 			j.sealLocked(g)
 			g, wake = nil, true
 		}
@@ -330,6 +432,8 @@ func (j *Journal) newGroupLocked() *group {
 	} else {
 		g = &group{buf: make([]byte, 0, 64<<10)}
 	}
+	// Room for the group header, filled in when the group is written.
+	g.buf = growLen(g.buf[:0], GroupHeaderSize)
 	g.fileID, g.base, g.sealed = j.mu.nextFile, j.mu.nextBase, false
 	if j.opts.MaxGroupWait > 0 {
 		g.firstAt = j.clock.Now()
@@ -356,26 +460,31 @@ func (j *Journal) signal() {
 	}
 }
 
-// Flush is the body of the group-commit loop: if a group is due it writes
+// Flush runs one group commit in Manual mode: if a group is due it writes
 // the oldest queued group at its place (rotating or preallocating first if
 // needed), fdatasyncs the file, and runs the group's callbacks. It returns
 // how many appends it completed: 0 if no group was due (see MaxGroupWait)
 // or the journal has failed. If this call made the journal fail, the
 // returned error is the failure (its appends and all queued ones have been
-// failed). Calls are serialized; the writer goroutine calls it in a loop,
-// and in Manual mode the owner does.
+// failed). Calls are serialized. Without Manual the journal's own
+// goroutines commit and Flush returns (0, nil) at once.
 func (j *Journal) Flush() (int, error) {
+	if !j.opts.Manual {
+		return 0, nil
+	}
 	j.flushMu.Lock()
 	defer j.flushMu.Unlock()
 	g := j.takeGroup()
 	if g == nil {
 		return 0, nil
 	}
-	if err := j.commit(g); err != nil {
-		return 0, j.fail(g, err)
+	if err := j.commitInline(g); err != nil {
+		err = j.abandon(err)
+		j.failRest(g, err)
+		return 0, err
 	}
 	n := len(g.ends)
-	j.complete(g) // recycles g
+	j.finish(g, nil) // recycles g
 	return n, nil
 }
 
@@ -402,47 +511,140 @@ func (j *Journal) takeGroup() *group {
 	return g
 }
 
-// commit writes g and makes it durable. Only a nil return means durable.
-func (j *Journal) commit(g *group) error {
+// commitInline (Manual mode) writes g and makes it durable, one group at a
+// time: rotation creates the next file here, and zeros are written here,
+// made durable by the group's own fdatasync. Only a nil return means
+// durable.
+func (j *Journal) commitInline(g *group) error {
 	if j.w.file == nil {
 		return fmt.Errorf("journal: file %s is not open", fileName(j.w.fileID))
 	}
 	if g.fileID != j.w.fileID {
-		// Every group of the current file is synced (one group in flight at
-		// a time), so its log ends at syncedEnd: record that in the new
-		// file's header.
-		if err := j.rotate(g.fileID); err != nil {
+		// Every group of the current file is synced (one group at a time),
+		// so its log ends at w.end: record that in the new file's header.
+		prev := link{prevID: j.w.fileID, prevEnd: j.w.end}
+		f, zeroedEnd, err := j.createFile(g.fileID, prev)
+		if err != nil {
 			return err
 		}
+		_ = j.w.file.Close() // every byte of it is synced: a close error loses nothing
+		j.setFile(f, g.fileID, prev.prevEnd)
+		j.p.cur = &preFile{id: g.fileID, file: f, zeroedEnd: zeroedEnd}
 	}
 	end := g.base + int64(len(g.buf))
-	if end > j.w.zeroedEnd {
-		target := j.w.zeroedEnd + j.opts.PreallocBytes
-		if target < end {
-			target = alignUp(end) + j.opts.PreallocBytes
+	if cur := j.p.cur; end > cur.zeroedEnd {
+		target := max(cur.zeroedEnd+j.opts.PreallocBytes, alignUp(end)+j.opts.PreallocBytes)
+		if err := j.ioDo(func() error { return writeZeros(cur.file, cur.zeroedEnd, target) }); err != nil {
+			return fmt.Errorf("journal: preallocating %s: %w", j.path(cur.id), err)
 		}
-		if err := writeZeros(j.w.file, j.w.zeroedEnd, target); err != nil {
-			return fmt.Errorf("journal: preallocating %s: %w", j.path(j.w.fileID), err)
-		}
-		// The group's fdatasync below makes the zeros durable too.
-		j.w.zeroedEnd = target
+		cur.zeroedEnd = target // the group's fdatasync below makes them durable
 	}
-	if _, err := j.w.file.WriteAt(g.buf, g.base); err != nil {
+	if err := j.writeGroup(g); err != nil {
+		return err
+	}
+	return j.syncGroups(g.file, g.fileID, len(g.ends))
+}
+
+// writeGroup fills in g's header and writes g at its place in the current
+// file.
+func (j *Journal) writeGroup(g *group) error {
+	j.w.seq++
+	putGroupHeader(g.buf, g.fileID, g.base, j.w.seq, j.w.prevEnd)
+	f := j.w.file
+	err := j.ioDo(func() error {
+		_, err := f.WriteAt(g.buf, g.base)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("journal: writing %d bytes to %s at offset %d: %w",
-			len(g.buf), j.path(j.w.fileID), g.base, err)
+			len(g.buf), j.path(g.fileID), g.base, err)
 	}
+	g.file = f
+	j.w.end = g.base + int64(len(g.buf))
+	return nil
+}
+
+// syncGroups fdatasyncs f (file id), which holds written groups of
+// `records` records in all (for OnSync).
+func (j *Journal) syncGroups(f vfs.File, id uint64, records int) error {
 	var syncStart time.Time
 	if j.opts.OnSync != nil {
 		syncStart = j.clock.Now()
 	}
-	if err := j.w.file.SyncData(); err != nil {
-		return fmt.Errorf("journal: fdatasync of %s: %w", j.path(j.w.fileID), err)
+	if err := j.ioDo(f.SyncData); err != nil {
+		return fmt.Errorf("journal: fdatasync of %s: %w", j.path(id), err)
 	}
 	if j.opts.OnSync != nil {
-		j.opts.OnSync(j.clock.Now().Sub(syncStart), len(g.ends))
+		j.opts.OnSync(j.clock.Now().Sub(syncStart), records)
 	}
-	j.w.syncedEnd = end
 	return nil
+}
+
+// ioDo runs op unless the journal's I/O has been stopped by a failure.
+func (j *Journal) ioDo(op func() error) error {
+	j.io.RLock()
+	defer j.io.RUnlock()
+	if j.io.err != nil {
+		return fmt.Errorf("journal: file abandoned after an earlier failure (%w)", j.io.err)
+	}
+	return op()
+}
+
+// abandon puts the journal in the failed state after an I/O error and
+// returns the failure (the first one, if another goroutine failed first).
+// It waits for I/O in progress and stops all further I/O on the files:
+// after a failed fdatasync the kernel may have dropped the dirty pages and
+// marked them clean, so a later fdatasync could "succeed" without the data
+// on disk. Then appends are refused, OnFailure runs, and only after that
+// the pipeline learns of the failure (p.err) and fails callbacks.
+func (j *Journal) abandon(cause error) error {
+	j.io.Lock()
+	if j.io.err != nil {
+		err := j.io.err
+		j.io.Unlock()
+		return err
+	}
+	err := fmt.Errorf("%w: %w", ErrFailed, cause)
+	j.io.err = err
+	j.io.Unlock()
+	j.mu.Lock()
+	j.mu.failed = err
+	j.wakeSpaceWaitersLocked()
+	j.mu.Unlock()
+	// The owner hears first, so it can turn read-only before any failed
+	// append's callback runs.
+	if j.opts.OnFailure != nil {
+		j.opts.OnFailure(err)
+	}
+	j.p.Lock()
+	j.p.err = err
+	j.p.cond.Broadcast()
+	j.p.Unlock()
+	j.signal()
+	return err
+}
+
+// failRest fails g (if not nil; a group taken but not handed to the
+// syncer) and every queued group, in position order: it first waits until
+// the pipeline knows of the failure and the syncer has completed every
+// group handed to it (those come before g).
+func (j *Journal) failRest(g *group, err error) {
+	j.p.Lock()
+	for j.p.err == nil || j.p.uncompleted > 0 {
+		j.p.cond.Wait()
+	}
+	err = j.p.err
+	j.p.Unlock()
+	j.mu.Lock()
+	failed := j.mu.queue
+	j.mu.queue = nil
+	j.mu.Unlock()
+	if g != nil {
+		j.finish(g, err)
+	}
+	for _, fg := range failed {
+		j.finish(fg, err)
+	}
 }
 
 // QueuedRecords is how many records are queued or being written, not yet
@@ -453,27 +655,28 @@ func (j *Journal) QueuedRecords() int {
 	return j.mu.queuedRecords
 }
 
-func (j *Journal) rotate(id uint64) error {
-	prev := link{prevID: j.w.fileID, prevEnd: j.w.syncedEnd}
-	old := j.w.file
-	j.w.file = nil
-	// Every byte of old is synced; a close error loses nothing.
-	_ = old.Close()
-	return j.startFile(id, prev)
+// setFile makes f (file id) the file being written; prevEnd is where the
+// file before it ended, recorded in each group header.
+func (j *Journal) setFile(f vfs.File, id uint64, prevEnd int64) {
+	j.w.file, j.w.fileID, j.w.prevEnd = f, id, prevEnd
+	j.w.seq, j.w.end = 0, FirstGroupOffset
+	j.writeFile.Store(id)
 }
 
-// startFile creates file id with its header and first chunk of zeros,
-// durable under its final name before any record goes in.
-func (j *Journal) startFile(id uint64, prev link) error {
+// createFile creates file id with its header and first chunk of zeros,
+// durable under its final name before any record goes in. prev.prevEnd is
+// 0 for a file created ahead of rotation (its group headers record it).
+func (j *Journal) createFile(id uint64, prev link) (vfs.File, int64, error) {
 	path := j.path(id)
 	tmp := path[:len(path)-len(fileSuffix)] + tmpSuffix
-	f, err := j.fs.Create(tmp, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return fmt.Errorf("journal: creating %s: %w", tmp, err)
-	}
 	zeroedEnd := FirstGroupOffset + j.opts.PreallocBytes
-	err = func() error {
-		if _, err := f.WriteAt(encodeFileHeader(id, prev.prevID, prev.prevEnd), 0); err != nil {
+	var f vfs.File
+	err := j.ioDo(func() error {
+		var err error
+		if f, err = j.fs.Create(tmp, vfs.WriteCategoryUnspecified); err != nil {
+			return err
+		}
+		if _, err := f.WriteAt(encodeFileHeader(FormatVersion, id, prev.prevID, prev.prevEnd), 0); err != nil {
 			return err
 		}
 		if err := writeZeros(f, FirstGroupOffset, zeroedEnd); err != nil {
@@ -485,64 +688,35 @@ func (j *Journal) startFile(id uint64, prev link) error {
 		if err := j.fs.Rename(tmp, path); err != nil {
 			return err
 		}
-		return j.w.dir.Sync()
-	}()
+		return j.dirFile.Sync()
+	})
 	if err != nil {
-		_ = f.Close()
-		_ = j.fs.Remove(tmp)
-		return fmt.Errorf("journal: creating %s: %w", path, err)
-	}
-	j.w.file, j.w.fileID = f, id
-	j.w.syncedEnd, j.w.zeroedEnd = FirstGroupOffset, zeroedEnd
-	j.writeFile.Store(id)
-	return nil
-}
-
-// fail puts the journal in the failed state after g could not be made
-// durable. The file is abandoned, never synced again: after a failed
-// fdatasync the kernel may have dropped the dirty pages and marked them
-// clean, so a retry could "succeed" without the data on disk.
-func (j *Journal) fail(g *group, cause error) error {
-	err := fmt.Errorf("%w: %w", ErrFailed, cause)
-	if j.w.file != nil {
-		_ = j.w.file.Close()
-		j.w.file = nil
-	}
-	j.mu.Lock()
-	first := j.mu.failed == nil
-	if first {
-		j.mu.failed = err
-	}
-	failed := append([]*group{g}, j.mu.queue...)
-	j.mu.queue = nil
-	j.mu.queuedBytes, j.mu.queuedRecords = 0, 0
-	j.wakeSpaceWaitersLocked()
-	j.mu.Unlock()
-	// The owner hears first, so it can turn read-only before any failed
-	// append's callback runs.
-	if first && j.opts.OnFailure != nil {
-		j.opts.OnFailure(err)
-	}
-	for _, fg := range failed {
-		for _, cb := range fg.cbs {
-			cb.AppendDone(Position{}, err)
+		if f != nil {
+			_ = f.Close()
+			_ = j.fs.Remove(tmp)
 		}
+		return nil, 0, fmt.Errorf("journal: creating %s: %w", path, err)
 	}
-	return err
+	return f, zeroedEnd, nil
 }
 
-// complete releases g's queue space and runs its callbacks.
-func (j *Journal) complete(g *group) {
+// finish releases g's queue space, runs its callbacks (acks if err is
+// nil, else failures) and recycles g.
+func (j *Journal) finish(g *group, err error) {
 	j.mu.Lock()
-	j.mu.queuedBytes -= int64(len(g.buf))
+	j.mu.queuedBytes -= int64(g.payloadBytes())
 	j.mu.queuedRecords -= len(g.ends)
 	j.wakeSpaceWaitersLocked()
 	j.mu.Unlock()
 	for i, cb := range g.cbs {
-		cb.AppendDone(Position{File: g.fileID, Offset: g.ends[i]}, nil)
+		if err == nil {
+			cb.AppendDone(Position{File: g.fileID, Offset: g.ends[i]}, nil)
+		} else {
+			cb.AppendDone(Position{}, err)
+		}
 	}
 	clear(g.cbs)
-	g.buf, g.ends, g.cbs = g.buf[:0], g.ends[:0], g.cbs[:0]
+	g.buf, g.ends, g.cbs, g.file = g.buf[:0], g.ends[:0], g.cbs[:0], nil
 	if cap(g.buf) > 2*j.opts.MaxGroupBytes {
 		g.buf = nil // a huge single record: do not keep its buffer
 	}
@@ -560,11 +734,47 @@ func (j *Journal) wakeSpaceWaitersLocked() {
 	}
 }
 
-// run is the writer goroutine: a thin loop around Flush.
-func (j *Journal) run() {
-	defer close(j.done)
+// start runs the writer, syncer and preallocator goroutines (not Manual).
+func (j *Journal) start() {
+	j.done = make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); j.runWriter() }()
+	go func() { defer wg.Done(); j.runSyncer() }()
+	go func() { defer wg.Done(); j.runPreallocator() }()
+	go func() { wg.Wait(); close(j.done) }()
+}
+
+// runWriter is the writer goroutine: it takes due groups and passes each
+// through pipeline; after a failure it fails what is queued. It exits when
+// closing with nothing queued, after the syncer has completed everything
+// handed to it; then it stops the syncer and the preallocator.
+func (j *Journal) runWriter() {
+	defer func() {
+		j.p.Lock()
+		for j.p.uncompleted > 0 {
+			j.p.cond.Wait()
+		}
+		j.p.writerDone, j.p.stop = true, true
+		j.p.cond.Broadcast()
+		j.p.Unlock()
+	}()
 	for {
-		if n, _ := j.Flush(); n > 0 {
+		if err := j.Err(); err != nil {
+			j.failRest(nil, err)
+			j.mu.Lock()
+			closing := j.mu.closing
+			j.mu.Unlock()
+			if closing {
+				return
+			}
+			<-j.wake
+			continue
+		}
+		if g := j.takeGroup(); g != nil {
+			if err := j.pipeline(g); err != nil {
+				j.failRest(g, j.abandon(err))
+			}
 			continue
 		}
 		wait, exit := j.idle()
@@ -572,7 +782,7 @@ func (j *Journal) run() {
 		case exit:
 			return
 		case wait < 0:
-			// A group became due between Flush and idle: flush again.
+			// A group became due between takeGroup and idle: take it.
 		case wait == 0:
 			<-j.wake
 		default:
@@ -586,13 +796,284 @@ func (j *Journal) run() {
 	}
 }
 
-// idle says what the writer should do when Flush found nothing due: exit
-// (closing and nothing queued), sleep until woken (wait == 0), sleep at most
-// wait (a group is waiting for MaxGroupWait), or flush again (wait < 0).
+// pipeline writes g and hands it to the syncer. It enforces the pipeline
+// invariants (package comment): g is written only when at most one group
+// is written and unsynced (so group N+2 is written only after group N's
+// fdatasync completed), only when every group is synced if g starts a new
+// file, and only over zeros that are written and synced.
+func (j *Journal) pipeline(g *group) error {
+	rotate := g.fileID != j.w.fileID
+	j.p.Lock()
+	for j.p.err == nil && (j.p.unsynced >= 2 || rotate && j.p.unsynced > 0) {
+		j.p.cond.Wait()
+	}
+	err := j.p.err
+	j.p.Unlock()
+	if err != nil {
+		return err
+	}
+	if rotate {
+		if err := j.rotate(g.fileID); err != nil {
+			return err
+		}
+	}
+	if err := j.waitZeros(g.base + int64(len(g.buf))); err != nil {
+		return err
+	}
+	if err := j.writeGroup(g); err != nil {
+		return err
+	}
+	j.p.Lock()
+	if h := j.opts.hooks; h != nil && h.beforeHandOff != nil {
+		h.beforeHandOff(g, j.p.unsynced)
+	}
+	j.p.written = append(j.p.written, g)
+	j.p.unsynced++
+	j.p.uncompleted++
+	j.p.writePos = j.w.end
+	j.p.cond.Broadcast()
+	j.p.Unlock()
+	return nil
+}
+
+// rotate switches the writer to file id, which the preallocator created
+// ahead. The caller has drained the pipeline: every group of the current
+// file is synced and its log ends at w.end, which the new file's group
+// headers record. If the preallocator has not finished the file yet, the
+// writer waits for it rather than creating the file itself: the work is
+// the same either way, and one owner of file creation keeps it from being
+// done twice or racing on the same name.
+func (j *Journal) rotate(id uint64) error {
+	prevEnd := j.w.end
+	j.p.Lock()
+	for j.p.err == nil && j.p.next == nil {
+		j.p.cond.Wait()
+	}
+	if j.p.err != nil {
+		err := j.p.err
+		j.p.Unlock()
+		return err
+	}
+	old, nf := j.p.cur, j.p.next
+	j.p.cur, j.p.next = nf, nil
+	j.p.writePos, j.p.want, j.p.curPinned = FirstGroupOffset, 0, false
+	closePre := !j.p.extending // else the preallocator closes it when done
+	j.p.cond.Broadcast()
+	j.p.Unlock()
+	if nf.id != id {
+		return fmt.Errorf("journal: internal error: rotating to file %d, but file %d was created ahead", id, nf.id)
+	}
+	_ = old.file.Close() // every byte of it is synced: a close error loses nothing
+	if closePre && old.pfile != nil {
+		_ = old.pfile.Close()
+	}
+	j.setFile(nf.file, id, prevEnd)
+	if h := j.opts.hooks; h != nil && h.rotated != nil {
+		h.rotated(id)
+	}
+	return nil
+}
+
+// waitZeros waits until the current file has zeros written and synced up
+// to end. The preallocator does the work; the writer only waits (see
+// rotate for why). It extends as soon as less than half a chunk is left,
+// so the writer waits only for a group larger than that or a disk slower
+// than the appends.
+func (j *Journal) waitZeros(end int64) error {
+	j.p.Lock()
+	defer j.p.Unlock()
+	for j.p.err == nil && j.p.cur.zeroedEnd < end {
+		j.p.want = end
+		j.p.cond.Broadcast()
+		j.p.cond.Wait()
+	}
+	return j.p.err
+}
+
+// runSyncer is the syncer goroutine: it fdatasyncs the written groups and
+// completes them in order. One fdatasync covers every group written before
+// it starts; they are acknowledged only after it completed.
+func (j *Journal) runSyncer() {
+	var batch []*group
+	for {
+		j.p.Lock()
+		for len(j.p.written) == 0 && !j.p.writerDone {
+			j.p.cond.Wait()
+		}
+		if len(j.p.written) == 0 {
+			j.p.Unlock()
+			return
+		}
+		batch = append(batch[:0], j.p.written...)
+		clear(j.p.written)
+		j.p.written = j.p.written[:0]
+		err := j.p.err
+		j.p.Unlock()
+		if err == nil {
+			records := 0
+			for _, g := range batch {
+				records += len(g.ends)
+			}
+			if serr := j.syncGroups(batch[0].file, batch[0].fileID, records); serr != nil {
+				err = j.abandon(serr)
+			} else if h := j.opts.hooks; h != nil && h.afterSync != nil {
+				h.afterSync(batch)
+			}
+		}
+		j.p.Lock()
+		if err == nil && j.p.cur.id == batch[0].fileID {
+			j.p.curPinned = true
+		}
+		j.p.unsynced -= len(batch)
+		j.p.cond.Broadcast()
+		j.p.Unlock()
+		for _, g := range batch {
+			j.finish(g, err)
+		}
+		clear(batch)
+		j.p.Lock()
+		j.p.uncompleted -= len(batch)
+		j.p.cond.Broadcast()
+		j.p.Unlock()
+	}
+}
+
+// runPreallocator is the preallocator goroutine. It keeps at least half a
+// chunk (PreallocBytes) of zeros, written and synced, ahead of the write
+// position of the current file, more if the writer waits for them, and
+// keeps the next file created (header durable, first chunk of zeros
+// written and synced) before rotation needs it. An error fails the journal
+// like any other.
+func (j *Journal) runPreallocator() {
+	for {
+		j.p.Lock()
+		var extend *preFile
+		var target int64
+		for {
+			if j.p.stop || j.p.err != nil {
+				j.p.Unlock()
+				return
+			}
+			cur := j.p.cur
+			need := j.p.want > cur.zeroedEnd ||
+				cur.zeroedEnd-j.p.writePos < j.opts.PreallocBytes/2 &&
+					cur.zeroedEnd < j.opts.MaxFileBytes+int64(j.opts.MaxGroupBytes)
+			if need {
+				extend = cur
+				target = max(cur.zeroedEnd+j.opts.PreallocBytes, alignUp(j.p.want)+j.opts.PreallocBytes)
+				j.p.extending = true
+				break
+			}
+			if j.p.next == nil && j.p.curPinned {
+				break
+			}
+			j.p.cond.Wait()
+		}
+		j.p.Unlock()
+		if extend != nil {
+			if err := j.extend(extend, target); err != nil {
+				j.abandon(fmt.Errorf("journal: preallocating %s: %w", j.path(extend.id), err))
+				return
+			}
+			continue
+		}
+		nf, err := j.createAhead()
+		if err != nil {
+			j.abandon(err)
+			return
+		}
+		if h := j.opts.hooks; h != nil && h.createdAhead != nil {
+			h.createdAhead(nf.id)
+		}
+		j.p.Lock()
+		j.p.next = nf
+		j.p.cond.Broadcast()
+		j.p.Unlock()
+	}
+}
+
+// zeroPiece is how many bytes of zeros the preallocator writes before it
+// syncs them. fdatasync works on the file, not on a handle: a group's
+// fdatasync also writes back whatever zeros are dirty in the same file at
+// that moment (and commits the size change). Small pieces, each synced at
+// once, bound what a group's fdatasync can be charged with to one piece.
+const zeroPiece = 256 << 10
+
+// extend writes and syncs zeros from f's zeroed end to target, a piece at
+// a time, publishing each piece as it becomes durable. If the writer
+// rotates away from f meanwhile, it stops and closes f's handle.
+func (j *Journal) extend(f *preFile, target int64) error {
+	for {
+		from := f.zeroedEnd
+		to := min(target, from+zeroPiece)
+		err := j.ioDo(func() error {
+			if err := writeZeros(f.pfile, from, to); err != nil {
+				return err
+			}
+			if h := j.opts.hooks; h != nil && h.zerosWritten != nil {
+				h.zerosWritten(f.id, from, to)
+			}
+			return f.pfile.SyncData()
+		})
+		j.p.Lock()
+		if err == nil {
+			f.zeroedEnd = to
+		}
+		rotated := j.p.cur != f
+		done := err != nil || rotated || to >= target || j.p.stop || j.p.err != nil
+		if done {
+			j.p.extending = false
+		}
+		j.p.cond.Broadcast()
+		j.p.Unlock()
+		if done {
+			if rotated {
+				_ = f.pfile.Close()
+			}
+			return err
+		}
+	}
+}
+
+// createAhead creates the file after the current one, unpinned (its group
+// headers will record where the current file ends), with a second handle
+// for the preallocator.
+func (j *Journal) createAhead() (*preFile, error) {
+	j.p.Lock()
+	id := j.p.cur.id + 1
+	j.p.Unlock()
+	f, zeroedEnd, err := j.createFile(id, link{prevID: id - 1})
+	if err != nil {
+		return nil, err
+	}
+	// The preallocator writes and syncs zeros through its own handle: an
+	// fdatasync reports a write-back error once per open file description,
+	// so an error it sees is still reported to the syncer's fdatasync of
+	// the groups, which thereby can never succeed on pages the error hit.
+	var pf vfs.File
+	err = j.ioDo(func() error {
+		var err error
+		pf, err = j.fs.OpenReadWrite(j.path(id), vfs.WriteCategoryUnspecified)
+		return err
+	})
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("journal: opening %s: %w", j.path(id), err)
+	}
+	return &preFile{id: id, file: f, pfile: pf, zeroedEnd: zeroedEnd}, nil
+}
+
+// idle says what the writer should do when takeGroup found nothing due:
+// exit (closing and nothing queued), sleep until woken (wait == 0), sleep
+// at most wait (a group is waiting for MaxGroupWait), or take again
+// (wait < 0).
 func (j *Journal) idle() (wait time.Duration, exit bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if len(j.mu.queue) == 0 || j.mu.failed != nil {
+	if j.mu.failed != nil {
+		return -1, false // runWriter fails what is queued
+	}
+	if len(j.mu.queue) == 0 {
 		return 0, j.mu.closing
 	}
 	if j.mu.closing || j.mu.queue[0].sealed || j.opts.MaxGroupWait == 0 {
@@ -614,8 +1095,10 @@ func (j *Journal) Err() error {
 }
 
 // Close stops accepting appends, commits what is queued (their callbacks
-// run), and closes the files. A failed journal closes without writing.
-// Close is idempotent; it must not be called from a Callback or OnFailure.
+// run), and closes the files. A failed journal closes without writing. A
+// file created ahead and never written is removed (if a crash leaves one,
+// Open removes it). Close is idempotent; it must not be called from a
+// Callback or OnFailure.
 func (j *Journal) Close() error {
 	j.mu.Lock()
 	if j.mu.closing {
@@ -643,9 +1126,20 @@ func (j *Journal) Close() error {
 		err = j.w.file.Close()
 		j.w.file = nil
 	}
-	if j.w.dir != nil {
-		_ = j.w.dir.Close()
-		j.w.dir = nil
+	if cur := j.p.cur; cur != nil && cur.pfile != nil {
+		_ = cur.pfile.Close()
+	}
+	if next := j.p.next; next != nil {
+		_ = next.file.Close()
+		_ = next.pfile.Close()
+		j.p.next = nil
+		if j.Err() == nil {
+			_ = j.fs.Remove(j.path(next.id))
+		}
+	}
+	if j.dirFile != nil {
+		_ = j.dirFile.Close()
+		j.dirFile = nil
 	}
 	if lerr := j.lock.Close(); err == nil {
 		err = lerr

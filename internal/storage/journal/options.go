@@ -44,9 +44,10 @@ type Options struct {
 	QueueWait time.Duration
 
 	// PreallocBytes is the chunk of zeros written (and synced) ahead of the
-	// write position whenever a group would not fit the zeros already
-	// there. Default 4 MiB; 4–16 MiB is sensible. Larger chunks mean fewer
-	// but longer stalls of the writer.
+	// write position, and the first chunk of every file: the preallocator
+	// adds a chunk whenever less than half of one is left ahead of the
+	// last group written (Manual mode: whenever a group would not fit).
+	// Default 4 MiB; 4–16 MiB is sensible.
 	PreallocBytes int64
 
 	// MaxFileBytes rotates to a new file once a group ends at or beyond
@@ -65,15 +66,40 @@ type Options struct {
 	// simulator) calls Flush to run group commits.
 	Manual bool
 
-	// OnSync, if set, is called on the writer goroutine after each group's
-	// successful fdatasync with its duration (on Clock) and the number of
-	// records it made durable (metrics). It must be cheap and not block.
+	// OnSync, if set, is called after each successful fdatasync of groups
+	// (on the syncer goroutine; in Manual mode, in Flush) with its duration
+	// (on Clock) and the number of records it made durable (metrics). It
+	// must be cheap and not block.
 	OnSync func(took time.Duration, records int)
 
-	// OnFailure, if set, is called once, from the goroutine running Flush,
-	// when the journal fails (see ErrFailed), before the failed appends'
-	// callbacks run. It must not block and must not call Close.
+	// OnFailure, if set, is called once, from the goroutine that met the
+	// error, when the journal fails (see ErrFailed), before the failed
+	// appends' callbacks run. It must not block and must not call Close.
 	OnFailure func(error)
+
+	// hooks are the crash tests' view of the pipeline; nil in production.
+	hooks *testHooks
+}
+
+// testHooks are called at the points of the write pipeline where a crash
+// matters (tests only). Each runs on the goroutine named.
+type testHooks struct {
+	// beforeHandOff: writer, g is written and about to be handed to the
+	// syncer; unsynced groups were written before it (1: the previous
+	// group's fdatasync has not completed).
+	beforeHandOff func(g *group, unsynced int)
+	// afterSync: syncer, the fdatasync covering batch returned success;
+	// nothing of it is acknowledged yet and the writer cannot write the
+	// group after the next.
+	afterSync func(batch []*group)
+	// zerosWritten: preallocator, zeros [from, to) of file id are written,
+	// not yet synced.
+	zerosWritten func(id uint64, from, to int64)
+	// createdAhead: preallocator, file id was created ahead.
+	createdAhead func(id uint64)
+	// rotated: writer, switched to file id (created ahead), nothing
+	// written to it yet.
+	rotated func(id uint64)
 }
 
 func (o Options) withDefaults() (Options, error) {

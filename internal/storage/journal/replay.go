@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"slices"
 
@@ -51,26 +52,31 @@ func replayFiles(fs vfs.FS, dir string, ids []uint64, from Position, last *link,
 		if id == from.File {
 			start = max(from.Offset, FirstGroupOffset)
 		}
-		end, hdr, err := scanFile(fs, fs.PathJoin(dir, fileName(id)), id, start, fn)
+		sc, err := scanFile(fs, fs.PathJoin(dir, fileName(id)), id, start, fn)
 		if err != nil {
 			return err
 		}
 		if prevID != 0 {
-			if err := checkLink(fs, dir, prevID, prevEnd, id, link{hdr.prevID, hdr.prevEnd}); err != nil {
+			followed := i+1 < len(ids) || last != nil
+			if err := checkLink(fs, dir, prevID, prevEnd, id, sc.link(), followed); err != nil {
 				return err
 			}
 		}
-		prevID, prevEnd = id, end
+		prevID, prevEnd = id, sc.end
 	}
 	if last != nil && prevID != 0 && last.prevID == prevID {
-		return checkLink(fs, dir, prevID, prevEnd, prevID+1, *last)
+		return checkLink(fs, dir, prevID, prevEnd, prevID+1, *last, true)
 	}
 	return nil
 }
 
-// checkLink verifies that file prevID still ends where the header of the
-// file after it says it ended when that file was created.
-func checkLink(fs vfs.FS, dir string, prevID uint64, prevEnd int64, id uint64, l link) error {
+// checkLink verifies that file prevID still ends where file id (the file
+// after it) recorded that it ended. A version 2 file created ahead of
+// rotation records that only in its group headers; if it has none
+// (l.prevEnd == 0), the end of prevID is unchecked, which is allowed only
+// for the last file of the directory (followed false): Open removes such a
+// file before it starts the next one.
+func checkLink(fs vfs.FS, dir string, prevID uint64, prevEnd int64, id uint64, l link, followed bool) error {
 	switch {
 	case l.prevID == 0:
 		return nil
@@ -78,6 +84,12 @@ func checkLink(fs vfs.FS, dir string, prevID uint64, prevEnd int64, id uint64, l
 		return &CorruptionError{File: fs.PathJoin(dir, fileName(id)), Offset: 0,
 			Reason: fmt.Sprintf("header says the previous file is %s, but it is %s (a journal file is missing?)",
 				fileName(l.prevID), fileName(prevID))}
+	case l.prevEnd == 0 && followed:
+		return &CorruptionError{File: fs.PathJoin(dir, fileName(id)), Offset: 0,
+			Reason: fmt.Sprintf("holds no group recording where %s ended, but is followed by another file",
+				fileName(prevID))}
+	case l.prevEnd == 0:
+		return nil
 	case l.prevEnd != prevEnd:
 		return &CorruptionError{File: fs.PathJoin(dir, fileName(prevID)), Offset: min(prevEnd, l.prevEnd),
 			Reason: fmt.Sprintf("records end at offset %d, but %s recorded that they ended at %d (synced data lost)",
@@ -86,33 +98,64 @@ func checkLink(fs vfs.FS, dir string, prevID uint64, prevEnd int64, id uint64, l
 	return nil
 }
 
-// scanFile delivers the records of one file from offset start (nil fn:
-// none) and returns the offset where its log ends, with its header.
-func scanFile(fs vfs.FS, path string, id uint64, start int64, fn ReplayFunc) (int64, fileHeader, error) {
+// fileScan is what scanning one file found.
+type fileScan struct {
+	hdr fileHeader
+	end int64 // where its log ends
+	// Version 2: the previous file's end as recorded by the group headers
+	// (-1: no group header found), and how many valid group headers the
+	// file holds (including a torn tail's).
+	groupPin int64
+	groups   int
+}
+
+// link is what the file says about the file before it.
+func (sc fileScan) link() link {
+	l := link{prevID: sc.hdr.prevID, prevEnd: sc.hdr.prevEnd}
+	if l.prevEnd == 0 && sc.groupPin > 0 {
+		l.prevEnd = sc.groupPin
+	}
+	return l
+}
+
+// unusedAhead reports whether the file was created ahead of a rotation
+// and never written: version 2, a previous file whose end the header does
+// not record, and no valid group header.
+func (sc fileScan) unusedAhead() bool {
+	return sc.hdr.version == FormatVersion && sc.hdr.prevID != 0 && sc.hdr.prevEnd == 0 && sc.groups == 0
+}
+
+// scanFile delivers the records of one file that end after offset start
+// (nil fn: none) and reports where its log ends, with its header.
+func scanFile(fs vfs.FS, path string, id uint64, start int64, fn ReplayFunc) (fileScan, error) {
+	sc := fileScan{groupPin: -1}
 	f, err := fs.Open(path)
 	if err != nil {
-		return 0, fileHeader{}, fmt.Errorf("journal: opening %s: %w", path, err)
+		return sc, fmt.Errorf("journal: opening %s: %w", path, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return 0, fileHeader{}, fmt.Errorf("journal: stat %s: %w", path, err)
+		return sc, fmt.Errorf("journal: stat %s: %w", path, err)
 	}
 	r := &fileReader{f: f, path: path, id: id, size: st.Size(), window: 1 << 20}
 	hb, err := r.at(0, fileHeaderUsed)
 	if err != nil {
-		return 0, fileHeader{}, err
+		return sc, err
 	}
-	hdr, err := decodeFileHeader(hb, id)
-	if err != nil {
-		return 0, hdr, &CorruptionError{File: path, Offset: 0, Reason: err.Error()}
+	if sc.hdr, err = decodeFileHeader(hb, id); err != nil {
+		return sc, &CorruptionError{File: path, Offset: 0, Reason: err.Error()}
 	}
 	if start > r.size {
-		return 0, hdr, &CorruptionError{File: path, Offset: r.size,
+		return sc, &CorruptionError{File: path, Offset: r.size,
 			Reason: fmt.Sprintf("replay starts at offset %d, beyond the end of the file", start)}
 	}
-	end, err := r.scan(start, fn)
-	return end, hdr, err
+	if sc.hdr.version == formatVersion1 {
+		sc.end, err = r.scan(start, fn)
+		return sc, err
+	}
+	err = r.scanV2(start, fn, &sc)
+	return sc, err
 }
 
 // fileReader reads one journal file through a window buffer.
@@ -295,4 +338,138 @@ func (r *fileReader) findGroupStart(from int64) (int64, error) {
 		}
 	}
 	return -1, nil
+}
+
+// scanV2 walks the groups of a version 2 file from its first group,
+// delivers the records that end after start, and fills in sc. The rule
+// (package comment, "Torn tails and corruption"): groups are read in
+// sequence; at the first group that is missing or damaged, the log ends
+// there if no valid group header follows it except its successor's (the
+// two unsynced groups a crash can leave); any other valid group header
+// after it means it had been synced: corruption.
+func (r *fileReader) scanV2(start int64, fn ReplayFunc, sc *fileScan) error {
+	pos := int64(FirstGroupOffset)
+	logEnd := pos // end of the last intact group
+	seq := uint64(1)
+	for {
+		h, ok, err := r.groupHeader(pos)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if h.seq != seq {
+				return &CorruptionError{File: r.path, Offset: pos, Reason: fmt.Sprintf(
+					"group number %d where group %d belongs", h.seq, seq)}
+			}
+			if err := r.pin(pos, h, sc); err != nil {
+				return err
+			}
+			intact, err := r.groupIntact(pos, h)
+			if err != nil {
+				return err
+			}
+			if intact {
+				if err := r.deliverGroup(pos, h, start, fn); err != nil {
+					return err
+				}
+				logEnd = pos + GroupHeaderSize + h.length
+				pos = alignUp(logEnd)
+				seq++
+				continue
+			}
+		}
+		// Group seq is missing or damaged at pos. Only its successor may
+		// have been written without it being synced.
+		successor := false
+		for off := alignUp(pos + 1); off+GroupHeaderSize <= r.size; off += GroupAlignment {
+			h2, ok, err := r.groupHeader(off)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			if h2.seq == seq+1 && !successor {
+				successor = true
+				if err := r.pin(off, h2, sc); err != nil {
+					return err
+				}
+				continue
+			}
+			return &CorruptionError{File: r.path, Offset: pos, Reason: fmt.Sprintf(
+				"group %d here is missing or damaged, but group %d at offset %d was written after it had been synced",
+				seq, h2.seq, off)}
+		}
+		sc.end = logEnd
+		if start > logEnd {
+			return &CorruptionError{File: r.path, Offset: logEnd, Reason: fmt.Sprintf(
+				"replay starts at offset %d, beyond the end of the log (synced records lost)", start)}
+		}
+		return nil
+	}
+}
+
+// groupHeader decodes the group header at off, if a valid one is there.
+func (r *fileReader) groupHeader(off int64) (groupHeader, bool, error) {
+	b, err := r.at(off, GroupHeaderSize)
+	if err != nil || len(b) < GroupHeaderSize {
+		return groupHeader{}, false, err
+	}
+	h, ok, err := decodeGroupHeader(r.id, off, b)
+	if err != nil {
+		return h, false, &CorruptionError{File: r.path, Offset: off, Reason: err.Error()}
+	}
+	return h, ok, nil
+}
+
+// pin records the previous file's end that the group header at off
+// states; all groups of a file must state the same.
+func (r *fileReader) pin(off int64, h groupHeader, sc *fileScan) error {
+	if h.prevEnd == 0 && sc.hdr.prevID != 0 || h.prevEnd != 0 && sc.hdr.prevID == 0 ||
+		sc.hdr.prevEnd != 0 && h.prevEnd != sc.hdr.prevEnd || sc.groupPin >= 0 && h.prevEnd != sc.groupPin {
+		return &CorruptionError{File: r.path, Offset: off, Reason: fmt.Sprintf(
+			"group header says the previous file ended at offset %d, the file header or an earlier group says otherwise", h.prevEnd)}
+	}
+	sc.groupPin = h.prevEnd
+	sc.groups++
+	return nil
+}
+
+// groupIntact reports whether the payload of the group at off is all in
+// the file and matches its checksum.
+func (r *fileReader) groupIntact(off int64, h groupHeader) (bool, error) {
+	if off+GroupHeaderSize+h.length > r.size || h.length < RecordHeaderSize {
+		return false, nil
+	}
+	b, err := r.at(off+GroupHeaderSize, int(h.length))
+	if err != nil {
+		return false, err
+	}
+	return crc32.Checksum(b, castagnoli) == h.payloadCRC, nil
+}
+
+// deliverGroup delivers the records of the intact group at off that end
+// after start. Its checksum matched, so every record must be valid and
+// fill the payload exactly; anything else was written so (a bug, or a
+// newer format) and is reported, never skipped.
+func (r *fileReader) deliverGroup(off int64, h groupHeader, start int64, fn ReplayFunc) error {
+	pos, end := off+GroupHeaderSize, off+GroupHeaderSize+h.length
+	for pos < end {
+		size, flags, ok, err := r.record(pos)
+		switch {
+		case err != nil:
+			return err
+		case !ok || pos+size > end:
+			return &CorruptionError{File: r.path, Offset: pos, Reason: "no valid record here, inside a group whose checksum matches"}
+		case flags != 0:
+			return &CorruptionError{File: r.path, Offset: pos, Reason: fmt.Sprintf("record flags %#x in a version %d file", flags, FormatVersion)}
+		}
+		pos += size
+		if fn != nil && pos > start {
+			if err := fn(Position{File: r.id, Offset: pos}, r.rec); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
