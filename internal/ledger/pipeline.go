@@ -59,6 +59,16 @@ type pipeline struct {
 	// RecoveryConfig.AckedAdhering.
 	wholeSetSuffices bool
 	scratch          []metadata.BookieID
+
+	// writeSets caches the write set of each entry id modulo the ensemble
+	// size in the current ensemble: SendAdd.Bookies of every push shares
+	// them. They are never modified: replaceEnsemble drops the cache (nil)
+	// and the next push builds new slices, so a SendAdd still held keeps
+	// the bookies it was sent to.
+	writeSets [][]metadata.BookieID
+	// free holds pendingAdds acknowledged and handed back by recycle,
+	// for push to reuse.
+	free []*pendingAdd
 }
 
 // pendingAdd is one entry sent but not yet acknowledged.
@@ -98,21 +108,68 @@ func (p *pipeline) push(payload []byte, recovery bool) (*pendingAdd, SendAdd) {
 	lac, _ := p.visibleLAC()
 	lac = min(lac, p.lacCap)
 	p.carried = max(p.carried, lac)
-	op := &pendingAdd{
+	op := p.newPendingAdd()
+	*op = pendingAdd{
 		entryID:  p.lastAddPushed,
 		lac:      lac,
 		length:   p.length,
 		payload:  payload,
 		recovery: recovery,
 		deferred: p.deferred && !recovery,
-		acked:    make([]bool, p.q.WriteQuorum),
+		acked:    op.acked,
 	}
 	p.pending = append(p.pending, op)
-	to := make([]metadata.BookieID, 0, p.q.WriteQuorum)
-	for pos := range p.q.WriteQuorum {
-		to = append(to, p.ensemble[p.q.WriteSetIndex(op.entryID, pos)])
+	return op, op.send(p.writeSet(op.entryID))
+}
+
+// newPendingAdd returns a recycled pendingAdd (its acked cleared) or a new
+// one; the caller sets every other field.
+func (p *pipeline) newPendingAdd() *pendingAdd {
+	if n := len(p.free); n > 0 {
+		op := p.free[n-1]
+		p.free[n-1] = nil
+		p.free = p.free[:n-1]
+		clear(op.acked)
+		return op
 	}
-	return op, op.send(to)
+	return &pendingAdd{acked: make([]bool, p.q.WriteQuorum)}
+}
+
+// maxFree bounds the pendingAdds kept for reuse.
+const maxFree = 1024
+
+// recycle takes back pendingAdds that popAcknowledged returned, once the
+// caller is done with them: a pendingAdd that left pending is referenced by
+// nothing in the pipeline (find, position and replaceEnsemble only see
+// pending), and the caller must keep no reference to it after this call.
+// The payload reference is dropped here, so a recycled entry does not keep
+// the caller's buffer alive.
+func (p *pipeline) recycle(ops []*pendingAdd) {
+	for _, op := range ops {
+		if len(p.free) >= maxFree {
+			return
+		}
+		op.payload = nil
+		p.free = append(p.free, op)
+	}
+}
+
+// writeSet returns the bookies of entryID's write set in the current
+// ensemble, from the cache (writeSets): shared, not to be modified.
+func (p *pipeline) writeSet(entryID int64) []metadata.BookieID {
+	e := p.q.EnsembleSize
+	if p.writeSets == nil {
+		p.writeSets = make([][]metadata.BookieID, e)
+	}
+	i := int(uint64(entryID) % uint64(e))
+	if p.writeSets[i] == nil {
+		to := make([]metadata.BookieID, 0, p.q.WriteQuorum)
+		for pos := range p.q.WriteQuorum {
+			to = append(to, p.ensemble[p.q.WriteSetIndex(entryID, pos)])
+		}
+		p.writeSets[i] = to
+	}
+	return p.writeSets[i]
 }
 
 func (op *pendingAdd) send(to []metadata.BookieID) SendAdd {
@@ -201,6 +258,7 @@ func (p *pipeline) replaceEnsemble(ensemble []metadata.BookieID) []SendAdd {
 		}
 	}
 	p.ensemble = slices.Clone(ensemble)
+	p.writeSets = nil // rebuilt for the new ensemble; the old slices stay as they were
 	var sends []SendAdd
 	for _, op := range p.pending {
 		var to []metadata.BookieID
@@ -222,12 +280,12 @@ func (p *pipeline) replaceEnsemble(ensemble []metadata.BookieID) []SendAdd {
 	return sends
 }
 
-// popAcknowledged removes and returns, in order, the adds at the head of
-// the queue that have their ack quorum (quorate: Qa acks, in enough fault
+// popAcknowledged removes and appends to dst, in order, the adds at the
+// head of the queue that have their ack quorum (quorate: Qa acks, in enough fault
 // domains when the rule is on): entry e goes only when every entry below
 // it has gone (spec §1.4.4). The caller must not call it while an ensemble
 // change is running. The LAC advances to the last one returned.
-func (p *pipeline) popAcknowledged() []*pendingAdd {
+func (p *pipeline) popAcknowledged(dst []*pendingAdd) []*pendingAdd {
 	n := 0
 	for n < len(p.pending) && p.quorate(p.pending[n]) {
 		if p.pending[n].entryID != p.lac+1 {
@@ -247,9 +305,9 @@ func (p *pipeline) popAcknowledged() []*pendingAdd {
 		n++
 	}
 	if n == 0 {
-		return nil
+		return dst
 	}
-	done := slices.Clone(p.pending[:n])
+	done := append(dst, p.pending[:n]...)
 	// Re-slice rather than shift the rest down: with thousands of adds in
 	// flight, moving the tail on every acknowledgement costs O(pending) per
 	// ack. append reallocates (copying only the live tail) once the

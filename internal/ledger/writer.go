@@ -138,6 +138,8 @@ type Writer struct {
 	proposed *metadata.LedgerMetadata
 
 	effects []Effect
+	// acked is maybeAcknowledge's scratch space.
+	acked []*pendingAdd
 
 	// inv is what the invariants build's checks remember (invariants.go).
 	inv writerChecks
@@ -239,6 +241,20 @@ func (w *Writer) Ready() []Effect {
 	return out
 }
 
+// ReadyAppend is Ready appending the effects to dst: the writer keeps its
+// own buffer for the next effects, so a shell that reuses dst allocates no
+// slice per call.
+func (w *Writer) ReadyAppend(dst []Effect) []Effect {
+	start := len(dst)
+	dst = append(dst, w.effects...)
+	clear(w.effects)
+	w.effects = w.effects[:0]
+	if invariants {
+		w.checkInvariants(dst[start:])
+	}
+	return dst
+}
+
 func (w *Writer) emit(e ...Effect) { w.effects = append(w.effects, e...) }
 
 // Append assigns the next entry id to payload, queues the SendAdd for its
@@ -279,6 +295,10 @@ func (w *Writer) Close() {
 	w.close = closeWanted
 	w.maybeRunClose()
 }
+
+// StepAdd is Step(ev) for an AddResponse, without boxing it into an
+// Event (an allocation per bookie per add on the client's path).
+func (w *Writer) StepAdd(ev AddResponse) { w.handleAddResponse(ev) }
 
 // Step feeds one event to the writer.
 func (w *Writer) Step(ev Event) {
@@ -342,9 +362,15 @@ func (w *Writer) maybeAcknowledge() {
 	if w.changing {
 		return
 	}
-	for _, op := range w.p.popAcknowledged() {
+	done := w.p.popAcknowledged(w.acked[:0])
+	for _, op := range done {
 		w.emit(AddComplete{EntryID: op.entryID})
 	}
+	// The AddCompletes hold ids, not the pendingAdds: nothing refers to
+	// them any more.
+	w.p.recycle(done)
+	clear(done)
+	w.acked = done[:0]
 }
 
 // handleUnrecoverable reacts to EFENCED, EUA or EBADREQ from a bookie (spec

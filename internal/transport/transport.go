@@ -243,6 +243,14 @@ func setDuration(d *time.Duration, def time.Duration) {
 // before it is queued, the goroutine calling Send. It must not block.
 type ResponseFunc func(resp *wire.Response, err error)
 
+// Handler receives answers like a ResponseFunc, with the bookie the request
+// went to and the tag given to SendTagged: one Handler (a long-lived value,
+// typically a pointer) serves many requests, so a caller that sends many
+// requests needs no closure per request. Its contract is ResponseFunc's.
+type Handler interface {
+	HandleResponse(bookie string, tag int64, resp *wire.Response, err error)
+}
+
 // txnIDs is the process-wide v3 txnId counter (Java's static
 // PerChannelBookieClient.txnIdGenerator).
 var txnIDs atomic.Uint64
@@ -385,7 +393,20 @@ func (t *Transport) Send(bookie string, key int64, req *wire.Request, cb Respons
 		cb(nil, err)
 		return
 	}
-	p.send(req, cb)
+	p.send(req, cb, nil, 0)
+}
+
+// SendTagged is Send with an answer to h instead of a callback: h gets
+// exactly one HandleResponse call with bookie and tag, as cb would get its
+// call. It allocates nothing per request in the steady state (the request
+// record is pooled), which matters on the add path (issue #22).
+func (t *Transport) SendTagged(bookie string, key int64, req *wire.Request, h Handler, tag int64) {
+	p, err := t.peer(bookie, key, laneOf(t.cfg.Protocol, req))
+	if err != nil {
+		h.HandleResponse(bookie, tag, nil, err)
+		return
+	}
+	p.send(req, nil, h, tag)
 }
 
 func (t *Transport) peer(bookie string, key int64, ln lane) (*peer, error) {
@@ -439,7 +460,7 @@ func (t *Transport) sweep(now time.Time) {
 	for _, p := range peers {
 		expired = p.expire(now, expired[:0])
 		for _, r := range expired {
-			r.cb(nil, fmt.Errorf("%w: %s %v after %v", ErrTimeout, p.addr, r.key.op, t.timeout(r.key.op)))
+			r.finish(p.addr, nil, fmt.Errorf("%w: %s %v after %v", ErrTimeout, p.addr, r.key.op, t.timeout(r.key.op)))
 		}
 	}
 }
@@ -458,15 +479,74 @@ type reqKey struct {
 	op   wire.Op
 }
 
-// request is one outstanding request. Its fields after cb are guarded by
-// the peer's mutex.
+// request is one outstanding request.
+//
+// Lifetime (records are pooled, reqPool): send takes a record from the
+// pool and links it into its session's table (pending) under the peer's
+// mutex. It leaves the table exactly once, under that same mutex, by
+// takeLocked (its answer came), removeLocked (expire: it timed out) or
+// drainLocked (the session failed); whoever unlinked it owns it alone from
+// then on, calls finish (which runs the callback once and puts the record
+// back into the pool) and never touches it again. The session's deadline
+// queues do not own records: they hold (record, gen) pairs, and unlinking
+// bumps gen under the mutex, so an entry whose gen no longer matches is a
+// record that has left the table (and may already serve another request,
+// even on another peer) and is skipped without reading anything else of
+// it. A matching gen, read under the mutex, means the record is still in
+// this session's table, where nobody else can take it while the mutex is
+// held.
 type request struct {
-	key      reqKey
-	cb       ResponseFunc
-	deadline time.Time
+	key reqKey
+	// The answer goes to cb, or, when cb is nil, to h with tag.
+	cb  ResponseFunc
+	h   Handler
+	tag int64
 	// next chains v2 requests with the same key, oldest first.
 	next *request
-	done bool
+	// gen counts the times the record left a table (see above); written
+	// under the owning peer's mutex, atomic because a stale deadline
+	// entry of another peer may read it under that other peer's mutex.
+	gen atomic.Uint64
+}
+
+// reqPool recycles request records (see request for their lifetime).
+var reqPool = sync.Pool{New: func() any { return new(request) }}
+
+// newRequest returns a zeroed record from the pool.
+func newRequest(key reqKey, cb ResponseFunc, h Handler, tag int64) *request {
+	r := reqPool.Get().(*request)
+	r.key, r.cb, r.h, r.tag, r.next = key, cb, h, tag, nil
+	return r
+}
+
+// unlinkedLocked marks r as out of its table: its deadline entries go
+// stale. Called under the peer's mutex by whoever unlinked r.
+func (r *request) unlinkedLocked() {
+	r.next = nil
+	r.gen.Add(1)
+}
+
+// finish delivers the answer of r, which the caller unlinked and so owns,
+// and recycles r. The record's fields are read before the callback runs
+// and the record goes back to the pool first: nothing reads it afterwards,
+// and a callback that sends again (re-entrant sends) may get it back.
+func (r *request) finish(bookie string, resp *wire.Response, err error) {
+	cb, h, tag := r.cb, r.h, r.tag
+	r.cb, r.h = nil, nil
+	reqPool.Put(r)
+	if cb != nil {
+		cb(resp, err)
+		return
+	}
+	h.HandleResponse(bookie, tag, resp, err)
+}
+
+// deadlineEntry is a request in its session's deadline queue: valid while
+// r.gen is still gen (see request).
+type deadlineEntry struct {
+	r        *request
+	gen      uint64
+	deadline time.Time
 }
 
 // peer is one pooled connection slot to a bookie; it holds the current
@@ -508,13 +588,22 @@ type session struct {
 	done chan struct{}
 }
 
-func (p *peer) send(req *wire.Request, cb ResponseFunc) {
+// send queues req; its answer goes to cb, or with cb nil to h with tag.
+func (p *peer) send(req *wire.Request, cb ResponseFunc, h Handler, tag int64) {
 	t := p.t
 	now := t.cfg.Clock.Now()
+	// fail answers a request that never got a record.
+	fail := func(err error) {
+		if cb != nil {
+			cb(nil, err)
+		} else {
+			h.HandleResponse(p.addr, tag, nil, err)
+		}
+	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		cb(nil, ErrClosed)
+		fail(ErrClosed)
 		return
 	}
 	s := p.sess
@@ -522,14 +611,14 @@ func (p *peer) send(req *wire.Request, cb ResponseFunc) {
 		if now.Before(p.retryAt) {
 			wait := p.retryAt.Sub(now)
 			p.mu.Unlock()
-			cb(nil, fmt.Errorf("%w: %s: connect failed, next attempt in %v", ErrBookieUnavailable, p.addr, wait.Round(time.Millisecond)))
+			fail(fmt.Errorf("%w: %s: connect failed, next attempt in %v", ErrBookieUnavailable, p.addr, wait.Round(time.Millisecond)))
 			return
 		}
 		s = p.newSessionLocked()
 	}
 	if req.Header.Op == wire.OpBatchReadEntry && s.noBatch {
 		p.mu.Unlock()
-		cb(nil, fmt.Errorf("%s: %w: the bookie answered EBADREQ to a batch read on this connection", p.addr, wire.ErrBadRequest))
+		fail(fmt.Errorf("%s: %w: the bookie answered EBADREQ to a batch read on this connection", p.addr, wire.ErrBadRequest))
 		return
 	}
 	if t.cfg.Protocol == wire.ProtocolV3 {
@@ -546,12 +635,11 @@ func (p *peer) send(req *wire.Request, cb ResponseFunc) {
 	out, err := s.enc.EncodeRequest(s.out, req)
 	if err != nil {
 		p.mu.Unlock()
-		cb(nil, fmt.Errorf("%s: encode %v: %w", p.addr, req.Header.Op, err))
+		fail(fmt.Errorf("%s: encode %v: %w", p.addr, req.Header.Op, err))
 		return
 	}
 	s.out = out
-	r := &request{key: requestKey(t.cfg.Protocol, req), cb: cb, deadline: now.Add(t.timeout(req.Header.Op))}
-	s.addLocked(r)
+	s.addLocked(newRequest(requestKey(t.cfg.Protocol, req), cb, h, tag), now.Add(t.timeout(req.Header.Op)))
 	p.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
@@ -610,7 +698,7 @@ func (p *peer) newSessionLocked() *session {
 	return s
 }
 
-func (s *session) addLocked(r *request) {
+func (s *session) addLocked(r *request, deadline time.Time) {
 	if prev := s.pending[r.key]; prev != nil {
 		for prev.next != nil {
 			prev = prev.next
@@ -619,7 +707,7 @@ func (s *session) addLocked(r *request) {
 	} else {
 		s.pending[r.key] = r
 	}
-	s.queues[class(r.key.op)].push(r)
+	s.queues[class(r.key.op)].push(deadlineEntry{r: r, gen: r.gen.Load(), deadline: deadline})
 }
 
 // takeLocked removes and returns the oldest request with key k.
@@ -633,8 +721,7 @@ func (s *session) takeLocked(k reqKey) *request {
 	} else {
 		delete(s.pending, k)
 	}
-	r.next = nil
-	r.done = true
+	r.unlinkedLocked()
 	return r
 }
 
@@ -656,8 +743,7 @@ func (s *session) removeLocked(r *request) {
 			}
 		}
 	}
-	r.next = nil
-	r.done = true
+	r.unlinkedLocked()
 }
 
 func class(op wire.Op) int {
@@ -679,14 +765,15 @@ func (p *peer) expire(now time.Time, dst []*request) []*request {
 	for i := range s.queues {
 		q := &s.queues[i]
 		for q.len() > 0 {
-			r := q.peek()
-			if !r.done && r.deadline.After(now) {
+			e := q.peek()
+			live := e.r.gen.Load() == e.gen // still in the table (see request)
+			if live && e.deadline.After(now) {
 				break
 			}
 			q.pop()
-			if !r.done {
-				s.removeLocked(r)
-				dst = append(dst, r)
+			if live {
+				s.removeLocked(e.r)
+				dst = append(dst, e.r)
 			}
 		}
 	}
@@ -893,7 +980,7 @@ func (s *session) readLoop(conn net.Conn) {
 		if r == nil {
 			continue // timed out already, or unknown: dropped, as in Java
 		}
-		r.cb(&resp, nil)
+		r.finish(p.addr, &resp, nil)
 	}
 }
 
@@ -938,16 +1025,18 @@ func (s *session) fail(cause error, connectFailed bool) {
 		err = fmt.Errorf("%w: %s: %w", ErrBookieUnavailable, p.addr, cause)
 	}
 	for _, r := range failed {
-		r.cb(nil, err)
+		r.finish(p.addr, nil, err)
 	}
 }
 
 func (s *session) drainLocked() []*request {
 	var out []*request
-	for _, r := range s.pending {
-		for ; r != nil; r = r.next {
-			r.done = true
+	for _, head := range s.pending {
+		for r := head; r != nil; {
+			next := r.next
+			r.unlinkedLocked()
 			out = append(out, r)
+			r = next
 		}
 	}
 	s.pending = nil
@@ -965,18 +1054,19 @@ func (p *peer) close() {
 	}
 }
 
-// fifo is a queue of requests on a slice used as a ring-less buffer: pops
-// advance head, and the slice is compacted when half of it is dead.
+// fifo is a queue of deadline entries on a slice used as a ring-less
+// buffer: pops advance head, and the slice is compacted when half of it is
+// dead.
 type fifo struct {
-	items []*request
+	items []deadlineEntry
 	head  int
 }
 
-func (q *fifo) push(r *request) { q.items = append(q.items, r) }
-func (q *fifo) len() int        { return len(q.items) - q.head }
-func (q *fifo) peek() *request  { return q.items[q.head] }
+func (q *fifo) push(e deadlineEntry) { q.items = append(q.items, e) }
+func (q *fifo) len() int             { return len(q.items) - q.head }
+func (q *fifo) peek() deadlineEntry  { return q.items[q.head] }
 func (q *fifo) pop() {
-	q.items[q.head] = nil
+	q.items[q.head] = deadlineEntry{}
 	q.head++
 	if q.head == len(q.items) {
 		q.items, q.head = q.items[:0], 0
