@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/foliodb/folio/internal/ledger/quorum"
 	"github.com/foliodb/folio/internal/metadata"
@@ -66,10 +67,12 @@ type pipeline struct {
 	// and the next push builds new slices, so a SendAdd still held keeps
 	// the bookies it was sent to.
 	writeSets [][]metadata.BookieID
-	// free holds pendingAdds acknowledged and handed back by recycle,
-	// for push to reuse.
-	free []*pendingAdd
 }
+
+// pendingAdds recycles pendingAdds (recycle, newPendingAdd): shared by
+// every pipeline of the process, so a handle that had a burst in flight
+// keeps none of it while idle (the pool empties at garbage collections).
+var pendingAdds = sync.Pool{New: func() any { return new(pendingAdd) }}
 
 // pendingAdd is one entry sent but not yet acknowledged.
 type pendingAdd struct {
@@ -122,35 +125,30 @@ func (p *pipeline) push(payload []byte, recovery bool) (*pendingAdd, SendAdd) {
 	return op, op.send(p.writeSet(op.entryID))
 }
 
-// newPendingAdd returns a recycled pendingAdd (its acked cleared) or a new
-// one; the caller sets every other field.
+// newPendingAdd returns a recycled or new pendingAdd whose acked has
+// WriteQuorum cleared flags; the caller sets every other field.
 func (p *pipeline) newPendingAdd() *pendingAdd {
-	if n := len(p.free); n > 0 {
-		op := p.free[n-1]
-		p.free[n-1] = nil
-		p.free = p.free[:n-1]
-		clear(op.acked)
-		return op
+	op := pendingAdds.Get().(*pendingAdd)
+	if cap(op.acked) < p.q.WriteQuorum {
+		op.acked = make([]bool, p.q.WriteQuorum)
 	}
-	return &pendingAdd{acked: make([]bool, p.q.WriteQuorum)}
+	op.acked = op.acked[:p.q.WriteQuorum]
+	clear(op.acked)
+	return op
 }
 
-// maxFree bounds the pendingAdds kept for reuse.
-const maxFree = 1024
-
 // recycle takes back pendingAdds that popAcknowledged returned, once the
-// caller is done with them: a pendingAdd that left pending is referenced by
-// nothing in the pipeline (find, position and replaceEnsemble only see
-// pending), and the caller must keep no reference to it after this call.
-// The payload reference is dropped here, so a recycled entry does not keep
-// the caller's buffer alive.
+// caller is done with them. Lifetime: a pendingAdd is referenced by the
+// pipeline only while it is in pending (find, position, replaceEnsemble
+// and the invariant checks only see pending; the writer's options track
+// entries by id); popAcknowledged removed these from pending, and the
+// caller (Writer.maybeAcknowledge) kept only their entry ids, so nothing
+// refers to them when they go back to the pool. Their payload reference is
+// dropped, so a pooled entry does not keep the application's buffer alive.
 func (p *pipeline) recycle(ops []*pendingAdd) {
 	for _, op := range ops {
-		if len(p.free) >= maxFree {
-			return
-		}
-		op.payload = nil
-		p.free = append(p.free, op)
+		*op = pendingAdd{acked: op.acked}
+		pendingAdds.Put(op)
 	}
 }
 
