@@ -540,10 +540,19 @@ func (w *WriteHandle) failAll(err error) {
 	}
 }
 
+// unregister removes the handle from the client's writers and prunes the
+// per-bookie state only it kept (Client.pruneBookies).
 func (w *WriteHandle) unregister() {
-	w.c.mu.Lock()
-	delete(w.c.mu.writers, w)
-	w.c.mu.Unlock()
+	c := w.c
+	c.mu.Lock()
+	delete(c.mu.writers, w)
+	writable, readOnly := c.mu.writable, c.mu.readOnly
+	writers := make([]*WriteHandle, 0, len(c.mu.writers))
+	for o := range c.mu.writers {
+		writers = append(writers, o)
+	}
+	c.mu.Unlock()
+	c.pruneBookies(writable, readOnly, writers)
 }
 
 // addFrameOverhead bounds what an add request's frame holds besides the

@@ -112,6 +112,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -388,12 +389,18 @@ func (t *Transport) Close() error {
 // encoded before Send returns, so req and the slices in it may be reused at
 // once. cb may run before Send returns.
 func (t *Transport) Send(bookie string, key int64, req *wire.Request, cb ResponseFunc) {
-	p, err := t.peer(bookie, key, laneOf(t.cfg.Protocol, req))
-	if err != nil {
-		cb(nil, err)
-		return
+	for {
+		p, err := t.peer(bookie, key, laneOf(t.cfg.Protocol, req))
+		if err != nil {
+			cb(nil, err)
+			return
+		}
+		if p.send(req, cb, nil, 0) {
+			return
+		}
+		// Prune retired p between peer and send: the next peer call makes
+		// a fresh one.
 	}
-	p.send(req, cb, nil, 0)
 }
 
 // SendTagged is Send with an answer to h instead of a callback: h gets
@@ -401,12 +408,82 @@ func (t *Transport) Send(bookie string, key int64, req *wire.Request, cb Respons
 // call. It allocates nothing per request in the steady state (the request
 // record is pooled), which matters on the add path (issue #22).
 func (t *Transport) SendTagged(bookie string, key int64, req *wire.Request, h Handler, tag int64) {
-	p, err := t.peer(bookie, key, laneOf(t.cfg.Protocol, req))
-	if err != nil {
-		h.HandleResponse(bookie, tag, nil, err)
-		return
+	for {
+		p, err := t.peer(bookie, key, laneOf(t.cfg.Protocol, req))
+		if err != nil {
+			h.HandleResponse(bookie, tag, nil, err)
+			return
+		}
+		if p.send(req, nil, h, tag) {
+			return
+		}
 	}
-	p.send(req, nil, h, tag)
+}
+
+// errRetired ends the connection of a peer Prune retired.
+var errRetired = errors.New("connection closed: the bookie left the cluster and the client has no request outstanding on it")
+
+// Prune forgets every connection slot (and its reconnect backoff) of the
+// bookies keep reports false for, closing its connection, provided no
+// request is outstanding on it; a slot with requests outstanding is kept
+// (a later Prune takes it once they are answered or timed out). It returns
+// the number of slots forgotten. A later Send to a pruned bookie connects
+// afresh, as the first Send did, so Prune never fails a request: it bounds
+// the per-bookie state of a client that talked to bookies that are gone
+// (issue #22 §4; with Kubernetes, ids change with addresses). keep is
+// called with the transport's lock held: it must not call back into the
+// Transport.
+func (t *Transport) Prune(keep func(bookie string) bool) int {
+	t.mu.Lock()
+	var retired []*session
+	n := 0
+	for k, p := range t.mu.peers {
+		if keep(k.addr) {
+			continue
+		}
+		s, ok := p.retire()
+		if !ok {
+			continue
+		}
+		delete(t.mu.peers, k)
+		n++
+		if s != nil {
+			retired = append(retired, s)
+		}
+	}
+	t.mu.Unlock()
+	for _, s := range retired {
+		s.fail(errRetired, false) // no request outstanding: fails nothing
+	}
+	return n
+}
+
+// Bookies returns the bookies the transport holds connection state for,
+// sorted (tests of Prune).
+func (t *Transport) Bookies() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for k := range t.mu.peers {
+		out = append(out, k.addr)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// retire marks p retired if no request is outstanding on it, and returns
+// its live session (to close) and true; false leaves p as it was. A send
+// that finds p retired (it took p from the map before Prune removed it)
+// reports false, and Transport.Send asks for a fresh peer. Lock order:
+// Transport.mu, then peer.mu (nothing takes them the other way round).
+func (p *peer) retire() (*session, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s := p.sess; s != nil && len(s.pending) > 0 {
+		return nil, false
+	}
+	p.retired = true
+	return p.sess, true
 }
 
 func (t *Transport) peer(bookie string, key int64, ln lane) (*peer, error) {
@@ -563,6 +640,9 @@ type peer struct {
 	failures int
 	retryAt  time.Time
 	closed   bool
+	// retired: Prune removed p from the transport's map; sends go to a
+	// fresh peer instead (send reports false).
+	retired bool
 }
 
 // session is one TCP connection's lifetime. Fields are guarded by peer.mu
@@ -588,8 +668,9 @@ type session struct {
 	done chan struct{}
 }
 
-// send queues req; its answer goes to cb, or with cb nil to h with tag.
-func (p *peer) send(req *wire.Request, cb ResponseFunc, h Handler, tag int64) {
+// send queues req; its answer goes to cb, or with cb nil to h with tag. It
+// reports false, having done nothing, if p is retired (Prune).
+func (p *peer) send(req *wire.Request, cb ResponseFunc, h Handler, tag int64) bool {
 	t := p.t
 	now := t.cfg.Clock.Now()
 	// fail answers a request that never got a record.
@@ -601,10 +682,14 @@ func (p *peer) send(req *wire.Request, cb ResponseFunc, h Handler, tag int64) {
 		}
 	}
 	p.mu.Lock()
+	if p.retired {
+		p.mu.Unlock()
+		return false
+	}
 	if p.closed {
 		p.mu.Unlock()
 		fail(ErrClosed)
-		return
+		return true
 	}
 	s := p.sess
 	if s == nil {
@@ -612,14 +697,14 @@ func (p *peer) send(req *wire.Request, cb ResponseFunc, h Handler, tag int64) {
 			wait := p.retryAt.Sub(now)
 			p.mu.Unlock()
 			fail(fmt.Errorf("%w: %s: connect failed, next attempt in %v", ErrBookieUnavailable, p.addr, wait.Round(time.Millisecond)))
-			return
+			return true
 		}
 		s = p.newSessionLocked()
 	}
 	if req.Header.Op == wire.OpBatchReadEntry && s.noBatch {
 		p.mu.Unlock()
 		fail(fmt.Errorf("%s: %w: the bookie answered EBADREQ to a batch read on this connection", p.addr, wire.ErrBadRequest))
-		return
+		return true
 	}
 	if t.cfg.Protocol == wire.ProtocolV3 {
 		req.Header.Version = wire.VersionThree
@@ -636,7 +721,7 @@ func (p *peer) send(req *wire.Request, cb ResponseFunc, h Handler, tag int64) {
 	if err != nil {
 		p.mu.Unlock()
 		fail(fmt.Errorf("%s: encode %v: %w", p.addr, req.Header.Op, err))
-		return
+		return true
 	}
 	s.out = out
 	s.addLocked(newRequest(requestKey(t.cfg.Protocol, req), cb, h, tag), now.Add(t.timeout(req.Header.Op)))
@@ -645,6 +730,7 @@ func (p *peer) send(req *wire.Request, cb ResponseFunc, h Handler, tag int64) {
 	case s.wake <- struct{}{}:
 	default:
 	}
+	return true
 }
 
 func requestKey(proto wire.Protocol, req *wire.Request) reqKey {
@@ -1012,7 +1098,9 @@ func (s *session) fail(cause error, connectFailed bool) {
 	if conn != nil {
 		conn.Close()
 	}
-	if !errors.Is(cause, ErrClosed) {
+	if errors.Is(cause, errRetired) {
+		p.t.log.Debug("bookie connection closed", "bookie", p.addr, "reason", cause)
+	} else if !errors.Is(cause, ErrClosed) {
 		p.t.log.Info("bookie connection failed", "bookie", p.addr, "err", cause, "failed_requests", len(failed), "reconnect_backoff", backoff)
 	}
 	err := fmt.Errorf("%w: %s: %v", ErrBookieUnavailable, p.addr, cause)
