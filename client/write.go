@@ -201,6 +201,8 @@ func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version m
 		DeferredSync:        opts.WriteFlags&DeferredSync != 0,
 		ExplicitLACInterval: opts.ExplicitLACInterval,
 
+		AddRecords: &addRecords,
+
 		AddQuorumTimeout:    c.cfg.AddEntryQuorumTimeout,
 		DelayEnsembleChange: c.cfg.DelayEnsembleChange,
 		MaxEnsembleChanges:  c.cfg.MaxNumEnsembleChanges,
@@ -554,6 +556,14 @@ func (w *WriteHandle) unregister() {
 	c.mu.Unlock()
 	c.pruneBookies(writable, readOnly, writers)
 }
+
+// addRecordPool holds the ledger writers' per-entry records between adds,
+// shared by every write handle of the process (ledger.AddRecords): a
+// handle that had a burst in flight keeps none of it once idle, as a
+// sync.Pool empties over garbage collections.
+var addRecordPool sync.Pool
+
+var addRecords = ledger.AddRecords{Get: addRecordPool.Get, Put: addRecordPool.Put}
 
 // addFrameOverhead bounds what an add request's frame holds besides the
 // payload: the length prefix, the v2 header or v3 protobuf header and

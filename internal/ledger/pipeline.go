@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 
 	"github.com/foliodb/folio/internal/ledger/quorum"
 	"github.com/foliodb/folio/internal/metadata"
@@ -67,12 +66,21 @@ type pipeline struct {
 	// and the next push builds new slices, so a SendAdd still held keeps
 	// the bookies it was sent to.
 	writeSets [][]metadata.BookieID
+	// records, when set, recycles pendingAdds (WriterConfig.AddRecords).
+	records *AddRecords
 }
 
-// pendingAdds recycles pendingAdds (recycle, newPendingAdd): shared by
-// every pipeline of the process, so a handle that had a burst in flight
-// keeps none of it while idle (the pool empties at garbage collections).
-var pendingAdds = sync.Pool{New: func() any { return new(pendingAdd) }}
+// AddRecords recycles the writer's per-entry records (issue #22: an
+// allocation or two per entry otherwise). Get returns a record Put took
+// back, or nil; both are called from the machine's goroutine, but one
+// AddRecords may serve machines on many goroutines (the client shares one
+// over a sync.Pool), so they must be safe for concurrent use. The machine
+// itself stays single-threaded: the records are its own from Get until
+// Put, and it never touches a record after Put.
+type AddRecords struct {
+	Get func() any
+	Put func(any)
+}
 
 // pendingAdd is one entry sent but not yet acknowledged.
 type pendingAdd struct {
@@ -128,7 +136,13 @@ func (p *pipeline) push(payload []byte, recovery bool) (*pendingAdd, SendAdd) {
 // newPendingAdd returns a recycled or new pendingAdd whose acked has
 // WriteQuorum cleared flags; the caller sets every other field.
 func (p *pipeline) newPendingAdd() *pendingAdd {
-	op := pendingAdds.Get().(*pendingAdd)
+	var op *pendingAdd
+	if p.records != nil {
+		op, _ = p.records.Get().(*pendingAdd)
+	}
+	if op == nil {
+		op = &pendingAdd{}
+	}
 	if cap(op.acked) < p.q.WriteQuorum {
 		op.acked = make([]bool, p.q.WriteQuorum)
 	}
@@ -143,12 +157,17 @@ func (p *pipeline) newPendingAdd() *pendingAdd {
 // and the invariant checks only see pending; the writer's options track
 // entries by id); popAcknowledged removed these from pending, and the
 // caller (Writer.maybeAcknowledge) kept only their entry ids, so nothing
-// refers to them when they go back to the pool. Their payload reference is
-// dropped, so a pooled entry does not keep the application's buffer alive.
+// refers to them when they go to records. Their payload reference is
+// dropped, so a pooled record does not keep the application's buffer
+// alive. Without records it does nothing (the garbage collector takes
+// them).
 func (p *pipeline) recycle(ops []*pendingAdd) {
+	if p.records == nil {
+		return
+	}
 	for _, op := range ops {
 		*op = pendingAdd{acked: op.acked}
-		pendingAdds.Put(op)
+		p.records.Put(op)
 	}
 }
 

@@ -66,6 +66,9 @@ type WriterConfig struct {
 	// the writer asks it only when an ack arrives, so an answer that changed
 	// between acks could leave an add waiting with nothing to wake it.
 	AckedAdhering func(acked []metadata.BookieID) bool
+	// AddRecords, when set, recycles the records of acknowledged adds
+	// (see AddRecords); nil: each add's record is garbage once done.
+	AddRecords *AddRecords
 }
 
 // Writer is the write handle of one ledger as a state machine: it numbers
@@ -195,6 +198,7 @@ func NewWriter(cfg WriterConfig) (*Writer, error) {
 	w.p.deferred = cfg.DeferredSync
 	w.p.explicit = cfg.ExplicitIDs
 	w.p.adhere = cfg.AckedAdhering
+	w.p.records = cfg.AddRecords
 	w.explicitSent = -1
 	if err := w.initOptions(cfg); err != nil {
 		return nil, err
