@@ -460,7 +460,9 @@ func (w *WriteHandle) drive() {
 	w.effs = nil
 	defer func() {
 		clear(effs)
-		w.effs = effs[:0]
+		if cap(effs) <= 1024 { // a burst's buffer is not kept
+			w.effs = effs[:0]
+		}
 	}()
 	w.publishMetadata()
 	for _, eff := range effs {

@@ -245,6 +245,10 @@ func (w *Writer) Ready() []Effect {
 	return out
 }
 
+// maxKeptEffects bounds the capacity of the effect buffer ReadyAppend
+// keeps.
+const maxKeptEffects = 1024
+
 // ReadyAppend is Ready appending the effects to dst: the writer keeps its
 // own buffer for the next effects, so a shell that reuses dst allocates no
 // slice per call.
@@ -253,6 +257,9 @@ func (w *Writer) ReadyAppend(dst []Effect) []Effect {
 	dst = append(dst, w.effects...)
 	clear(w.effects)
 	w.effects = w.effects[:0]
+	if cap(w.effects) > maxKeptEffects {
+		w.effects = nil // a burst's buffer (a stop failing every add) is not kept
+	}
 	if invariants {
 		w.checkInvariants(dst[start:])
 	}

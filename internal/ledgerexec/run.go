@@ -70,9 +70,15 @@ func (q *Queue) Drain() []Item {
 	defer q.mu.Unlock()
 	out := q.items
 	clear(q.spare)
+	if cap(q.spare) > maxKeptItems {
+		q.spare = nil // a burst's buffer is not kept for an idle handle
+	}
 	q.items, q.spare = q.spare[:0], out
 	return out
 }
+
+// maxKeptItems bounds the capacity of a buffer Drain keeps for reuse.
+const maxKeptItems = 4096
 
 // Close drops what is queued and every later Push.
 func (q *Queue) Close() {

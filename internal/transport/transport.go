@@ -785,7 +785,12 @@ func (p *peer) newSessionLocked() *session {
 }
 
 func (s *session) addLocked(r *request, deadline time.Time) {
-	if prev := s.pending[r.key]; prev != nil {
+	if s.p.t.cfg.Protocol == wire.ProtocolV3 {
+		// v3 keys hold a txnId from the process-wide counter: never two
+		// outstanding with one key, so no chain to look up (a map read
+		// per request saved on the add path).
+		s.pending[r.key] = r
+	} else if prev := s.pending[r.key]; prev != nil {
 		for prev.next != nil {
 			prev = prev.next
 		}
