@@ -36,6 +36,8 @@ unit:
 
 # allocs runs the allocation-count tests without -race: the race detector
 # changes allocation behaviour (sync.Pool drops items), so under -race they skip.
+# client/ has one too (TestAppendAllocs: the client's allocations per append,
+# on bookie processes).
 allocs:
 	$(GO) test -count=1 -run 'Alloc' ./internal/... ./client/
 
