@@ -36,8 +36,10 @@ unit:
 
 # allocs runs the allocation-count tests without -race: the race detector
 # changes allocation behaviour (sync.Pool drops items), so under -race they skip.
+# client/ has one too (TestAppendAllocs: the client's allocations per append,
+# on bookie processes).
 allocs:
-	$(GO) test -count=1 -run 'Alloc' ./internal/...
+	$(GO) test -count=1 -run 'Alloc' ./internal/... ./client/
 
 # sim runs the simulator's seeds and mutation tests without -race: under
 # -race they shrink to a few seeds and the mutation tests skip. With TAGS,

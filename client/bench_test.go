@@ -3,6 +3,10 @@ package client_test
 import (
 	"context"
 	"crypto/tls"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -193,4 +197,82 @@ func benchAppends(b *testing.B, ctx context.Context, w *client.WriteHandle) {
 	if err := w.Close(ctx); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// BenchmarkWriteHandleMemory measures the client's memory per open write
+// handle (issue #22 §2): 1,000 ledgers (E3 Qw2 Qa2) created and each
+// appended to once, all left open, against 3 bookie processes and an etcd
+// process (so the test process holds only the client and this loop).
+// Reported, not asserted: the live heap after a collection and the
+// process's resident set (VmRSS), each as the growth from before the
+// handles were opened divided by their number, and goroutines per handle.
+//
+//	go test -run '^$' -bench BenchmarkWriteHandleMemory -benchtime 1x ./client/
+func BenchmarkWriteHandleMemory(b *testing.B) {
+	const handles = 1000
+	cl := testcluster.Start(b, 3, testcluster.WithEtcdCluster(testcluster.EtcdOptions{Members: 1}))
+	ctx := context.Background()
+	c, err := client.New(ctx, client.Config{MetadataServiceURI: cl.URI})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	payload := make([]byte, 1024)
+	open := func(n int) []*client.WriteHandle {
+		ws := make([]*client.WriteHandle, 0, n)
+		for range n {
+			w, err := c.CreateLedger(ctx, client.LedgerOptions{EnsembleSize: 3, WriteQuorumSize: 2, AckQuorumSize: 2})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := w.Append(ctx, payload); err != nil {
+				b.Fatal(err)
+			}
+			ws = append(ws, w)
+		}
+		return ws
+	}
+	closeAll := func(ws []*client.WriteHandle) {
+		for _, w := range ws {
+			if err := w.Close(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	// Warm up: connections to every bookie, the metadata client, pools.
+	closeAll(open(10))
+	for range b.N {
+		heap0, rss0, g0 := memNow(b)
+		ws := open(handles)
+		heap1, rss1, g1 := memNow(b)
+		b.ReportMetric(float64(int64(heap1)-int64(heap0))/handles, "heap-B/handle")
+		b.ReportMetric(float64(int64(rss1)-int64(rss0))/handles, "rss-B/handle")
+		b.ReportMetric(float64(g1-g0)/handles, "goroutines/handle")
+		b.ReportMetric(float64(heap1)/(1<<20), "heap-MiB")
+		b.ReportMetric(float64(rss1)/(1<<20), "rss-MiB")
+		closeAll(ws)
+	}
+}
+
+// memNow returns the live heap after two collections, the resident set
+// size from /proc/self/status and the number of goroutines.
+func memNow(b *testing.B) (heap, rss uint64, goroutines int) {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(string(status)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				b.Fatalf("VmRSS %q: %v", rest, err)
+			}
+			rss = kb << 10
+		}
+	}
+	return ms.HeapAlloc, rss, runtime.NumGoroutine()
 }

@@ -25,12 +25,14 @@ import (
 // Client is a connection to a BookKeeper cluster: its metadata store and
 // its bookies. It is safe for concurrent use. Close it when done.
 type Client struct {
-	cfg     Config
-	log     *slog.Logger
-	md      metadata.Driver
-	tr      *transport.Transport
-	metrics *clientMetrics
-	health  *bookieHealth
+	cfg Config
+	log *slog.Logger
+	md  metadata.Driver
+	tr  *transport.Transport
+	// resolver resolves bookie ids for tr (remembering their addresses).
+	resolver *metadata.Resolver
+	metrics  *clientMetrics
+	health   *bookieHealth
 	// clock is Config.clock: it times the machines' Ticks (speculative
 	// reads, explicit LAC) and the client's own waits.
 	clock clock.Clock
@@ -83,6 +85,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.UseV2WireProtocol {
 		proto = wire.ProtocolV2
 	}
+	resolver := metadata.NewResolver(md)
 	tr, err := transport.New(transport.Config{
 		Protocol:             proto,
 		Dialer:               cfg.Dialer,
@@ -95,7 +98,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		TLS:                  cfg.TLS,
 		StartTLSTimeout:      cfg.StartTLSTimeout,
 		MaxFrameSize:         cfg.MaxFrameSize,
-		Resolve:              metadata.NewResolver(md).Resolve,
+		Resolve:              resolver.Resolve,
 		Clock:                cfg.clock,
 	})
 	if err != nil {
@@ -107,6 +110,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		log:      cfg.Logger,
 		md:       md,
 		metrics:  newMetrics(cfg.Metrics),
+		resolver: resolver,
 		health:   newBookieHealth(cfg),
 		clock:    cfg.clock,
 		addSlots: make(chan struct{}, cfg.MaxOutstandingAdds),
@@ -233,7 +237,38 @@ func (c *Client) setMembership(writable, readOnly []metadata.BookieID) {
 		w.q.Push(ledger.WritableBookies{Bookies: slices.Clone(writable)})
 	}
 	c.health.prune(writable, readOnly)
+	c.pruneBookies(writable, readOnly, writers)
 	c.resolveLater()
+}
+
+// pruneBookies forgets the connections and remembered addresses of
+// bookies that are neither registered nor in the current ensemble of an
+// open write handle (issue #22 §4): on a cluster whose bookies come and go
+// the client's per-bookie state stays bounded by the bookies it uses. The
+// transport keeps a connection with requests outstanding (a read of an
+// old ledger from a bookie that left, say) until a later change, and a
+// pruned bookie asked again is connected afresh, so nothing fails for it.
+// (Health state is pruned by bookieHealth.prune, script locations by
+// resolveLoop.)
+func (c *Client) pruneBookies(writable, readOnly []metadata.BookieID, writers []*WriteHandle) {
+	keep := make(map[metadata.BookieID]bool, len(writable)+len(readOnly))
+	for _, b := range writable {
+		keep[b] = true
+	}
+	for _, b := range readOnly {
+		keep[b] = true
+	}
+	for _, w := range writers {
+		if md := w.meta.Load(); md != nil {
+			for _, e := range md.ensembles {
+				for _, b := range e.Bookies {
+					keep[metadata.BookieID(b)] = true
+				}
+			}
+		}
+	}
+	c.tr.Prune(func(b string) bool { return keep[metadata.BookieID(b)] })
+	c.resolver.Prune(func(b metadata.BookieID) bool { return keep[b] })
 }
 
 func (c *Client) writable() []metadata.BookieID {

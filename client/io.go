@@ -18,15 +18,19 @@ import (
 // interfaces it plugs in: the transport, and the metadata driver run off
 // the ledger's loop.
 
-// bookies is ledgerexec.Bookies over internal/transport.
+// bookies is ledgerexec.TaggedBookies over internal/transport, one per
+// executor (its Sends come from the executor's loop goroutine only).
 type bookies struct {
 	tr     *transport.Transport
 	health *bookieHealth
+	// counted is the health-counting wrapper of the handler last given to
+	// SendTagged (the executor's one add handler), made once, not per send.
+	counted *countedHandler
 }
 
 // Send sends req and counts a failed answer towards the bookie's
 // quarantine (Config.EnableBookieHealthCheck).
-func (b bookies) Send(bookie string, ledgerID int64, req *wire.Request, cb func(*wire.Response, error)) {
+func (b *bookies) Send(bookie string, ledgerID int64, req *wire.Request, cb func(*wire.Response, error)) {
 	if !b.health.enabled {
 		b.tr.Send(bookie, ledgerID, req, cb)
 		return
@@ -37,6 +41,33 @@ func (b bookies) Send(bookie string, ledgerID int64, req *wire.Request, cb func(
 		}
 		cb(resp, err)
 	})
+}
+
+// SendTagged is Send with a handler and a tag (ledgerexec.TaggedBookies):
+// no closure per request.
+func (b *bookies) SendTagged(bookie string, ledgerID int64, req *wire.Request, h ledgerexec.ResponseHandler, tag int64) {
+	if !b.health.enabled {
+		b.tr.SendTagged(bookie, ledgerID, req, h, tag)
+		return
+	}
+	if b.counted == nil || b.counted.h != h {
+		b.counted = &countedHandler{h: h, health: b.health}
+	}
+	b.tr.SendTagged(bookie, ledgerID, req, b.counted, tag)
+}
+
+// countedHandler counts failed answers towards the bookie's quarantine,
+// then hands them on to h.
+type countedHandler struct {
+	h      ledgerexec.ResponseHandler
+	health *bookieHealth
+}
+
+func (c *countedHandler) HandleResponse(bookie string, tag int64, resp *wire.Response, err error) {
+	if countsAsError(resp, err) {
+		c.health.recordError(metadata.BookieID(bookie))
+	}
+	c.h.HandleResponse(bookie, tag, resp, err)
 }
 
 // store is ledgerexec.Store over the client's metadata driver: each
@@ -88,16 +119,18 @@ func (c *Client) goMetadata(op func(ctx context.Context)) bool {
 }
 
 // newExecutor returns the executor of ledger id; emit nil gives it its own
-// queue (for run).
-func (c *Client) newExecutor(id int64, dig *digest.Digester, password []byte, emit func(ledger.Event)) *ledgerexec.Executor {
+// queue (for run). emitAdd, if not nil, takes the AddResponses unboxed
+// (ledgerexec.Config.EmitAdd).
+func (c *Client) newExecutor(id int64, dig *digest.Digester, password []byte, emit func(ledger.Event), emitAdd func(ledger.AddResponse)) *ledgerexec.Executor {
 	mk := digest.MasterKey(password)
 	return ledgerexec.New(ledgerexec.Config{
 		LedgerID:  id,
 		Digester:  dig,
 		MasterKey: mk[:],
-		Bookies:   bookies{c.tr, c.health},
+		Bookies:   &bookies{tr: c.tr, health: c.health},
 		Store:     store{c},
 		Emit:      emit,
+		EmitAdd:   emitAdd,
 		Slow:      c.health.markSlow,
 		Log:       c.log,
 	})

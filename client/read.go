@@ -134,7 +134,7 @@ func (r *ReadHandle) stickyFailed(md *metadata.LedgerMetadata, id int64, failed 
 
 // newExecutor returns an executor with its own queue, for one machine.
 func (r *ReadHandle) newExecutor() *ledgerexec.Executor {
-	return r.c.newExecutor(r.id, r.dig, r.password, nil)
+	return r.c.newExecutor(r.id, r.dig, r.password, nil, nil)
 }
 
 // ID returns the ledger id.

@@ -5,6 +5,7 @@ import (
 
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,6 +44,8 @@ type WriteHandle struct {
 
 	// Owned by the executor goroutine:
 	w *ledger.Writer
+	// effs is drive's buffer for the writer's effects.
+	effs []ledger.Effect
 	// forceWaiters are the Force calls waiting, by force id.
 	forceWaiters map[int64]chan error
 	// futures are the accepted appends, in entry order.
@@ -59,17 +62,51 @@ type WriteHandle struct {
 
 // AppendFuture is the pending result of AppendAsync, AppendAsyncContext
 // or WriteAdvHandle.WriteAtAsync.
+//
+// A future is not pooled: the caller holds it for as long as it likes.
+// Its completion channel is made only when someone waits before the append
+// completes (Done or Wait on a pending future): a future completed before
+// anyone looks at it costs no channel (issue #22).
 type AppendFuture struct {
 	w       *WriteHandle
 	payload []byte
 	start   time.Time
-	done    chan struct{}
 	entryID int64
 	err     error
 	slot    bool
 	// ctx, from AppendAsyncContext, cancels the append until the handle
 	// sends it; nil: AppendAsync.
 	ctx context.Context
+
+	// mu guards completed and done. complete sets entryID and err, then
+	// completed under mu, then closes done if a waiter made it: a reader
+	// that sees completed under mu, or receives from done, reads entryID
+	// and err after they were written.
+	mu        sync.Mutex
+	completed bool
+	done      chan struct{}
+}
+
+// closedChan is the Done channel of every completed future nobody waited
+// on before it completed.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// doneChan returns a channel closed once f completes, making it if f is
+// still pending.
+func (f *AppendFuture) doneChan() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.completed {
+		return closedChan
+	}
+	if f.done == nil {
+		f.done = make(chan struct{})
+	}
+	return f.done
 }
 
 // Wait waits until the append completes and returns its entry id, or
@@ -81,7 +118,7 @@ type AppendFuture struct {
 // stored on some bookies, and a later recovery of the ledger decides.
 func (f *AppendFuture) Wait(ctx context.Context) (int64, error) {
 	select {
-	case <-f.done:
+	case <-f.doneChan():
 		return f.entryID, f.err
 	case <-ctx.Done():
 		return -1, ctx.Err()
@@ -89,16 +126,25 @@ func (f *AppendFuture) Wait(ctx context.Context) (int64, error) {
 }
 
 // Done is closed when the append has completed.
-func (f *AppendFuture) Done() <-chan struct{} { return f.done }
+func (f *AppendFuture) Done() <-chan struct{} { return f.doneChan() }
 
+// complete records the append's result and wakes its waiters; called
+// once, by the goroutine that owns the pending append (the handle's loop,
+// or appendAsyncCtx for an append refused before it was queued).
 func (f *AppendFuture) complete(id int64, err error) {
-	f.entryID, f.err = id, publicError(err)
 	f.payload = nil
 	if f.slot {
 		<-f.w.c.addSlots
 	}
 	observe(f.w.c.metrics.add, f.start, err)
-	close(f.done)
+	f.mu.Lock()
+	f.entryID, f.err = id, publicError(err)
+	f.completed = true
+	ch := f.done
+	f.mu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
 }
 
 type closeCmd struct{ done chan error }
@@ -155,6 +201,8 @@ func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version m
 		DeferredSync:        opts.WriteFlags&DeferredSync != 0,
 		ExplicitLACInterval: opts.ExplicitLACInterval,
 
+		AddRecords: &addRecords,
+
 		AddQuorumTimeout:    c.cfg.AddEntryQuorumTimeout,
 		DelayEnsembleChange: c.cfg.DelayEnsembleChange,
 		MaxEnsembleChanges:  c.cfg.MaxNumEnsembleChanges,
@@ -164,7 +212,7 @@ func (c *Client) newWriteHandle(id int64, md *metadata.LedgerMetadata, version m
 	}
 	q := ledgerexec.NewQueue()
 	w := &WriteHandle{c: c, id: id, q: q, w: m,
-		io:     c.newExecutor(id, dig, password, func(ev ledger.Event) { q.Push(ev) }),
+		io:     c.newExecutor(id, dig, password, func(ev ledger.Event) { q.Push(ev) }, func(ev ledger.AddResponse) { q.PushAdd(ev) }),
 		exited: make(chan struct{}), stopped: make(chan struct{}),
 		forceWaiters: map[int64]chan error{}}
 	w.lac.Store(-1)
@@ -230,7 +278,7 @@ func (w *WriteHandle) appendAsync(ctx context.Context, payload []byte) *AppendFu
 // cancelQueued also the time in the queue until the append is sent.
 func (w *WriteHandle) appendAsyncCtx(ctx context.Context, payload []byte, cancelQueued bool) *AppendFuture {
 	c := w.c
-	f := &AppendFuture{w: w, payload: payload, start: time.Now(), done: make(chan struct{})}
+	f := &AppendFuture{w: w, payload: payload, start: time.Now()}
 	if cancelQueued {
 		if err := ctx.Err(); err != nil {
 			f.complete(-1, fmt.Errorf("ledger %d: append not sent: %w", w.id, err))
@@ -344,8 +392,13 @@ func (w *WriteHandle) loop() {
 			w.failAll(fmt.Errorf("%w: %w: ledger %d", ErrClientClosed, ErrLedgerClosed, w.id))
 			return
 		}
-		for _, it := range w.q.Drain() {
-			switch it := it.(type) {
+		for _, qi := range w.q.Drain() {
+			if qi.IsAdd {
+				w.w.StepAdd(qi.Add)
+				w.drive()
+				continue
+			}
+			switch it := qi.Value.(type) {
 			case *AppendFuture:
 				if it.ctx != nil && it.ctx.Err() != nil {
 					// AppendAsyncContext: cancelled before it was sent.
@@ -400,7 +453,17 @@ func (w *WriteHandle) drive() {
 	// (the writer's metadata changes in Step, Append, Close and Force,
 	// all before drive); and again after, for changes the effects made.
 	defer w.publishMetadata()
-	effs := w.w.Ready()
+	// effs is the handle's scratch buffer, taken out while in use (drive
+	// is not re-entered today: io.Do's answers go to the queue, never
+	// back into drive; taking it keeps a nested call from overwriting it).
+	effs := w.w.ReadyAppend(w.effs[:0])
+	w.effs = nil
+	defer func() {
+		clear(effs)
+		if cap(effs) <= 1024 { // a burst's buffer is not kept
+			w.effs = effs[:0]
+		}
+	}()
 	w.publishMetadata()
 	for _, eff := range effs {
 		if w.io.Do(eff) {
@@ -481,11 +544,28 @@ func (w *WriteHandle) failAll(err error) {
 	}
 }
 
+// unregister removes the handle from the client's writers and prunes the
+// per-bookie state only it kept (Client.pruneBookies).
 func (w *WriteHandle) unregister() {
-	w.c.mu.Lock()
-	delete(w.c.mu.writers, w)
-	w.c.mu.Unlock()
+	c := w.c
+	c.mu.Lock()
+	delete(c.mu.writers, w)
+	writable, readOnly := c.mu.writable, c.mu.readOnly
+	writers := make([]*WriteHandle, 0, len(c.mu.writers))
+	for o := range c.mu.writers {
+		writers = append(writers, o)
+	}
+	c.mu.Unlock()
+	c.pruneBookies(writable, readOnly, writers)
 }
+
+// addRecordPool holds the ledger writers' per-entry records between adds,
+// shared by every write handle of the process (ledger.AddRecords): a
+// handle that had a burst in flight keeps none of it once idle, as a
+// sync.Pool empties over garbage collections.
+var addRecordPool sync.Pool
+
+var addRecords = ledger.AddRecords{Get: addRecordPool.Get, Put: addRecordPool.Put}
 
 // addFrameOverhead bounds what an add request's frame holds besides the
 // payload: the length prefix, the v2 header or v3 protobuf header and

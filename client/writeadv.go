@@ -134,7 +134,7 @@ func (a *WriteAdvHandle) WriteAt(ctx context.Context, entryID int64, payload []b
 // future completes.
 func (a *WriteAdvHandle) WriteAtAsync(entryID int64, payload []byte) *AppendFuture {
 	w := a.h
-	f := &AppendFuture{w: w, payload: payload, start: time.Now(), done: make(chan struct{}), entryID: entryID}
+	f := &AppendFuture{w: w, payload: payload, start: time.Now(), entryID: entryID}
 	if limit := w.c.maxEntrySize(); len(payload) > limit {
 		f.complete(-1, fmt.Errorf("%w: ledger %d entry %d: a %d-byte entry does not fit a %d-byte frame (Config.MaxFrameSize; at most %d bytes of payload)",
 			ErrEntryTooLarge, w.id, entryID, len(payload), w.c.frameSize(), limit))

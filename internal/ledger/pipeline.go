@@ -59,6 +59,27 @@ type pipeline struct {
 	// RecoveryConfig.AckedAdhering.
 	wholeSetSuffices bool
 	scratch          []metadata.BookieID
+
+	// writeSets caches the write set of each entry id modulo the ensemble
+	// size in the current ensemble: SendAdd.Bookies of every push shares
+	// them. They are never modified: replaceEnsemble drops the cache (nil)
+	// and the next push builds new slices, so a SendAdd still held keeps
+	// the bookies it was sent to.
+	writeSets [][]metadata.BookieID
+	// records, when set, recycles pendingAdds (WriterConfig.AddRecords).
+	records *AddRecords
+}
+
+// AddRecords recycles the writer's per-entry records (issue #22: an
+// allocation or two per entry otherwise). Get returns a record Put took
+// back, or nil; both are called from the machine's goroutine, but one
+// AddRecords may serve machines on many goroutines (the client shares one
+// over a sync.Pool), so they must be safe for concurrent use. The machine
+// itself stays single-threaded: the records are its own from Get until
+// Put, and it never touches a record after Put.
+type AddRecords struct {
+	Get func() any
+	Put func(any)
 }
 
 // pendingAdd is one entry sent but not yet acknowledged.
@@ -98,21 +119,74 @@ func (p *pipeline) push(payload []byte, recovery bool) (*pendingAdd, SendAdd) {
 	lac, _ := p.visibleLAC()
 	lac = min(lac, p.lacCap)
 	p.carried = max(p.carried, lac)
-	op := &pendingAdd{
+	op := p.newPendingAdd()
+	*op = pendingAdd{
 		entryID:  p.lastAddPushed,
 		lac:      lac,
 		length:   p.length,
 		payload:  payload,
 		recovery: recovery,
 		deferred: p.deferred && !recovery,
-		acked:    make([]bool, p.q.WriteQuorum),
+		acked:    op.acked,
 	}
 	p.pending = append(p.pending, op)
-	to := make([]metadata.BookieID, 0, p.q.WriteQuorum)
-	for pos := range p.q.WriteQuorum {
-		to = append(to, p.ensemble[p.q.WriteSetIndex(op.entryID, pos)])
+	return op, op.send(p.writeSet(op.entryID))
+}
+
+// newPendingAdd returns a recycled or new pendingAdd whose acked has
+// WriteQuorum cleared flags; the caller sets every other field.
+func (p *pipeline) newPendingAdd() *pendingAdd {
+	var op *pendingAdd
+	if p.records != nil {
+		op, _ = p.records.Get().(*pendingAdd)
 	}
-	return op, op.send(to)
+	if op == nil {
+		op = &pendingAdd{}
+	}
+	if cap(op.acked) < p.q.WriteQuorum {
+		op.acked = make([]bool, p.q.WriteQuorum)
+	}
+	op.acked = op.acked[:p.q.WriteQuorum]
+	clear(op.acked)
+	return op
+}
+
+// recycle takes back pendingAdds that popAcknowledged returned, once the
+// caller is done with them. Lifetime: a pendingAdd is referenced by the
+// pipeline only while it is in pending (find, position, replaceEnsemble
+// and the invariant checks only see pending; the writer's options track
+// entries by id); popAcknowledged removed these from pending, and the
+// caller (Writer.maybeAcknowledge) kept only their entry ids, so nothing
+// refers to them when they go to records. Their payload reference is
+// dropped, so a pooled record does not keep the application's buffer
+// alive. Without records it does nothing (the garbage collector takes
+// them).
+func (p *pipeline) recycle(ops []*pendingAdd) {
+	if p.records == nil {
+		return
+	}
+	for _, op := range ops {
+		*op = pendingAdd{acked: op.acked}
+		p.records.Put(op)
+	}
+}
+
+// writeSet returns the bookies of entryID's write set in the current
+// ensemble, from the cache (writeSets): shared, not to be modified.
+func (p *pipeline) writeSet(entryID int64) []metadata.BookieID {
+	e := p.q.EnsembleSize
+	if p.writeSets == nil {
+		p.writeSets = make([][]metadata.BookieID, e)
+	}
+	i := int(uint64(entryID) % uint64(e))
+	if p.writeSets[i] == nil {
+		to := make([]metadata.BookieID, 0, p.q.WriteQuorum)
+		for pos := range p.q.WriteQuorum {
+			to = append(to, p.ensemble[p.q.WriteSetIndex(entryID, pos)])
+		}
+		p.writeSets[i] = to
+	}
+	return p.writeSets[i]
 }
 
 func (op *pendingAdd) send(to []metadata.BookieID) SendAdd {
@@ -201,6 +275,7 @@ func (p *pipeline) replaceEnsemble(ensemble []metadata.BookieID) []SendAdd {
 		}
 	}
 	p.ensemble = slices.Clone(ensemble)
+	p.writeSets = nil // rebuilt for the new ensemble; the old slices stay as they were
 	var sends []SendAdd
 	for _, op := range p.pending {
 		var to []metadata.BookieID
@@ -222,12 +297,12 @@ func (p *pipeline) replaceEnsemble(ensemble []metadata.BookieID) []SendAdd {
 	return sends
 }
 
-// popAcknowledged removes and returns, in order, the adds at the head of
-// the queue that have their ack quorum (quorate: Qa acks, in enough fault
+// popAcknowledged removes and appends to dst, in order, the adds at the
+// head of the queue that have their ack quorum (quorate: Qa acks, in enough fault
 // domains when the rule is on): entry e goes only when every entry below
 // it has gone (spec §1.4.4). The caller must not call it while an ensemble
 // change is running. The LAC advances to the last one returned.
-func (p *pipeline) popAcknowledged() []*pendingAdd {
+func (p *pipeline) popAcknowledged(dst []*pendingAdd) []*pendingAdd {
 	n := 0
 	for n < len(p.pending) && p.quorate(p.pending[n]) {
 		if p.pending[n].entryID != p.lac+1 {
@@ -247,9 +322,9 @@ func (p *pipeline) popAcknowledged() []*pendingAdd {
 		n++
 	}
 	if n == 0 {
-		return nil
+		return dst
 	}
-	done := slices.Clone(p.pending[:n])
+	done := append(dst, p.pending[:n]...)
 	// Re-slice rather than shift the rest down: with thousands of adds in
 	// flight, moving the tail on every acknowledgement costs O(pending) per
 	// ack. append reallocates (copying only the live tail) once the

@@ -456,7 +456,7 @@ func (r *Recovery) handleRewrite(ev AddResponse) {
 	switch {
 	case ev.Err == nil:
 		r.p.ack(op, pos)
-		r.p.popAcknowledged()
+		r.p.popAcknowledged(nil)
 		r.maybeClose()
 	case isUnrecoverableAddError(ev.Err):
 		r.fail(fmt.Errorf("rewrite of entry %d to bookie %s: %w", ev.EntryID, ev.Bookie, ev.Err))

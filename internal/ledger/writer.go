@@ -66,6 +66,9 @@ type WriterConfig struct {
 	// the writer asks it only when an ack arrives, so an answer that changed
 	// between acks could leave an add waiting with nothing to wake it.
 	AckedAdhering func(acked []metadata.BookieID) bool
+	// AddRecords, when set, recycles the records of acknowledged adds
+	// (see AddRecords); nil: each add's record is garbage once done.
+	AddRecords *AddRecords
 }
 
 // Writer is the write handle of one ledger as a state machine: it numbers
@@ -138,6 +141,8 @@ type Writer struct {
 	proposed *metadata.LedgerMetadata
 
 	effects []Effect
+	// acked is maybeAcknowledge's scratch space.
+	acked []*pendingAdd
 
 	// inv is what the invariants build's checks remember (invariants.go).
 	inv writerChecks
@@ -193,6 +198,7 @@ func NewWriter(cfg WriterConfig) (*Writer, error) {
 	w.p.deferred = cfg.DeferredSync
 	w.p.explicit = cfg.ExplicitIDs
 	w.p.adhere = cfg.AckedAdhering
+	w.p.records = cfg.AddRecords
 	w.explicitSent = -1
 	if err := w.initOptions(cfg); err != nil {
 		return nil, err
@@ -239,6 +245,27 @@ func (w *Writer) Ready() []Effect {
 	return out
 }
 
+// maxKeptEffects bounds the capacity of the effect buffer ReadyAppend
+// keeps.
+const maxKeptEffects = 1024
+
+// ReadyAppend is Ready appending the effects to dst: the writer keeps its
+// own buffer for the next effects, so a shell that reuses dst allocates no
+// slice per call.
+func (w *Writer) ReadyAppend(dst []Effect) []Effect {
+	start := len(dst)
+	dst = append(dst, w.effects...)
+	clear(w.effects)
+	w.effects = w.effects[:0]
+	if cap(w.effects) > maxKeptEffects {
+		w.effects = nil // a burst's buffer (a stop failing every add) is not kept
+	}
+	if invariants {
+		w.checkInvariants(dst[start:])
+	}
+	return dst
+}
+
 func (w *Writer) emit(e ...Effect) { w.effects = append(w.effects, e...) }
 
 // Append assigns the next entry id to payload, queues the SendAdd for its
@@ -279,6 +306,10 @@ func (w *Writer) Close() {
 	w.close = closeWanted
 	w.maybeRunClose()
 }
+
+// StepAdd is Step(ev) for an AddResponse, without boxing it into an
+// Event (an allocation per bookie per add on the client's path).
+func (w *Writer) StepAdd(ev AddResponse) { w.handleAddResponse(ev) }
 
 // Step feeds one event to the writer.
 func (w *Writer) Step(ev Event) {
@@ -342,9 +373,15 @@ func (w *Writer) maybeAcknowledge() {
 	if w.changing {
 		return
 	}
-	for _, op := range w.p.popAcknowledged() {
+	done := w.p.popAcknowledged(w.acked[:0])
+	for _, op := range done {
 		w.emit(AddComplete{EntryID: op.entryID})
 	}
+	// The AddCompletes hold ids, not the pendingAdds: nothing refers to
+	// them any more.
+	w.p.recycle(done)
+	clear(done)
+	w.acked = done[:0]
 }
 
 // handleUnrecoverable reacts to EFENCED, EUA or EBADREQ from a bookie (spec

@@ -28,6 +28,25 @@ type Bookies interface {
 	Send(bookie string, ledgerID int64, req *wire.Request, cb func(resp *wire.Response, err error))
 }
 
+// ResponseHandler receives the answers of TaggedBookies.SendTagged: the
+// bookie the request went to, the tag it was sent with, and the response or
+// error, under Bookies.Send's contract for cb (exactly one call per
+// request; resp valid only during the call; it must not block; it may run
+// on SendTagged's own stack).
+type ResponseHandler interface {
+	HandleResponse(bookie string, tag int64, resp *wire.Response, err error)
+}
+
+// TaggedBookies is a Bookies that can also send with a long-lived handler
+// and a tag instead of a callback per request. The executor sends adds
+// through it when its Bookies has it: an add then costs no closure per
+// bookie (issue #22). Its contract is Send's, with h.HandleResponse(bookie,
+// tag, …) in place of cb.
+type TaggedBookies interface {
+	Bookies
+	SendTagged(bookie string, ledgerID int64, req *wire.Request, h ResponseHandler, tag int64)
+}
+
 // Store is the metadata store as a ledger's machines use it: one
 // compare-and-set and one read, both answered through a callback, once.
 type Store interface {
@@ -59,6 +78,11 @@ type Config struct {
 	// the loop's goroutine may be in Do.
 	// Nil: the executor's own Queue (see Run).
 	Emit func(ledger.Event)
+	// EmitAdd, when set, receives the AddResponses instead of Emit, under
+	// the same rules: a typed path that does not box the event into an
+	// interface (an allocation per bookie per add). Ignored when Emit is
+	// nil.
+	EmitAdd func(ledger.AddResponse)
 	// Slow, when set, is told of a bookie that failed a read or that a
 	// machine reported slow (BookieSlow): the client orders reads away from
 	// it for a while.
@@ -86,6 +110,29 @@ type Executor struct {
 	// overwriting the outer request or body.
 	req  *wire.Request
 	body []byte
+
+	// tagged is cfg.Bookies as a TaggedBookies, nil if it is not one;
+	// adds is the handler its add answers go to (tag: the entry id).
+	tagged TaggedBookies
+	adds   *addHandler
+}
+
+// addHandler turns the answers to an executor's adds into AddResponses.
+// One per executor, for the executor's life: the tag of each request is
+// its entry id, and the bookie comes from the transport. Only executors
+// with a fixed Config.Emit use it (New).
+type addHandler struct{ x *Executor }
+
+func (a *addHandler) HandleResponse(bookie string, entryID int64, resp *wire.Response, err error) {
+	if err == nil {
+		err = statusErr(resp.Status, resp.Add.Status)
+	}
+	ev := ledger.AddResponse{Bookie: metadata.BookieID(bookie), EntryID: entryID, Err: err}
+	if a.x.cfg.EmitAdd != nil {
+		a.x.cfg.EmitAdd(ev)
+		return
+	}
+	a.x.cfg.Emit(ev)
 }
 
 // maxKeptBody is the largest add body buffer kept for the next add: one
@@ -113,6 +160,16 @@ func (x *Executor) putReq(r *wire.Request) {
 // New returns an Executor.
 func New(cfg Config) *Executor {
 	x := &Executor{cfg: cfg, ownQueue: cfg.Emit == nil}
+	// The tagged path reads cfg.Emit when an answer comes; an executor
+	// with its own queue must route each answer to the queue of the Run
+	// that sent it (Run says why), so it keeps a closure per send.
+	if tb, ok := cfg.Bookies.(TaggedBookies); ok && !x.ownQueue {
+		x.tagged = tb
+		x.adds = &addHandler{x}
+	}
+	if x.ownQueue {
+		x.cfg.EmitAdd = nil
+	}
 	if x.cfg.Log == nil {
 		x.cfg.Log = slog.Default()
 	}
@@ -195,6 +252,12 @@ func (x *Executor) sendAdd(e ledger.SendAdd) {
 	req := x.takeReq()
 	for _, b := range e.Bookies {
 		*req = AddRequest(id, e.EntryID, x.cfg.MasterKey, body, flags)
+		if x.tagged != nil {
+			// The answer reaches x.adds with the entry id as tag: no
+			// closure per bookie.
+			x.tagged.SendTagged(string(b), id, req, x.adds, e.EntryID)
+			continue
+		}
 		bookie, entryID, emit := b, e.EntryID, x.cfg.Emit
 		x.cfg.Bookies.Send(string(b), id, req, func(resp *wire.Response, err error) {
 			if err == nil {

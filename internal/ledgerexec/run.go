@@ -17,11 +17,21 @@ import (
 // (Config.MaxOutstandingAdds, the read chunk size).
 type Queue struct {
 	mu     sync.Mutex
-	items  []any
-	spare  []any
+	items  []Item
+	spare  []Item
 	closed bool
 	// signal (capacity 1) is ready when items is non-empty.
 	signal chan struct{}
+}
+
+// Item is one queued item: an AddResponse pushed with PushAdd (IsAdd),
+// or a value pushed with Push (Value). AddResponses, one per bookie per
+// add, are held by value: boxed into an interface each would cost an
+// allocation.
+type Item struct {
+	Value any
+	Add   ledger.AddResponse
+	IsAdd bool
 }
 
 // NewQueue returns an empty, open Queue.
@@ -29,7 +39,12 @@ func NewQueue() *Queue { return &Queue{signal: make(chan struct{}, 1)} }
 
 // Push appends an item and reports true; after Close it drops the item (a
 // late answer) and reports false.
-func (q *Queue) Push(it any) bool {
+func (q *Queue) Push(it any) bool { return q.push(Item{Value: it}) }
+
+// PushAdd is Push for an AddResponse, kept unboxed (Item.Add).
+func (q *Queue) PushAdd(ev ledger.AddResponse) bool { return q.push(Item{Add: ev, IsAdd: true}) }
+
+func (q *Queue) push(it Item) bool {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
@@ -48,15 +63,22 @@ func (q *Queue) Push(it any) bool {
 func (q *Queue) Signal() <-chan struct{} { return q.signal }
 
 // Drain returns the queued items in push order; the slice is valid until
-// the next Drain.
-func (q *Queue) Drain() []any {
+// the next Drain (the two buffers alternate, so a steady loop allocates
+// nothing here).
+func (q *Queue) Drain() []Item {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	out := q.items
 	clear(q.spare)
+	if cap(q.spare) > maxKeptItems {
+		q.spare = nil // a burst's buffer is not kept for an idle handle
+	}
 	q.items, q.spare = q.spare[:0], out
 	return out
 }
+
+// maxKeptItems bounds the capacity of a buffer Drain keeps for reuse.
+const maxKeptItems = 4096
 
 // Close drops what is queued and every later Push.
 func (q *Queue) Close() {
@@ -173,7 +195,11 @@ func (x *Executor) Run(ctx context.Context, clk clock.Clock, stop <-chan struct{
 			tick.FiredNext(m.TickInterval())
 		case <-q.Signal():
 			for _, it := range q.Drain() {
-				m.Step(it.(ledger.Event))
+				if it.IsAdd {
+					m.Step(it.Add)
+					continue
+				}
+				m.Step(it.Value.(ledger.Event))
 			}
 		case <-ctx.Done():
 			return ctx.Err()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"strconv"
 	"sync"
@@ -205,6 +206,30 @@ func (r *Resolver) Resolve(ctx context.Context, id string) (string, error) {
 		}
 	}
 	return "", err
+}
+
+// Prune forgets the remembered address of each id keep reports false for
+// whose address was the id itself: forgetting it changes no answer of
+// Resolve (a host:port id never seen elsewhere resolves to itself in an
+// outage, as one seen only at itself does), and it bounds the state of a
+// client on a cluster whose bookie ids come and go (Kubernetes: ids change
+// with addresses). An id last published at another address is kept: it
+// is what stops Resolve from dialling a guess for it. keep is called with
+// the Resolver's lock held. It returns the number of ids forgotten.
+func (r *Resolver) Prune(keep func(BookieID) bool) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := len(r.last)
+	maps.DeleteFunc(r.last, func(id BookieID, addr string) bool { return addr == string(id) && !keep(id) })
+	return n - len(r.last)
+}
+
+// Remembered is the number of ids whose address the Resolver remembers
+// (tests).
+func (r *Resolver) Remembered() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.last)
 }
 
 // DecodeRegistrationValue parses the value of a registration key or znode

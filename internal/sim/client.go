@@ -336,6 +336,13 @@ func (a *actor) Send(bookie string, _ int64, req *wire.Request, cb func(*wire.Re
 	a.send(p, &r)
 }
 
+// SendTagged is the actor's side of ledgerexec.TaggedBookies: Send, with
+// the answer handed to h with tag, so the simulator runs the executor's
+// tagged add path as the client does.
+func (a *actor) SendTagged(bookie string, ledgerID int64, req *wire.Request, h ledgerexec.ResponseHandler, tag int64) {
+	a.Send(bookie, ledgerID, req, func(resp *wire.Response, err error) { h.HandleResponse(bookie, tag, resp, err) })
+}
+
 // describe returns the pendingReq of req, sent to b about ledger l.
 func describe(l *ledgerRec, b metadata.BookieID, req *wire.Request) *pendingReq {
 	p := &pendingReq{ledgerID: l.id, bookie: b, op: req.Header.Op, entryID: -1}

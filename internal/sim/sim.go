@@ -313,6 +313,9 @@ var simEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // world is the whole simulated system. Every field is touched only by the
 // loop goroutine.
 type world struct {
+	// records recycles the writers' per-entry records (addRecords).
+	records *ledger.AddRecords
+
 	cfg    Config
 	faults map[Fault]bool
 	// intensity scales each fault kind's probabilities for this seed

@@ -360,7 +360,8 @@ func (w *world) createLedger(e, qw, qa, window int, o writerOpts) *actor {
 	w.ledgers = append(w.ledgers, l)
 	w.stats.Ledgers++
 	wr, err := ledger.NewWriter(ledger.WriterConfig{LedgerID: id, Metadata: md, Version: v, Placement: policy, Writable: writable,
-		ExplicitIDs: o.explicit, AddQuorumTimeout: o.quorumTimeout, DelayEnsembleChange: o.delay, MaxEnsembleChanges: o.maxChanges})
+		ExplicitIDs: o.explicit, AddQuorumTimeout: o.quorumTimeout, DelayEnsembleChange: o.delay, MaxEnsembleChanges: o.maxChanges,
+		AddRecords: w.addRecords()})
 	if err != nil {
 		panic(err)
 	}
@@ -924,4 +925,27 @@ func (w *world) deleteLedger() {
 	l.deleted, l.deletedEnd, l.deletedMD = true, md.LastEntryID, md
 	w.rec.deleted(l)
 	w.stats.Deleted++
+}
+
+// addRecords is the world's recycler of writer records
+// (ledger.AddRecords), shared by its writers as the client shares one
+// over a sync.Pool, so the simulator runs the writers' recycling; a
+// plain free list, the world being single-threaded.
+func (w *world) addRecords() *ledger.AddRecords {
+	if w.records == nil {
+		var free []any
+		w.records = &ledger.AddRecords{
+			Get: func() any {
+				if len(free) == 0 {
+					return nil
+				}
+				r := free[len(free)-1]
+				free[len(free)-1] = nil
+				free = free[:len(free)-1]
+				return r
+			},
+			Put: func(r any) { free = append(free, r) },
+		}
+	}
+	return w.records
 }

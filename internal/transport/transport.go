@@ -112,6 +112,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -242,6 +243,14 @@ func setDuration(d *time.Duration, def time.Duration) {
 // connection's reader goroutine, the sweeper, or, for a request that fails
 // before it is queued, the goroutine calling Send. It must not block.
 type ResponseFunc func(resp *wire.Response, err error)
+
+// Handler receives answers like a ResponseFunc, with the bookie the request
+// went to and the tag given to SendTagged: one Handler (a long-lived value,
+// typically a pointer) serves many requests, so a caller that sends many
+// requests needs no closure per request. Its contract is ResponseFunc's.
+type Handler interface {
+	HandleResponse(bookie string, tag int64, resp *wire.Response, err error)
+}
 
 // txnIDs is the process-wide v3 txnId counter (Java's static
 // PerChannelBookieClient.txnIdGenerator).
@@ -380,12 +389,101 @@ func (t *Transport) Close() error {
 // encoded before Send returns, so req and the slices in it may be reused at
 // once. cb may run before Send returns.
 func (t *Transport) Send(bookie string, key int64, req *wire.Request, cb ResponseFunc) {
-	p, err := t.peer(bookie, key, laneOf(t.cfg.Protocol, req))
-	if err != nil {
-		cb(nil, err)
-		return
+	for {
+		p, err := t.peer(bookie, key, laneOf(t.cfg.Protocol, req))
+		if err != nil {
+			cb(nil, err)
+			return
+		}
+		if p.send(req, cb, nil, 0) {
+			return
+		}
+		// Prune retired p between peer and send: the next peer call makes
+		// a fresh one.
 	}
-	p.send(req, cb)
+}
+
+// SendTagged is Send with an answer to h instead of a callback: h gets
+// exactly one HandleResponse call with bookie and tag, as cb would get its
+// call. It allocates nothing per request in the steady state (the request
+// record is pooled), which matters on the add path (issue #22).
+func (t *Transport) SendTagged(bookie string, key int64, req *wire.Request, h Handler, tag int64) {
+	for {
+		p, err := t.peer(bookie, key, laneOf(t.cfg.Protocol, req))
+		if err != nil {
+			h.HandleResponse(bookie, tag, nil, err)
+			return
+		}
+		if p.send(req, nil, h, tag) {
+			return
+		}
+	}
+}
+
+// errRetired ends the connection of a peer Prune retired.
+var errRetired = errors.New("connection closed: the bookie left the cluster and the client has no request outstanding on it")
+
+// Prune forgets every connection slot (and its reconnect backoff) of the
+// bookies keep reports false for, closing its connection, provided no
+// request is outstanding on it; a slot with requests outstanding is kept
+// (a later Prune takes it once they are answered or timed out). It returns
+// the number of slots forgotten. A later Send to a pruned bookie connects
+// afresh, as the first Send did, so Prune never fails a request: it bounds
+// the per-bookie state of a client that talked to bookies that are gone
+// (issue #22 §4; with Kubernetes, ids change with addresses). keep is
+// called with the transport's lock held: it must not call back into the
+// Transport.
+func (t *Transport) Prune(keep func(bookie string) bool) int {
+	t.mu.Lock()
+	var retired []*session
+	n := 0
+	for k, p := range t.mu.peers {
+		if keep(k.addr) {
+			continue
+		}
+		s, ok := p.retire()
+		if !ok {
+			continue
+		}
+		delete(t.mu.peers, k)
+		n++
+		if s != nil {
+			retired = append(retired, s)
+		}
+	}
+	t.mu.Unlock()
+	for _, s := range retired {
+		s.fail(errRetired, false) // no request outstanding: fails nothing
+	}
+	return n
+}
+
+// Bookies returns the bookies the transport holds connection state for,
+// sorted (tests of Prune).
+func (t *Transport) Bookies() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for k := range t.mu.peers {
+		out = append(out, k.addr)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// retire marks p retired if no request is outstanding on it, and returns
+// its live session (to close) and true; false leaves p as it was. A send
+// that finds p retired (it took p from the map before Prune removed it)
+// reports false, and Transport.Send asks for a fresh peer. Lock order:
+// Transport.mu, then peer.mu (nothing takes them the other way round).
+func (p *peer) retire() (*session, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s := p.sess; s != nil && len(s.pending) > 0 {
+		return nil, false
+	}
+	p.retired = true
+	return p.sess, true
 }
 
 func (t *Transport) peer(bookie string, key int64, ln lane) (*peer, error) {
@@ -439,7 +537,7 @@ func (t *Transport) sweep(now time.Time) {
 	for _, p := range peers {
 		expired = p.expire(now, expired[:0])
 		for _, r := range expired {
-			r.cb(nil, fmt.Errorf("%w: %s %v after %v", ErrTimeout, p.addr, r.key.op, t.timeout(r.key.op)))
+			r.finish(p.addr, nil, fmt.Errorf("%w: %s %v after %v", ErrTimeout, p.addr, r.key.op, t.timeout(r.key.op)))
 		}
 	}
 }
@@ -458,15 +556,74 @@ type reqKey struct {
 	op   wire.Op
 }
 
-// request is one outstanding request. Its fields after cb are guarded by
-// the peer's mutex.
+// request is one outstanding request.
+//
+// Lifetime (records are pooled, reqPool): send takes a record from the
+// pool and links it into its session's table (pending) under the peer's
+// mutex. It leaves the table exactly once, under that same mutex, by
+// takeLocked (its answer came), removeLocked (expire: it timed out) or
+// drainLocked (the session failed); whoever unlinked it owns it alone from
+// then on, calls finish (which runs the callback once and puts the record
+// back into the pool) and never touches it again. The session's deadline
+// queues do not own records: they hold (record, gen) pairs, and unlinking
+// bumps gen under the mutex, so an entry whose gen no longer matches is a
+// record that has left the table (and may already serve another request,
+// even on another peer) and is skipped without reading anything else of
+// it. A matching gen, read under the mutex, means the record is still in
+// this session's table, where nobody else can take it while the mutex is
+// held.
 type request struct {
-	key      reqKey
-	cb       ResponseFunc
-	deadline time.Time
+	key reqKey
+	// The answer goes to cb, or, when cb is nil, to h with tag.
+	cb  ResponseFunc
+	h   Handler
+	tag int64
 	// next chains v2 requests with the same key, oldest first.
 	next *request
-	done bool
+	// gen counts the times the record left a table (see above); written
+	// under the owning peer's mutex, atomic because a stale deadline
+	// entry of another peer may read it under that other peer's mutex.
+	gen atomic.Uint64
+}
+
+// reqPool recycles request records (see request for their lifetime).
+var reqPool = sync.Pool{New: func() any { return new(request) }}
+
+// newRequest returns a zeroed record from the pool.
+func newRequest(key reqKey, cb ResponseFunc, h Handler, tag int64) *request {
+	r := reqPool.Get().(*request)
+	r.key, r.cb, r.h, r.tag, r.next = key, cb, h, tag, nil
+	return r
+}
+
+// unlinkedLocked marks r as out of its table: its deadline entries go
+// stale. Called under the peer's mutex by whoever unlinked r.
+func (r *request) unlinkedLocked() {
+	r.next = nil
+	r.gen.Add(1)
+}
+
+// finish delivers the answer of r, which the caller unlinked and so owns,
+// and recycles r. The record's fields are read before the callback runs
+// and the record goes back to the pool first: nothing reads it afterwards,
+// and a callback that sends again (re-entrant sends) may get it back.
+func (r *request) finish(bookie string, resp *wire.Response, err error) {
+	cb, h, tag := r.cb, r.h, r.tag
+	r.cb, r.h = nil, nil
+	reqPool.Put(r)
+	if cb != nil {
+		cb(resp, err)
+		return
+	}
+	h.HandleResponse(bookie, tag, resp, err)
+}
+
+// deadlineEntry is a request in its session's deadline queue: valid while
+// r.gen is still gen (see request).
+type deadlineEntry struct {
+	r        *request
+	gen      uint64
+	deadline time.Time
 }
 
 // peer is one pooled connection slot to a bookie; it holds the current
@@ -483,6 +640,9 @@ type peer struct {
 	failures int
 	retryAt  time.Time
 	closed   bool
+	// retired: Prune removed p from the transport's map; sends go to a
+	// fresh peer instead (send reports false).
+	retired bool
 }
 
 // session is one TCP connection's lifetime. Fields are guarded by peer.mu
@@ -508,29 +668,43 @@ type session struct {
 	done chan struct{}
 }
 
-func (p *peer) send(req *wire.Request, cb ResponseFunc) {
+// send queues req; its answer goes to cb, or with cb nil to h with tag. It
+// reports false, having done nothing, if p is retired (Prune).
+func (p *peer) send(req *wire.Request, cb ResponseFunc, h Handler, tag int64) bool {
 	t := p.t
 	now := t.cfg.Clock.Now()
+	// fail answers a request that never got a record.
+	fail := func(err error) {
+		if cb != nil {
+			cb(nil, err)
+		} else {
+			h.HandleResponse(p.addr, tag, nil, err)
+		}
+	}
 	p.mu.Lock()
+	if p.retired {
+		p.mu.Unlock()
+		return false
+	}
 	if p.closed {
 		p.mu.Unlock()
-		cb(nil, ErrClosed)
-		return
+		fail(ErrClosed)
+		return true
 	}
 	s := p.sess
 	if s == nil {
 		if now.Before(p.retryAt) {
 			wait := p.retryAt.Sub(now)
 			p.mu.Unlock()
-			cb(nil, fmt.Errorf("%w: %s: connect failed, next attempt in %v", ErrBookieUnavailable, p.addr, wait.Round(time.Millisecond)))
-			return
+			fail(fmt.Errorf("%w: %s: connect failed, next attempt in %v", ErrBookieUnavailable, p.addr, wait.Round(time.Millisecond)))
+			return true
 		}
 		s = p.newSessionLocked()
 	}
 	if req.Header.Op == wire.OpBatchReadEntry && s.noBatch {
 		p.mu.Unlock()
-		cb(nil, fmt.Errorf("%s: %w: the bookie answered EBADREQ to a batch read on this connection", p.addr, wire.ErrBadRequest))
-		return
+		fail(fmt.Errorf("%s: %w: the bookie answered EBADREQ to a batch read on this connection", p.addr, wire.ErrBadRequest))
+		return true
 	}
 	if t.cfg.Protocol == wire.ProtocolV3 {
 		req.Header.Version = wire.VersionThree
@@ -546,17 +720,17 @@ func (p *peer) send(req *wire.Request, cb ResponseFunc) {
 	out, err := s.enc.EncodeRequest(s.out, req)
 	if err != nil {
 		p.mu.Unlock()
-		cb(nil, fmt.Errorf("%s: encode %v: %w", p.addr, req.Header.Op, err))
-		return
+		fail(fmt.Errorf("%s: encode %v: %w", p.addr, req.Header.Op, err))
+		return true
 	}
 	s.out = out
-	r := &request{key: requestKey(t.cfg.Protocol, req), cb: cb, deadline: now.Add(t.timeout(req.Header.Op))}
-	s.addLocked(r)
+	s.addLocked(newRequest(requestKey(t.cfg.Protocol, req), cb, h, tag), now.Add(t.timeout(req.Header.Op)))
 	p.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
+	return true
 }
 
 func requestKey(proto wire.Protocol, req *wire.Request) reqKey {
@@ -610,8 +784,13 @@ func (p *peer) newSessionLocked() *session {
 	return s
 }
 
-func (s *session) addLocked(r *request) {
-	if prev := s.pending[r.key]; prev != nil {
+func (s *session) addLocked(r *request, deadline time.Time) {
+	if s.p.t.cfg.Protocol == wire.ProtocolV3 {
+		// v3 keys hold a txnId from the process-wide counter: never two
+		// outstanding with one key, so no chain to look up (a map read
+		// per request saved on the add path).
+		s.pending[r.key] = r
+	} else if prev := s.pending[r.key]; prev != nil {
 		for prev.next != nil {
 			prev = prev.next
 		}
@@ -619,7 +798,7 @@ func (s *session) addLocked(r *request) {
 	} else {
 		s.pending[r.key] = r
 	}
-	s.queues[class(r.key.op)].push(r)
+	s.queues[class(r.key.op)].push(deadlineEntry{r: r, gen: r.gen.Load(), deadline: deadline})
 }
 
 // takeLocked removes and returns the oldest request with key k.
@@ -633,8 +812,7 @@ func (s *session) takeLocked(k reqKey) *request {
 	} else {
 		delete(s.pending, k)
 	}
-	r.next = nil
-	r.done = true
+	r.unlinkedLocked()
 	return r
 }
 
@@ -656,8 +834,7 @@ func (s *session) removeLocked(r *request) {
 			}
 		}
 	}
-	r.next = nil
-	r.done = true
+	r.unlinkedLocked()
 }
 
 func class(op wire.Op) int {
@@ -679,14 +856,15 @@ func (p *peer) expire(now time.Time, dst []*request) []*request {
 	for i := range s.queues {
 		q := &s.queues[i]
 		for q.len() > 0 {
-			r := q.peek()
-			if !r.done && r.deadline.After(now) {
+			e := q.peek()
+			live := e.r.gen.Load() == e.gen // still in the table (see request)
+			if live && e.deadline.After(now) {
 				break
 			}
 			q.pop()
-			if !r.done {
-				s.removeLocked(r)
-				dst = append(dst, r)
+			if live {
+				s.removeLocked(e.r)
+				dst = append(dst, e.r)
 			}
 		}
 	}
@@ -893,7 +1071,7 @@ func (s *session) readLoop(conn net.Conn) {
 		if r == nil {
 			continue // timed out already, or unknown: dropped, as in Java
 		}
-		r.cb(&resp, nil)
+		r.finish(p.addr, &resp, nil)
 	}
 }
 
@@ -925,7 +1103,9 @@ func (s *session) fail(cause error, connectFailed bool) {
 	if conn != nil {
 		conn.Close()
 	}
-	if !errors.Is(cause, ErrClosed) {
+	if errors.Is(cause, errRetired) {
+		p.t.log.Debug("bookie connection closed", "bookie", p.addr, "reason", cause)
+	} else if !errors.Is(cause, ErrClosed) {
 		p.t.log.Info("bookie connection failed", "bookie", p.addr, "err", cause, "failed_requests", len(failed), "reconnect_backoff", backoff)
 	}
 	err := fmt.Errorf("%w: %s: %v", ErrBookieUnavailable, p.addr, cause)
@@ -938,16 +1118,18 @@ func (s *session) fail(cause error, connectFailed bool) {
 		err = fmt.Errorf("%w: %s: %w", ErrBookieUnavailable, p.addr, cause)
 	}
 	for _, r := range failed {
-		r.cb(nil, err)
+		r.finish(p.addr, nil, err)
 	}
 }
 
 func (s *session) drainLocked() []*request {
 	var out []*request
-	for _, r := range s.pending {
-		for ; r != nil; r = r.next {
-			r.done = true
+	for _, head := range s.pending {
+		for r := head; r != nil; {
+			next := r.next
+			r.unlinkedLocked()
 			out = append(out, r)
+			r = next
 		}
 	}
 	s.pending = nil
@@ -965,18 +1147,19 @@ func (p *peer) close() {
 	}
 }
 
-// fifo is a queue of requests on a slice used as a ring-less buffer: pops
-// advance head, and the slice is compacted when half of it is dead.
+// fifo is a queue of deadline entries on a slice used as a ring-less
+// buffer: pops advance head, and the slice is compacted when half of it is
+// dead.
 type fifo struct {
-	items []*request
+	items []deadlineEntry
 	head  int
 }
 
-func (q *fifo) push(r *request) { q.items = append(q.items, r) }
-func (q *fifo) len() int        { return len(q.items) - q.head }
-func (q *fifo) peek() *request  { return q.items[q.head] }
+func (q *fifo) push(e deadlineEntry) { q.items = append(q.items, e) }
+func (q *fifo) len() int             { return len(q.items) - q.head }
+func (q *fifo) peek() deadlineEntry  { return q.items[q.head] }
 func (q *fifo) pop() {
-	q.items[q.head] = nil
+	q.items[q.head] = deadlineEntry{}
 	q.head++
 	if q.head == len(q.items) {
 		q.items, q.head = q.items[:0], 0

@@ -1,0 +1,134 @@
+package transport
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/foliodb/folio/internal/clock"
+	"github.com/foliodb/folio/internal/wire"
+)
+
+// taggedResult is one HandleResponse call.
+type taggedResult struct {
+	bookie string
+	tag    int64
+	status wire.Status
+	err    error
+}
+
+// chanHandler sends every answer to its channel.
+type chanHandler chan taggedResult
+
+func (h chanHandler) HandleResponse(bookie string, tag int64, resp *wire.Response, err error) {
+	r := taggedResult{bookie: bookie, tag: tag, err: err}
+	if err == nil {
+		r.status = resp.Status
+	}
+	h <- r
+}
+
+func recvTagged(t *testing.T, h chanHandler) taggedResult {
+	t.Helper()
+	select {
+	case r := <-h:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer within 10 s")
+		return taggedResult{}
+	}
+}
+
+// TestPrune: Prune forgets the idle connections of the bookies it is not
+// told to keep, keeps those with requests outstanding (their answers still
+// arrive), and a pruned bookie asked again is connected afresh.
+func TestPrune(t *testing.T) {
+	answering := newFakeBookie(t, func(c *fakeConn, req *wire.Request) { c.reply(req, wire.StatusOK, nil) })
+	held := make(chan *wire.Request, 1)
+	var heldConn *fakeConn
+	holding := newFakeBookie(t, func(c *fakeConn, req *wire.Request) {
+		heldConn = c // read by the test after receiving req
+		held <- req
+	})
+	tr := newTransport(t, Config{})
+	defer tr.Close()
+	h := make(chanHandler, 4)
+	tr.SendTagged(answering.addr(), 1, addRequest(1, 0), h, 10)
+	if r := recvTagged(t, h); r.err != nil || r.bookie != answering.addr() || r.tag != 10 || r.status != wire.StatusOK {
+		t.Fatalf("answer: %+v", r)
+	}
+	tr.SendTagged(holding.addr(), 1, addRequest(1, 0), h, 20)
+	req := <-held
+	want := []string{answering.addr(), holding.addr()}
+	slices.Sort(want)
+	if got := tr.Bookies(); !slices.Equal(got, want) {
+		t.Fatalf("bookies %v, want %v", got, want)
+	}
+
+	if n := tr.Prune(func(string) bool { return false }); n != 1 {
+		t.Fatalf("Prune forgot %d slots, want 1 (the idle one)", n)
+	}
+	if got := tr.Bookies(); !slices.Equal(got, []string{holding.addr()}) {
+		t.Fatalf("after Prune: bookies %v, want only the one with a request outstanding", got)
+	}
+	// The outstanding request is answered as if nothing happened.
+	heldConn.reply(req, wire.StatusOK, nil)
+	if r := recvTagged(t, h); r.err != nil || r.bookie != holding.addr() || r.tag != 20 {
+		t.Fatalf("held answer: %+v", r)
+	}
+	// The pruned bookie is connected again on demand.
+	tr.SendTagged(answering.addr(), 1, addRequest(1, 1), h, 11)
+	if r := recvTagged(t, h); r.err != nil || r.tag != 11 {
+		t.Fatalf("after Prune: %+v", r)
+	}
+	// Kept bookies are never pruned; the rest, now idle, are.
+	if n := tr.Prune(func(b string) bool { return b == answering.addr() }); n != 1 {
+		t.Fatalf("second Prune forgot %d slots, want 1", n)
+	}
+	if got := tr.Bookies(); !slices.Equal(got, []string{answering.addr()}) {
+		t.Fatalf("after the second Prune: bookies %v", got)
+	}
+}
+
+// TestRecycledRecordNotExpiredByStaleDeadline: a request record answered
+// and recycled leaves its entry in the deadline queue; a later request
+// that reuses the record (sync.Pool hands the last one back on the same
+// P, outside -race) must time out at its own deadline, never at the
+// stale entry's.
+func TestRecycledRecordNotExpiredByStaleDeadline(t *testing.T) {
+	answering := newFakeBookie(t, func(c *fakeConn, req *wire.Request) { c.reply(req, wire.StatusOK, nil) })
+	received := make(chan struct{}, 1)
+	silent := newFakeBookie(t, func(*fakeConn, *wire.Request) { received <- struct{}{} })
+	clk := clock.NewManual(time.Unix(1000, 0))
+	tr := newTransport(t, Config{AddTimeout: time.Second, TimeoutTick: time.Hour, Clock: clk})
+	defer tr.Close()
+	h := make(chanHandler, 4)
+	for i := range 3 { // stale entries on the answering bookie's queue
+		tr.SendTagged(answering.addr(), 1, addRequest(1, int64(i)), h, int64(i))
+		if r := recvTagged(t, h); r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	clk.Advance(500 * time.Millisecond)
+	tr.SendTagged(silent.addr(), 1, addRequest(1, 9), h, 9) // deadline: 1.5 s from the start
+	<-received
+	clk.Advance(600 * time.Millisecond) // past the stale entries' deadlines only
+	tr.sweep(clk.Now())
+	select {
+	case r := <-h:
+		t.Fatalf("expired by a stale deadline: %+v", r)
+	default:
+	}
+	clk.Advance(400 * time.Millisecond)
+	tr.sweep(clk.Now())
+	if r := recvTagged(t, h); !errors.Is(r.err, ErrTimeout) || r.tag != 9 {
+		t.Fatalf("got %+v, want entry 9's timeout", r)
+	}
+	tr.sweep(clk.Now())
+	select {
+	case r := <-h:
+		t.Fatalf("a second answer: %+v", r)
+	default:
+	}
+}
