@@ -100,6 +100,12 @@ type testHooks struct {
 	// rotated: writer, switched to file id (created ahead), nothing
 	// written to it yet.
 	rotated func(id uint64)
+	// waiting: about to wait for the pipeline to change, with the
+	// pipeline's lock held: who is "writer" (pipeline: the group after the
+	// next, or a rotation, waits for a sync), "failRest" (failing the
+	// queue waits for the syncer to complete what it was handed) or
+	// "prealloc" (nothing to do); unsynced is the pipeline's count.
+	waiting func(who string, unsynced int)
 }
 
 func (o Options) withDefaults() (Options, error) {
