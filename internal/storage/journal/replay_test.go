@@ -640,4 +640,19 @@ func TestReplayRuleClauses(t *testing.T) {
 		_, err := replayAll(t, fs, ckpt)
 		expectCorruption(t, err, file1, spans[1][2].end)
 	})
+	t.Run("R5-checkpoint-inside-a-torn-group-with-its-successor", func(t *testing.T) {
+		// Four groups, the third torn, the fourth (its successor, written
+		// while the third synced) intact: the log ends after the second,
+		// and a checkpoint inside the third is beyond it.
+		fs := vfs.NewMem()
+		j := manualJournal(t, fs)
+		spans := writeGroups(t, j, 4, 3)
+		j.Close()
+		flipByte(t, fs, file1, spans[2][2].end-1)
+		if got, err := replayAll(t, fs, Position{}); err != nil || len(got) != 6 {
+			t.Fatalf("replay from the start: %d records, %v; want the first two groups", len(got), err)
+		}
+		_, err := replayAll(t, fs, Position{File: 1, Offset: spans[2][0].end})
+		expectCorruption(t, err, file1, spans[1][2].end)
+	})
 }
