@@ -136,13 +136,22 @@
 //     continue at the next 512-byte boundary after it.
 //   - R2: a valid group header with another seq there: *CorruptionError.
 //   - R3: otherwise the expected group k is missing or damaged there.
-//     Replay probes every later 512-byte boundary of the file for valid
-//     group headers. One with seq k+1 (k's successor, written while k's
-//     fdatasync ran) is allowed, once; any other (in particular seq >= k+2,
-//     the successor's successor, which by P1 proves that k had been synced)
-//     is a *CorruptionError at k's offset. If there is none, the log of the
-//     file ends at the end of group k-1: a torn tail, cut silently. Group
-//     k+1 is not delivered even if intact (it was never acknowledged, P2).
+//     Replay probes the 512-byte boundaries after it for valid group
+//     headers: if k's header is valid (its payload is not), from the
+//     boundary after k's extent (its length says where k ends, and k+1
+//     can only be there); else every later boundary. One with seq k+1
+//     (k's successor, written while k's fdatasync ran) is allowed, once,
+//     and only at that boundary if k's header is valid; the boundaries
+//     inside its extent are not probed (they hold its payload). Any other
+//     (in particular seq >= k+2, the successor's successor, which by P1
+//     proves that k had been synced) is a *CorruptionError at k's offset.
+//     If there is none, the log of the file ends at the end of group k-1:
+//     a torn tail, cut silently. Group k+1 is not delivered even if intact
+//     (it was never acknowledged, P2). Payloads are not probed because
+//     they are client data: an entry body may hold bytes that form a valid
+//     group header for its own file and offset, which must not turn a torn
+//     tail into corruption. (Only when k's header itself is lost are k's
+//     payload boundaries probed.)
 //   - R4: if the file is followed by another, that file must record this
 //     file's end (its header's prev end, else its group headers', which
 //     must all agree) and the ends must be equal; otherwise a
