@@ -29,7 +29,7 @@ type Options struct {
 	// MaxGroupBytes closes a group once it holds this many bytes (a single
 	// larger record forms a group of its own). Default 512 KiB, BookKeeper's
 	// journalBufferedWritesThreshold: at ≥256 KiB per fdatasync the disk
-	// streams (spec/performance.md §3.2).
+	// streams (spec/performance.md §3.2). At most 1 GiB: Open refuses more.
 	MaxGroupBytes int
 
 	// MaxQueueBytes and MaxQueueRecords bound what is queued and in flight
@@ -108,6 +108,10 @@ type testHooks struct {
 	waiting func(who string, unsynced int)
 }
 
+// maxGroupBytes bounds Options.MaxGroupBytes so that a group's length
+// (plus one record over) always fits the group header's 32 bits.
+const maxGroupBytes = 1 << 30
+
 func (o Options) withDefaults() (Options, error) {
 	if o.Clock == nil {
 		return o, errors.New("journal: Options.Clock is required")
@@ -129,6 +133,11 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxFileBytes <= 0 {
 		o.MaxFileBytes = 256 << 20
+	}
+	if o.MaxGroupBytes > maxGroupBytes {
+		// A group header stores the payload length in 32 bits; a group may
+		// exceed MaxGroupBytes by one record (at most MaxPayloadBytes).
+		return o, fmt.Errorf("journal: MaxGroupBytes %d above the limit of %d", o.MaxGroupBytes, maxGroupBytes)
 	}
 	if o.MaxBackups < 0 {
 		return o, fmt.Errorf("journal: negative MaxBackups %d", o.MaxBackups)
