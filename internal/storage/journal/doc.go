@@ -265,5 +265,18 @@
 // syncs through its own file handle: Linux reports a write-back error to
 // every open file description once, so an error its fdatasync consumes
 // still fails the syncer's next fdatasync of the same file. The owner turns
-// the bookie read-only; reopening the directory starts a new file.
+// the bookie read-only.
+//
+// After a failed fdatasync the directory must not be reopened in the same
+// boot of the machine (restarting the process is not enough): the kernel
+// reports a write-back error once per open file description, so Open's
+// fdatasync of the last files through a fresh descriptor can succeed while
+// pages the error hit are still only in the page cache (or lost). Open
+// would then find, and record in its new file, a log end that is not on
+// the disk; after a later power loss replay reports that end as lost
+// synced data (R4) and the bookie does not start, although no
+// acknowledged record was lost (nothing unsynced was acknowledged).
+// Reboot first, or treat the journal directory as failed. After a failed
+// write, file creation or a process crash, reopening is safe: Open syncs
+// what the previous incarnation left and starts a new file.
 package journal
