@@ -251,9 +251,13 @@ func TestCrashAtPipelinePoints(t *testing.T) {
 			c.crashSynced(false, names[kind]+": "+detail, synced)
 		}
 	}
+	var depthErr atomic.Value
 	opts := smallOpts()
 	opts.hooks = &testHooks{
 		beforeHandOff: func(g *group, unsynced int) {
+			if unsynced > 1 {
+				depthErr.Store(fmt.Sprintf("file %d offset %d written with %d groups unsynced before it (P1)", g.fileID, g.base, unsynced))
+			}
 			if unsynced == 1 {
 				take(writeWhileSyncing, nil, fmt.Sprintf("file %d offset %d", g.fileID, g.base))
 			}
@@ -276,6 +280,9 @@ func TestCrashAtPipelinePoints(t *testing.T) {
 	appendLedgers(t, j, rec, 8, 400)
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if msg := depthErr.Load(); msg != nil {
+		t.Fatal(msg)
 	}
 	for k := range kinds {
 		t.Logf("%s: %d times", names[k], counts[k].Load())

@@ -136,13 +136,22 @@
 //     continue at the next 512-byte boundary after it.
 //   - R2: a valid group header with another seq there: *CorruptionError.
 //   - R3: otherwise the expected group k is missing or damaged there.
-//     Replay probes every later 512-byte boundary of the file for valid
-//     group headers. One with seq k+1 (k's successor, written while k's
-//     fdatasync ran) is allowed, once; any other (in particular seq >= k+2,
-//     the successor's successor, which by P1 proves that k had been synced)
-//     is a *CorruptionError at k's offset. If there is none, the log of the
-//     file ends at the end of group k-1: a torn tail, cut silently. Group
-//     k+1 is not delivered even if intact (it was never acknowledged, P2).
+//     Replay probes the 512-byte boundaries after it for valid group
+//     headers: if k's header is valid (its payload is not), from the
+//     boundary after k's extent (its length says where k ends, and k+1
+//     can only be there); else every later boundary. One with seq k+1
+//     (k's successor, written while k's fdatasync ran) is allowed, once,
+//     and only at that boundary if k's header is valid; the boundaries
+//     inside its extent are not probed (they hold its payload). Any other
+//     (in particular seq >= k+2, the successor's successor, which by P1
+//     proves that k had been synced) is a *CorruptionError at k's offset.
+//     If there is none, the log of the file ends at the end of group k-1:
+//     a torn tail, cut silently. Group k+1 is not delivered even if intact
+//     (it was never acknowledged, P2). Payloads are not probed because
+//     they are client data: an entry body may hold bytes that form a valid
+//     group header for its own file and offset, which must not turn a torn
+//     tail into corruption. (Only when k's header itself is lost are k's
+//     payload boundaries probed.)
 //   - R4: if the file is followed by another, that file must record this
 //     file's end (its header's prev end, else its group headers', which
 //     must all agree) and the ends must be equal; otherwise a
@@ -256,5 +265,18 @@
 // syncs through its own file handle: Linux reports a write-back error to
 // every open file description once, so an error its fdatasync consumes
 // still fails the syncer's next fdatasync of the same file. The owner turns
-// the bookie read-only; reopening the directory starts a new file.
+// the bookie read-only.
+//
+// After a failed fdatasync the directory must not be reopened in the same
+// boot of the machine (restarting the process is not enough): the kernel
+// reports a write-back error once per open file description, so Open's
+// fdatasync of the last files through a fresh descriptor can succeed while
+// pages the error hit are still only in the page cache (or lost). Open
+// would then find, and record in its new file, a log end that is not on
+// the disk; after a later power loss replay reports that end as lost
+// synced data (R4) and the bookie does not start, although no
+// acknowledged record was lost (nothing unsynced was acknowledged).
+// Reboot first, or treat the journal directory as failed. After a failed
+// write, file creation or a process crash, reopening is safe: Open syncs
+// what the previous incarnation left and starts a new file.
 package journal

@@ -348,6 +348,8 @@ func decodeGroupHeader(fileID uint64, offset int64, b []byte) (h groupHeader, ok
 		return h, false, fmt.Errorf("unknown group header flags %#x (written by a newer format?)", flags)
 	case h.seq == 0:
 		return h, false, fmt.Errorf("group header with sequence number 0")
+	case h.length < RecordHeaderSize:
+		return h, false, fmt.Errorf("group header with length %d, shorter than a record header", h.length)
 	case h.prevEnd != 0 && h.prevEnd < FirstGroupOffset:
 		return h, false, fmt.Errorf("group header says the previous file ended at offset %d", h.prevEnd)
 	}

@@ -580,6 +580,13 @@ func (j *Journal) syncGroups(f vfs.File, id uint64, records int) error {
 	return nil
 }
 
+// waitingHook calls the waiting test hook, if any; p is locked.
+func (j *Journal) waitingHook(who string) {
+	if h := j.opts.hooks; h != nil && h.waiting != nil {
+		h.waiting(who, j.p.unsynced)
+	}
+}
+
 // ioDo runs op unless the journal's I/O has been stopped by a failure.
 func (j *Journal) ioDo(op func() error) error {
 	j.io.RLock()
@@ -631,6 +638,7 @@ func (j *Journal) abandon(cause error) error {
 func (j *Journal) failRest(g *group, err error) {
 	j.p.Lock()
 	for j.p.err == nil || j.p.uncompleted > 0 {
+		j.waitingHook("failRest")
 		j.p.cond.Wait()
 	}
 	err = j.p.err
@@ -805,6 +813,7 @@ func (j *Journal) pipeline(g *group) error {
 	rotate := g.fileID != j.w.fileID
 	j.p.Lock()
 	for j.p.err == nil && (j.p.unsynced >= 2 || rotate && j.p.unsynced > 0) {
+		j.waitingHook("writer")
 		j.p.cond.Wait()
 	}
 	err := j.p.err
@@ -967,6 +976,7 @@ func (j *Journal) runPreallocator() {
 			if j.p.next == nil && j.p.curPinned {
 				break
 			}
+			j.waitingHook("prealloc")
 			j.p.cond.Wait()
 		}
 		j.p.Unlock()

@@ -389,6 +389,18 @@ func TestOpenRejectsSecondOpenAndBadOptions(t *testing.T) {
 	if _, err := Open(vfs.NewMem(), testDir, Options{}); err == nil {
 		t.Fatal("Open without a clock succeeded")
 	}
+	// A group's length is stored in 32 bits: no group may come near 4 GiB.
+	big := smallOpts()
+	big.MaxGroupBytes = 1<<30 + 1
+	if _, err := Open(vfs.NewMem(), testDir, big); err == nil || !strings.Contains(err.Error(), "MaxGroupBytes") {
+		t.Fatalf("Open with MaxGroupBytes %d: %v", big.MaxGroupBytes, err)
+	}
+	big.MaxGroupBytes = 1 << 30
+	j2, err := Open(vfs.NewMem(), testDir, big)
+	if err != nil {
+		t.Fatalf("Open with MaxGroupBytes at the limit: %v", err)
+	}
+	j2.Close()
 }
 
 func TestPositionOrder(t *testing.T) {

@@ -29,7 +29,7 @@ type Options struct {
 	// MaxGroupBytes closes a group once it holds this many bytes (a single
 	// larger record forms a group of its own). Default 512 KiB, BookKeeper's
 	// journalBufferedWritesThreshold: at ≥256 KiB per fdatasync the disk
-	// streams (spec/performance.md §3.2).
+	// streams (spec/performance.md §3.2). At most 1 GiB: Open refuses more.
 	MaxGroupBytes int
 
 	// MaxQueueBytes and MaxQueueRecords bound what is queued and in flight
@@ -100,7 +100,17 @@ type testHooks struct {
 	// rotated: writer, switched to file id (created ahead), nothing
 	// written to it yet.
 	rotated func(id uint64)
+	// waiting: about to wait for the pipeline to change, with the
+	// pipeline's lock held: who is "writer" (pipeline: the group after the
+	// next, or a rotation, waits for a sync), "failRest" (failing the
+	// queue waits for the syncer to complete what it was handed) or
+	// "prealloc" (nothing to do); unsynced is the pipeline's count.
+	waiting func(who string, unsynced int)
 }
+
+// maxGroupBytes bounds Options.MaxGroupBytes so that a group's length
+// (plus one record over) always fits the group header's 32 bits.
+const maxGroupBytes = 1 << 30
 
 func (o Options) withDefaults() (Options, error) {
 	if o.Clock == nil {
@@ -123,6 +133,11 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxFileBytes <= 0 {
 		o.MaxFileBytes = 256 << 20
+	}
+	if o.MaxGroupBytes > maxGroupBytes {
+		// A group header stores the payload length in 32 bits; a group may
+		// exceed MaxGroupBytes by one record (at most MaxPayloadBytes).
+		return o, fmt.Errorf("journal: MaxGroupBytes %d above the limit of %d", o.MaxGroupBytes, maxGroupBytes)
 	}
 	if o.MaxBackups < 0 {
 		return o, fmt.Errorf("journal: negative MaxBackups %d", o.MaxBackups)

@@ -379,21 +379,33 @@ func (r *fileReader) scanV2(start int64, fn ReplayFunc, sc *fileScan) error {
 			}
 		}
 		// Group seq is missing or damaged at pos. Only its successor may
-		// have been written without it being synced.
+		// have been written without it being synced. If the group's header
+		// is valid, its length says where the successor must be, and
+		// nothing else was written before that; else every later boundary
+		// is probed. The bytes inside a successor found by its valid
+		// header are its payload (client data, which may by chance or
+		// design hold a valid-looking header): they are skipped.
+		probe, succAt := alignUp(pos+1), int64(-1)
+		if ok {
+			probe = alignUp(pos + GroupHeaderSize + h.length)
+			succAt = probe
+		}
 		successor := false
-		for off := alignUp(pos + 1); off+GroupHeaderSize <= r.size; off += GroupAlignment {
+		for off := probe; off+GroupHeaderSize <= r.size; {
 			h2, ok, err := r.groupHeader(off)
 			if err != nil {
 				return err
 			}
 			if !ok {
+				off += GroupAlignment
 				continue
 			}
-			if h2.seq == seq+1 && !successor {
+			if h2.seq == seq+1 && !successor && (succAt < 0 || off == succAt) {
 				successor = true
 				if err := r.pin(off, h2, sc); err != nil {
 					return err
 				}
+				off = alignUp(off + GroupHeaderSize + h2.length)
 				continue
 			}
 			return &CorruptionError{File: r.path, Offset: pos, Reason: fmt.Sprintf(

@@ -640,4 +640,117 @@ func TestReplayRuleClauses(t *testing.T) {
 		_, err := replayAll(t, fs, ckpt)
 		expectCorruption(t, err, file1, spans[1][2].end)
 	})
+	t.Run("R5-checkpoint-inside-a-torn-group-with-its-successor", func(t *testing.T) {
+		// Four groups, the third torn, the fourth (its successor, written
+		// while the third synced) intact: the log ends after the second,
+		// and a checkpoint inside the third is beyond it.
+		fs := vfs.NewMem()
+		j := manualJournal(t, fs)
+		spans := writeGroups(t, j, 4, 3)
+		j.Close()
+		flipByte(t, fs, file1, spans[2][2].end-1)
+		if got, err := replayAll(t, fs, Position{}); err != nil || len(got) != 6 {
+			t.Fatalf("replay from the start: %d records, %v; want the first two groups", len(got), err)
+		}
+		_, err := replayAll(t, fs, Position{File: 1, Offset: spans[2][0].end})
+		expectCorruption(t, err, file1, spans[1][2].end)
+	})
+}
+
+// craftedBody is an entry body for a group starting at base whose bytes
+// at the 512-byte boundaries base+512, base+1024 hold valid group headers
+// of file 1 with the sequence numbers seqs (a client can write any bytes).
+func craftedBody(base int64, seqs ...uint64) []byte {
+	const bodyAt = GroupHeaderSize + RecordHeaderSize + 16 // ledger id, entry id
+	b := make([]byte, 1200)
+	for i, seq := range seqs {
+		off := base + int64(i+1)*GroupAlignment
+		h := make([]byte, GroupHeaderSize+RecordHeaderSize)
+		putGroupHeader(h, 1, off, seq, 0)
+		copy(b[off-base-bodyAt:], h[:GroupHeaderSize])
+	}
+	return b
+}
+
+// appendGroup writes one group of one entry of ledger 2 (Manual mode) and
+// returns where the group ends.
+func appendGroup(t *testing.T, j *Journal, e int64, b []byte) int64 {
+	t.Helper()
+	rec := newRecorder()
+	if err := j.AppendEntry(2, e, b, rec.cb(2, e)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := j.Flush(); n != 1 || err != nil {
+		t.Fatalf("flush: %d %v", n, err)
+	}
+	return rec.acks[[2]int64{2, e}].pos.Offset
+}
+
+// TestCraftedHeadersInPayloadsAreNotProbed: entry bodies are client data
+// and may hold bytes that form a valid group header at a 512-byte
+// boundary of their file. When the group after the last intact one is torn,
+// the probe for later groups must not read such bytes inside the torn
+// group (its header is valid, so its length is known) or inside its
+// successor: a legitimate torn tail must stay a torn tail.
+func TestCraftedHeadersInPayloadsAreNotProbed(t *testing.T) {
+	t.Run("inside-the-successor", func(t *testing.T) {
+		fs := vfs.NewMem()
+		j := manualJournal(t, fs)
+		spans := writeGroups(t, j, 2, 1)
+		end3 := appendGroup(t, j, 0, body(2, 0))
+		base4 := alignUp(end3)
+		appendGroup(t, j, 1, craftedBody(base4, 5, 6))
+		j.Close()
+		flipByte(t, fs, file1, end3-1) // group 3 torn, group 4 (its successor) intact
+		got, err := replayAll(t, fs, Position{})
+		if err != nil || len(got) != 2 || got[1].pos.Offset != spans[1][0].end {
+			t.Fatalf("torn tail: %d records, %v; want the first two groups", len(got), err)
+		}
+	})
+	t.Run("inside-the-torn-group", func(t *testing.T) {
+		fs := vfs.NewMem()
+		j := manualJournal(t, fs)
+		spans := writeGroups(t, j, 2, 1)
+		base3 := alignUp(spans[1][0].end)
+		end3 := appendGroup(t, j, 0, craftedBody(base3, 4, 5))
+		appendGroup(t, j, 1, body(2, 1))
+		j.Close()
+		flipByte(t, fs, file1, end3-1) // group 3 torn (header valid), group 4 intact
+		got, err := replayAll(t, fs, Position{})
+		if err != nil || len(got) != 2 || got[1].pos.Offset != spans[1][0].end {
+			t.Fatalf("torn tail: %d records, %v; want the first two groups", len(got), err)
+		}
+	})
+	t.Run("successor-at-the-wrong-offset", func(t *testing.T) {
+		// Group 3's header is valid and names its length: a group 4 found
+		// anywhere but right after it was not written by the journal
+		// there, and a valid header with another number after the torn
+		// group is corruption.
+		fs := vfs.NewMem()
+		j := manualJournal(t, fs)
+		spans := writeGroups(t, j, 2, 1)
+		end3 := appendGroup(t, j, 0, body(2, 0))
+		base3 := alignUp(spans[1][0].end)
+		j.Close()
+		h := make([]byte, GroupHeaderSize+RecordHeaderSize)
+		far := alignUp(end3) + GroupAlignment
+		putGroupHeader(h, 1, far, 4, 0)
+		patch(t, fs, file1, far, h[:GroupHeaderSize])
+		flipByte(t, fs, file1, end3-1)
+		_, err := replayAll(t, fs, Position{})
+		expectCorruption(t, err, file1, base3)
+	})
+}
+
+func TestGroupHeaderShorterThanRecordIsCorruption(t *testing.T) {
+	fs := vfs.NewMem()
+	j := manualJournal(t, fs)
+	spans := writeGroups(t, j, 2, 1)
+	j.Close()
+	g1 := groupStart(spans, 1)
+	h := make([]byte, GroupHeaderSize+RecordHeaderSize-1) // length 9
+	putGroupHeader(h, 1, g1, 2, 0)
+	patch(t, fs, file1, g1, h[:GroupHeaderSize])
+	_, err := replayAll(t, fs, Position{})
+	expectCorruption(t, err, file1, g1)
 }

@@ -133,10 +133,11 @@ type Config struct {
 	// Observer, if set, receives the journal's measurements (metrics).
 	Observer Observer
 
-	// Manual starts no background goroutines besides the journals' writers:
+	// Manual starts no background goroutines besides the journals' own
+	// (writer, syncer and preallocator of each):
 	// the owner calls FlushWriteCache, Checkpoint and GC (tests, simulator).
 	Manual bool
-	// ManualJournal also runs the journals without writer goroutines: the
+	// ManualJournal also runs the journals without goroutines: the
 	// owner calls StepJournals to run group commits. Adds, fences and
 	// explicit LACs then complete only when StepJournals runs.
 	ManualJournal bool
@@ -254,10 +255,13 @@ func (c Config) journalOptions(onFailure func(error)) journal.Options {
 }
 
 // Observer receives the store's journal measurements (BookKeeper's
-// JOURNAL_SYNC and JOURNAL_ADD_ENTRY). Methods run on the journals' writer
-// goroutines: they must be cheap and must not block.
+// JOURNAL_SYNC and JOURNAL_ADD_ENTRY). Methods run on a journal's
+// goroutines (JournalSynced and acknowledged adds on its syncer, adds
+// failed by a write error on its writer; with ManualJournal, in
+// StepJournals): they must be cheap and must not block.
 type Observer interface {
-	// JournalSynced is one group's fdatasync.
+	// JournalSynced is one fdatasync of a journal's groups (with the
+	// pipelined writer one fdatasync may cover two groups).
 	JournalSynced(took time.Duration)
 	// JournalAdded is one entry's time from its journal append to durable
 	// (err nil) or failed.

@@ -27,8 +27,9 @@ type addOp struct {
 
 var addOpPool = sync.Pool{New: func() any { return new(addOp) }}
 
-// AppendDone runs on the journal's writer goroutine once the entry's group
-// is durable (err == nil) or has failed; it never blocks on store locks.
+// AppendDone runs on a journal goroutine (the syncer once the entry's group
+// is durable, err == nil; the syncer or the writer once it has failed; in
+// StepJournals with ManualJournal); it never blocks on store locks.
 func (op *addOp) AppendDone(pos journal.Position, err error) {
 	jr, done := op.jr, op.done
 	if op.obs != nil {
