@@ -23,8 +23,8 @@ type cachedEntry struct {
 type generation struct {
 	entries []cachedEntry
 	pos     entryIndex // key -> index in entries
-	bytes   int64            // charged bytes (bodies + overhead)
-	chunks  [][]byte         // arena slabs; the last one is being filled
+	bytes   int64      // charged bytes (bodies + overhead)
+	chunks  [][]byte   // arena slabs; the last one is being filled
 	// dropped holds ledgers deleted while this generation was frozen; their
 	// placements are not handed to apply.
 	dropped map[int64]struct{}
