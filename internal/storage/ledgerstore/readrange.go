@@ -32,15 +32,17 @@ func (s *Store) ReadEntries(ledgerID, firstEntryID int64, maxCount int, maxBytes
 		}
 		return [][]byte{b}, nil
 	}
-	if _, err := s.lookup(ledgerID); err != nil {
+	l, err := s.lookup(ledgerID)
+	if err != nil {
 		return nil, err
 	}
+	defer s.ledgers.release(l)
 	if maxCount <= 0 || maxCount > maxRangeEntries {
 		maxCount = maxRangeEntries
 	}
 	sh := s.shardFor(ledgerID)
 	indexed := make(map[int64]entrylog.Location)
-	err := sh.ix.Entries(ledgerID, firstEntryID, func(id int64, loc entrylog.Location) bool {
+	err = sh.ix.Entries(ledgerID, firstEntryID, func(id int64, loc entrylog.Location) bool {
 		if id != firstEntryID+int64(len(indexed)) {
 			return false
 		}
@@ -99,6 +101,7 @@ func (s *Store) ReadEntries(ledgerID, firstEntryID int64, maxCount int, maxBytes
 		slots = append(slots, sl)
 	}
 
+	s.at("readentries:located")
 	res := sh.el.ReadMany(ledgerID, wants)
 	out := make([][]byte, 0, len(slots))
 	for i, sl := range slots {
