@@ -147,6 +147,10 @@ type Store struct {
 
 	flushWanted chan struct{}
 
+	// beforeRead, if set (tests only, before any read), runs in ReadAhead
+	// and ReadMany between finding a log and reading it.
+	beforeRead func()
+
 	// flushMu serialises Flush (one writer of the current log).
 	flushMu sync.Mutex
 	current *logWriter // guarded by flushMu
@@ -786,6 +790,9 @@ func (s *Store) ReadAhead(ledgerID int64, target Want, next []Want, epoch uint64
 		}
 	}
 	buf := make([]byte, span)
+	if s.beforeRead != nil {
+		s.beforeRead()
+	}
 	lf.mu.RLock()
 	if lf.f == nil {
 		lf.mu.RUnlock()
@@ -950,6 +957,9 @@ func recordEnd(l Location) int64 { return l.Offset + int64(RecordHeaderSize) + i
 // read again on its own, so a bad sector fails only the records over it.
 func (s *Store) readRun(ledgerID int64, wants []Want, run []int, lf *logFile, start, end int64, res []Result) {
 	buf := make([]byte, end-start)
+	if s.beforeRead != nil {
+		s.beforeRead()
+	}
 	lf.mu.RLock()
 	var got int
 	var err error
