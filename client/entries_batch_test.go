@@ -1,10 +1,12 @@
 package client_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/foliodb/folio/client"
+	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/testcluster"
 )
 
@@ -182,4 +184,50 @@ func TestEntriesShortBatches(t *testing.T) {
 			t.Fatalf("%d batch reads, %d of them to the bookie lacking entries 100…199; want it asked and the rest read on", b, l)
 		}
 	})
+}
+
+// A reader that saw a LAC above the end the ledger is then closed at (the
+// close written straight to the metadata store, as in
+// TestClosedLedgerLACIsItsEnd): Entries over batch reads, which learns the
+// close when it refreshes the metadata, fails with ErrReadBeyondLAC and
+// never yields an entry past the end, though the bookies hold them.
+func TestEntriesBatchedStopsAtLearntClose(t *testing.T) {
+	cl := testcluster.Start(t, 3)
+	ctx := testCtx(t)
+	c := newClient(t, cl, func(c *client.Config) { c.UseV2WireProtocol = true })
+	w := writeLedger(t, ctx, c, 3, 3, 2, 0, false)
+	for i := range int64(16) { // one at a time: the bookies' LAC is 14
+		if id, err := w.Append(ctx, payloadOf(w.ID(), i)); err != nil || id != i {
+			t.Fatalf("append %d: %d, %v", i, id, err)
+		}
+	}
+	r := openReader(t, ctx, c, w.ID())
+	if lac, err := r.ReadLastAddConfirmed(ctx); err != nil || lac != 14 {
+		t.Fatalf("LAC = %d, %v; want 14", lac, err)
+	}
+	const end = 9
+	md, v, err := cl.MD.ReadLedger(ctx, w.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	md.State, md.LastEntryID, md.Length = metadata.LedgerClosed, end, 0
+	for i := int64(0); i <= end; i++ {
+		md.Length += int64(len(payloadOf(w.ID(), i)))
+	}
+	if _, err := cl.MD.WriteLedger(ctx, w.ID(), md, v); err != nil {
+		t.Fatal(err)
+	}
+	var failed error
+	for e, err := range r.Entries(ctx, 0, 14) {
+		if err != nil {
+			failed = err
+			break
+		}
+		if e.ID > end {
+			t.Fatalf("Entries yielded entry %d past the closed end %d", e.ID, end)
+		}
+	}
+	if !errors.Is(failed, client.ErrReadBeyondLAC) {
+		t.Fatalf("Entries(0, 14) over a ledger closed at %d: %v, want ErrReadBeyondLAC", end, failed)
+	}
 }
