@@ -747,6 +747,10 @@ func (s *Store) ReadCachedEntry(ledgerID, entryID int64) ([]byte, bool) {
 // positive, half the read cache); records of other ledgers inside the
 // span are read through. epoch is FillEpoch taken before the index lookup.
 //
+// The bytes a read returns before failing are valid: an I/O error past
+// target's record does not fail target (nothing is cached then), and one
+// inside it is reported only if a read of target alone fails too.
+//
 // Only target's outcome is reported. A following record that is damaged,
 // beyond the end of the file, or not the entry the index named is simply
 // not cached: reading that entry later goes to the log and reports the
