@@ -263,6 +263,11 @@ func (r *ReadHandle) readChunkBatched(ctx context.Context, lo, hi int64) ([]Entr
 		if err != nil {
 			return out, err
 		}
+		if md.IsClosed() && hi > md.LastEntryID {
+			// As readChunk: a close learnt by the refresh ends the ledger
+			// before the entries the LAC promised.
+			return out, fmt.Errorf("%w: ledger %d is closed at entry %d, entries up to %d asked", ErrReadBeyondLAC, r.id, md.LastEntryID, hi)
+		}
 		if noBatch || md.EnsembleSize != md.WriteQuorum {
 			return r.readChunk(ctx, lo, hi, out, true)
 		}

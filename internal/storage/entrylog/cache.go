@@ -23,8 +23,8 @@ type cachedEntry struct {
 type generation struct {
 	entries []cachedEntry
 	pos     entryIndex // key -> index in entries
-	bytes   int64            // charged bytes (bodies + overhead)
-	chunks  [][]byte         // arena slabs; the last one is being filled
+	bytes   int64      // charged bytes (bodies + overhead)
+	chunks  [][]byte   // arena slabs; the last one is being filled
 	// dropped holds ledgers deleted while this generation was frozen; their
 	// placements are not handed to apply.
 	dropped map[int64]struct{}
@@ -174,15 +174,57 @@ func (c *readCache) put(k entryKey, body []byte) {
 	c.m[k] = body
 	c.fifo = append(c.fifo, k)
 	c.bytes += size
+	c.compact()
+}
+
+// readCacheSlack is how many stale fifo slots beyond twice the live keys
+// are tolerated before compact rewrites the fifo.
+const readCacheSlack = 1024
+
+// compact bounds the fifo when keys leave m without byte pressure (remove,
+// removeLedger): their slots are otherwise dropped only as eviction passes
+// them, and a cache that never fills would keep every key ever put. The
+// rewrite keeps the live keys in insertion order, dropping stale slots and
+// the duplicates a removed and re-put key leaves (its oldest slot is
+// dropped, so it is no longer evicted early); it runs when at least half the
+// slots are stale, so its cost is amortised over the puts and removes that
+// made them.
+func (c *readCache) compact() {
+	if len(c.fifo)-c.head <= 2*len(c.m)+readCacheSlack {
+		return
+	}
+	seen := make(map[entryKey]int, len(c.m)) // key -> slots left to skip
+	for _, k := range c.fifo[c.head:] {
+		if _, ok := c.m[k]; ok {
+			seen[k]++
+		}
+	}
+	kept := c.fifo[:0]
+	for _, k := range c.fifo[c.head:] {
+		n, ok := seen[k]
+		if !ok {
+			continue
+		}
+		if n > 1 { // a later slot of the same key follows
+			seen[k] = n - 1
+			continue
+		}
+		kept = append(kept, k)
+	}
+	clear(c.fifo[len(kept):])
+	c.fifo = kept
+	c.head = 0
 }
 
 // remove forgets one entry. Its key stays in fifo and is skipped at
-// eviction (not in m); a later put of the same key appends it again, and
-// the earlier fifo slot then evicts it early, which only costs a miss.
+// eviction (not in m) until compact drops it; a later put of the same key
+// appends it again, and the earlier fifo slot then evicts it early, which
+// only costs a miss.
 func (c *readCache) remove(k entryKey) {
 	if b, ok := c.m[k]; ok {
 		c.bytes -= int64(len(b)) + entryOverheadBytes
 		delete(c.m, k)
+		c.compact()
 	}
 }
 
@@ -193,5 +235,7 @@ func (c *readCache) removeLedger(ledgerID int64) {
 			delete(c.m, k)
 		}
 	}
-	// Stale keys left in fifo are skipped at eviction (not in m).
+	// Stale keys left in fifo are skipped at eviction (not in m) until
+	// compact drops them.
+	c.compact()
 }

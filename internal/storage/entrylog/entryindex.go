@@ -27,36 +27,30 @@ type ledgerPositions struct {
 	pos  []int32
 }
 
-// maxWindowGap bounds how far past a ledger's window an entry may land and
-// still extend it. A bookie in an ensemble of E with write quorum Qw sees
-// gaps below E; the bound keeps sparse ids (explicit ids far apart) from
-// costing more than entryOverheadBytes per entry: at most 16 four-byte
-// slots are added per entry.
-const maxWindowGap = 16
+// maxWindowGap bounds how many empty slots an entry may skip past a
+// ledger's window and still extend it (further, it goes to the spill map).
+// A bookie in an ensemble of E with write quorum Qw skips fewer than E
+// slots, so 7 keeps the windows of ensembles up to 8 dense. The bound is
+// what keeps the window within the entryOverheadBytes charged per entry
+// even for sparse ids spaced just inside it: an entry adds at most
+// maxWindowGap+1 = 8 four-byte slots (32 B), and append's growth at most
+// doubles a slice's capacity over its length, so a window's backing array
+// is at most 64 B per entry it holds.
+const maxWindowGap = 7
 
 func newEntryIndex() entryIndex {
 	return entryIndex{ledgers: make(map[int64]*ledgerPositions)}
 }
 
-func (x *entryIndex) ledger(ledgerID int64, create bool) *ledgerPositions {
-	if x.last != nil && x.lastID == ledgerID {
-		return x.last
-	}
-	lp := x.ledgers[ledgerID]
-	if lp == nil {
-		if !create {
-			return nil
-		}
-		lp = &ledgerPositions{}
-		x.ledgers[ledgerID] = lp
-	}
-	x.lastID, x.last = ledgerID, lp
-	return lp
-}
-
-// get returns the position of k.
+// get returns the position of k. It only reads x (the one-entry cache is
+// written by set alone), so an index no longer written to, a frozen
+// generation's, may be read without the writer's lock.
 func (x *entryIndex) get(k entryKey) (int, bool) {
-	if lp := x.ledger(k.ledgerID, false); lp != nil {
+	lp := x.last
+	if lp == nil || x.lastID != k.ledgerID {
+		lp = x.ledgers[k.ledgerID]
+	}
+	if lp != nil {
 		if off := k.entryID - lp.base; off >= 0 && off < int64(len(lp.pos)) && lp.pos[off] != 0 {
 			return int(lp.pos[off]) - 1, true
 		}
@@ -69,7 +63,15 @@ func (x *entryIndex) get(k entryKey) (int, bool) {
 // in bytes, with at least entryOverheadBytes charged per entry). k must not
 // be present, or be present at position i already.
 func (x *entryIndex) set(k entryKey, i int) {
-	lp := x.ledger(k.ledgerID, true)
+	lp := x.last
+	if lp == nil || x.lastID != k.ledgerID {
+		lp = x.ledgers[k.ledgerID]
+		if lp == nil {
+			lp = &ledgerPositions{}
+			x.ledgers[k.ledgerID] = lp
+		}
+		x.lastID, x.last = k.ledgerID, lp
+	}
 	if len(lp.pos) == 0 && k.entryID >= 0 {
 		lp.base = k.entryID
 	}
@@ -85,17 +87,4 @@ func (x *entryIndex) set(k entryKey, i int) {
 		lp.pos = append(lp.pos, 0)
 	}
 	lp.pos[off] = int32(i + 1)
-}
-
-// removeLedger forgets every key of the ledger.
-func (x *entryIndex) removeLedger(ledgerID int64) {
-	delete(x.ledgers, ledgerID)
-	if x.lastID == ledgerID {
-		x.last = nil
-	}
-	for k := range x.spill {
-		if k.ledgerID == ledgerID {
-			delete(x.spill, k)
-		}
-	}
 }

@@ -147,6 +147,10 @@ type Store struct {
 
 	flushWanted chan struct{}
 
+	// beforeRead, if set (tests only, before any read), runs in ReadAhead
+	// and ReadMany between finding a log and reading it.
+	beforeRead func()
+
 	// flushMu serialises Flush (one writer of the current log).
 	flushMu sync.Mutex
 	current *logWriter // guarded by flushMu
@@ -743,6 +747,10 @@ func (s *Store) ReadCachedEntry(ledgerID, entryID int64) ([]byte, bool) {
 // positive, half the read cache); records of other ledgers inside the
 // span are read through. epoch is FillEpoch taken before the index lookup.
 //
+// The bytes a read returns before failing are valid: an I/O error past
+// target's record does not fail target (nothing is cached then), and one
+// inside it is reported only if a read of target alone fails too.
+//
 // Only target's outcome is reported. A following record that is damaged,
 // beyond the end of the file, or not the entry the index named is simply
 // not cached: reading that entry later goes to the log and reports the
@@ -786,6 +794,9 @@ func (s *Store) ReadAhead(ledgerID int64, target Want, next []Want, epoch uint64
 		}
 	}
 	buf := make([]byte, span)
+	if s.beforeRead != nil {
+		s.beforeRead()
+	}
 	lf.mu.RLock()
 	if lf.f == nil {
 		lf.mu.RUnlock()
@@ -793,12 +804,27 @@ func (s *Store) ReadAhead(ledgerID int64, target Want, next []Want, epoch uint64
 	}
 	got, err := lf.f.ReadAt(buf, loc.Offset)
 	lf.mu.RUnlock()
-	if err != nil && !(errors.Is(err, io.EOF) && int64(got) >= want) {
-		if errors.Is(err, io.EOF) {
+	// [0, got) is valid data whatever err says: a pread over a bad sector
+	// returns the bytes before it and then the error, which concerns only
+	// the records reaching past got.
+	if int64(got) < want {
+		switch {
+		case err == nil || errors.Is(err, io.EOF):
 			return nil, &CorruptionError{File: lf.path, Offset: loc.Offset,
 				Reason: fmt.Sprintf("record of ledger %d entry %d runs past the end of the file", ledgerID, target.EntryID)}
+		case span > want:
+			// The span's read failed before target's end; a failure
+			// (transient, or one that only a span-sized read meets) must
+			// not fail target while a read of target alone can succeed.
+			return s.ReadAhead(ledgerID, target, nil, 0)
 		}
 		return nil, fmt.Errorf("entrylog: read %s at offset %d: %w", lf.path, loc.Offset, err)
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		// Target is whole; the records past got are not, and the device
+		// just failed a read: report target and leave the rest to be read
+		// (and their damage reported) on their own.
+		ahead = nil
 	}
 	buf = buf[:got]
 	body, err := verifyRecord(lf.path, buf[:want], loc, ledgerID, target.EntryID)
@@ -859,13 +885,20 @@ func (s *Store) fill(ledgerID int64, ahead []Want, buf []byte, base int64, path 
 
 // ReadMany reads entries of one ledger at the index locations in wants and
 // returns their outcomes in the same order (results[i] for wants[i]). It
-// reads in (log, offset) order, joining records of one log that are at
-// most Options.MaxReadGapBytes apart into one read of at most
-// Options.MaxReadBytes: a run of a ledger's entries written by one flush is
-// one read. Each record is verified as Read verifies it; an error is the
-// error Read would return for that entry, never "no such entry". The read
-// cache is neither consulted nor filled (the caller consumes the bodies).
-// Bodies may share one buffer; the caller owns them.
+// reads in (log, offset) order, joining records of one log into one read
+// of at most Options.MaxReadBytes while each gap is at most
+// Options.MaxReadGapBytes and the read stays mostly this ledger's (at most
+// 4 bytes read per byte wanted, plus one gap, as ReadAhead) and the gaps
+// read through in all stay within the records' own bytes plus one gap: a
+// run of a ledger's entries written by one flush is one read, sparse
+// entries among other ledgers' records cost about their own bytes, and a
+// call reads at most twice the bytes of its records plus
+// Options.MaxReadGapBytes. Each record is
+// verified as Read verifies it; an error is the error Read would return
+// for that entry, never "no such entry". The read cache is neither
+// consulted nor filled (the caller consumes the bodies). The bodies of one
+// read share one compact buffer holding only bodies, so a caller retaining
+// a body pins at most the bodies read with it; the caller owns them.
 func (s *Store) ReadMany(ledgerID int64, wants []Want) []Result {
 	res := make([]Result, len(wants))
 	files := make([]*logFile, len(wants))
@@ -886,19 +919,31 @@ func (s *Store) ReadMany(ledgerID int64, wants []Want) []Result {
 		}
 		return cmp.Compare(la.Offset, lb.Offset)
 	})
-	recEnd := func(l Location) int64 { return l.Offset + int64(RecordHeaderSize) + int64(l.Size) }
+	// Bytes of other records the whole call may read through: as many as
+	// its records' own, plus one gap.
+	gapBudget := s.opts.MaxReadGapBytes
+	for _, i := range order {
+		gapBudget += recordEnd(wants[i].Loc) - wants[i].Loc.Offset
+	}
 	for len(order) > 0 {
 		first := wants[order[0]].Loc
-		end := recEnd(first)
+		end := recordEnd(first)
+		need := end - first.Offset // record bytes wanted in the run
 		n := 1
 		for ; n < len(order); n++ {
 			l := wants[order[n]].Loc
-			if l.LogID != first.LogID || l.Offset < end || l.Offset-end > s.opts.MaxReadGapBytes || recEnd(l)-first.Offset > s.opts.MaxReadBytes {
+			rec := recordEnd(l) - l.Offset
+			span := recordEnd(l) - first.Offset
+			if l.LogID != first.LogID || l.Offset < end || l.Offset-end > s.opts.MaxReadGapBytes ||
+				span > s.opts.MaxReadBytes || span > 4*(need+rec)+s.opts.MaxReadGapBytes ||
+				l.Offset-end > gapBudget {
 				// l.Offset < end: overlapping locations (damaged index);
 				// read it on its own so the check names it.
 				break
 			}
-			end = recEnd(l)
+			gapBudget -= l.Offset - end
+			end = recordEnd(l)
+			need += rec
 		}
 		s.readRun(ledgerID, wants, order[:n], files[order[0]], first.Offset, end, res)
 		order = order[n:]
@@ -906,10 +951,19 @@ func (s *Store) ReadMany(ledgerID int64, wants []Want) []Result {
 	return res
 }
 
+func recordEnd(l Location) int64 { return l.Offset + int64(RecordHeaderSize) + int64(l.Size) }
+
 // readRun reads [start, end) of lf once and verifies each of the wants at
-// the indexes in run, setting their results.
+// the indexes in run (in offset order), setting their results; the bodies
+// that verify are copied into one slab. The bytes read before a failed
+// read's end are valid whatever its error: only the records reaching past
+// them fail, and when the run has more than one record each of those is
+// read again on its own, so a bad sector fails only the records over it.
 func (s *Store) readRun(ledgerID int64, wants []Want, run []int, lf *logFile, start, end int64, res []Result) {
 	buf := make([]byte, end-start)
+	if s.beforeRead != nil {
+		s.beforeRead()
+	}
 	lf.mu.RLock()
 	var got int
 	var err error
@@ -922,24 +976,37 @@ func (s *Store) readRun(ledgerID int64, wants []Want, run []int, lf *logFile, st
 	if errors.Is(err, io.EOF) {
 		err = nil // records past got are reported one by one below
 	}
+	var retry []int
+	bodies := 0
 	for _, i := range run {
 		w := wants[i]
-		if err != nil {
-			if errors.Is(err, ErrLogRemoved) {
-				res[i].Err = err
-			} else {
-				res[i].Err = fmt.Errorf("entrylog: read %s at offset %d: %w", lf.path, w.Loc.Offset, err)
-			}
-			continue
-		}
 		rel := w.Loc.Offset - start
 		recEnd := rel + int64(RecordHeaderSize) + int64(w.Loc.Size)
-		if recEnd > int64(got) {
+		switch {
+		case recEnd <= int64(got):
+			res[i].Body, res[i].Err = verifyRecord(lf.path, buf[rel:recEnd:recEnd], w.Loc, ledgerID, w.EntryID)
+			bodies += len(res[i].Body)
+		case errors.Is(err, ErrLogRemoved):
+			res[i].Err = err
+		case err != nil && len(run) > 1:
+			retry = append(retry, i)
+		case err != nil:
+			res[i].Err = fmt.Errorf("entrylog: read %s at offset %d: %w", lf.path, w.Loc.Offset, err)
+		default:
 			res[i].Err = &CorruptionError{File: lf.path, Offset: w.Loc.Offset,
 				Reason: fmt.Sprintf("record of ledger %d entry %d runs past the end of the file", ledgerID, w.EntryID)}
-			continue
 		}
-		res[i].Body, res[i].Err = verifyRecord(lf.path, buf[rel:recEnd:recEnd], w.Loc, ledgerID, w.EntryID)
+	}
+	slab := make([]byte, 0, bodies)
+	for _, i := range run {
+		if b := res[i].Body; b != nil {
+			at := len(slab)
+			slab = append(slab, b...)
+			res[i].Body = slab[at:len(slab):len(slab)]
+		}
+	}
+	for _, i := range retry {
+		s.readRun(ledgerID, wants, []int{i}, lf, wants[i].Loc.Offset, recordEnd(wants[i].Loc), res)
 	}
 }
 

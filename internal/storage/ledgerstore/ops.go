@@ -357,6 +357,7 @@ func (s *Store) readEntry(sh *ledgerShard, ledgerID, entryID int64) ([]byte, err
 		return b, nil
 	}
 	for attempt := 0; ; attempt++ {
+		s.at("read:locate")
 		// The fill token is taken before the index is read: a deletion or
 		// a flush after this point keeps the read-ahead out of the cache.
 		epoch := sh.el.FillEpoch()
@@ -563,6 +564,7 @@ func (s *Store) DeleteLedger(ctx context.Context, ledgerID int64) error {
 		return nil
 	}
 	sh.el.DropLedger(ledgerID)
+	s.at("delete:dropped")
 	if err := sh.ix.DeleteLedger(ledgerID); err != nil {
 		s.fail(err)
 		return err

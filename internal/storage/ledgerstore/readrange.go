@@ -20,9 +20,10 @@ var _ storage.RangeReader = (*Store)(nil)
 // locations in one index iteration, serves the entries the caches hold
 // (write cache, then read cache), and reads the others with one
 // entrylog.ReadMany: sorted by (log, offset), records that lie together
-// read at once. The order of checks per entry is the one readEntry
-// follows (caches, then the index), so an entry flushed during the call
-// is found in one or the other.
+// read at once (at most twice the run's record bytes plus one gap are
+// read: about 2 × maxBytes). The order of checks per entry is the one
+// readEntry follows (caches, then the index), so an entry flushed during
+// the call is found in one or the other.
 func (s *Store) ReadEntries(ledgerID, firstEntryID int64, maxCount int, maxBytes, perEntryBytes int64) ([][]byte, error) {
 	if firstEntryID < 0 {
 		// -1 is "the last entry": nothing follows it.
@@ -32,15 +33,17 @@ func (s *Store) ReadEntries(ledgerID, firstEntryID int64, maxCount int, maxBytes
 		}
 		return [][]byte{b}, nil
 	}
-	if _, err := s.lookup(ledgerID); err != nil {
+	l, err := s.lookup(ledgerID)
+	if err != nil {
 		return nil, err
 	}
+	defer s.ledgers.release(l)
 	if maxCount <= 0 || maxCount > maxRangeEntries {
 		maxCount = maxRangeEntries
 	}
 	sh := s.shardFor(ledgerID)
 	indexed := make(map[int64]entrylog.Location)
-	err := sh.ix.Entries(ledgerID, firstEntryID, func(id int64, loc entrylog.Location) bool {
+	err = sh.ix.Entries(ledgerID, firstEntryID, func(id int64, loc entrylog.Location) bool {
 		if id != firstEntryID+int64(len(indexed)) {
 			return false
 		}
@@ -99,6 +102,7 @@ func (s *Store) ReadEntries(ledgerID, firstEntryID int64, maxCount int, maxBytes
 		slots = append(slots, sl)
 	}
 
+	s.at("readentries:located")
 	res := sh.el.ReadMany(ledgerID, wants)
 	out := make([][]byte, 0, len(slots))
 	for i, sl := range slots {

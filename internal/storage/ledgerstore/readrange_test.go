@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -268,6 +269,118 @@ func TestReadCacheLedgerRecreated(t *testing.T) {
 	for e, b := range got {
 		if string(b) != string(entryBody(l, int64(e), int64(e)-1, 1, 100)) {
 			t.Fatalf("ReadEntries: entry %d is not the re-created ledger's", e)
+		}
+	}
+}
+
+// The interleaving ForgetCached exists for, made deterministic with hooks:
+// a reader takes its fill token after DeleteLedger's DropLedger and walks
+// the index before the index deletion, so its read-ahead caches the old
+// ledger's entries; the ledger id is then re-created with fewer entries. A
+// read of an entry the new ledger has not written is "no such entry",
+// never the old ledger's bytes.
+func TestReadAheadBetweenDropAndIndexDeletion(t *testing.T) {
+	s := mustOpen(t, vfs.NewMem(), testConfig())
+	defer s.Close()
+	const l = 3
+	for e := int64(0); e < 20; e++ {
+		mustAdd(t, s, l, e, entryBody(l, e, e-1, 0, 100))
+	}
+	if err := s.FlushWriteCache(); err != nil {
+		t.Fatal(err)
+	}
+	readerAt := make(chan struct{}) // the reader is about to take its token
+	readerGo := make(chan struct{}) // let it
+	dropped := make(chan struct{})  // DeleteLedger has dropped the caches
+	deleteGo := make(chan struct{}) // let it delete the index
+	var readerHeld, deleteHeld atomic.Bool
+	s.setHook(func(p string) {
+		switch {
+		case p == "read:locate" && readerHeld.CompareAndSwap(false, true):
+			close(readerAt)
+			<-readerGo
+		case p == "delete:dropped" && deleteHeld.CompareAndSwap(false, true):
+			close(dropped)
+			<-deleteGo
+		}
+	})
+	readDone := make(chan error, 1)
+	go func() {
+		b, err := s.ReadEntry(l, 0)
+		if err == nil && string(b) != string(entryBody(l, 0, -1, 0, 100)) {
+			err = errors.New("wrong body")
+		}
+		readDone <- err
+	}()
+	<-readerAt
+	deleteDone := make(chan error, 1)
+	go func() { deleteDone <- s.DeleteLedger(contextBackground(), l) }()
+	<-dropped
+	close(readerGo) // token after DropLedger, index walk before its deletion
+	if err := <-readDone; err != nil {
+		t.Fatalf("read racing the deletion: %v", err)
+	}
+	close(deleteGo)
+	if err := <-deleteDone; err != nil {
+		t.Fatal(err)
+	}
+	s.setHook(nil)
+
+	for e := int64(0); e < 5; e++ {
+		mustAdd(t, s, l, e, entryBody(l, e, e-1, 1, 100)) // salt 1: other bytes
+	}
+	if err := s.FlushWriteCache(); err != nil {
+		t.Fatal(err)
+	}
+	for e := int64(5); e < 20; e++ {
+		if b, err := s.ReadEntry(l, e); !errors.Is(err, storage.ErrNoEntry) {
+			t.Fatalf("re-created ledger, unwritten entry %d: %d bytes, %v; want no such entry", e, len(b), err)
+		}
+	}
+	got, err := s.ReadEntries(l, 0, 0, 1<<30, 4)
+	if err != nil || len(got) != 5 {
+		t.Fatalf("ReadEntries: %d entries, %v; want the new ledger's 5", len(got), err)
+	}
+	for e, b := range got {
+		if string(b) != string(entryBody(l, int64(e), int64(e)-1, 1, 100)) {
+			t.Fatalf("ReadEntries: entry %d is not the re-created ledger's", e)
+		}
+	}
+}
+
+// A compaction that removes the entry logs between ReadEntries' index walk
+// and its read: each entry whose log is gone is looked up again, and every
+// body is exact. The ledger reference ReadEntries takes is given back.
+func TestReadEntriesLogRemovedMidRead(t *testing.T) {
+	// Without a read cache every read goes to the entry logs.
+	s, _, _ := compactionStore(t, &CompactionPolicy{MajorThreshold: 0.7, MajorInterval: time.Hour},
+		func(c *Config) { c.ReadCacheBytes, c.ReadAheadBytes = -1, -1 })
+	defer s.Close()
+	var st GCStats
+	var gcErr error
+	var ran atomic.Bool
+	s.setHook(func(p string) {
+		if p == "readentries:located" && ran.CompareAndSwap(false, true) {
+			st, _, gcErr = s.GCTick(true)
+		}
+	})
+	got, err := s.ReadEntries(1, 0, 0, 1<<30, 4)
+	s.setHook(nil)
+	if gcErr != nil || st.EntriesMoved == 0 || st.LogsRemoved == 0 {
+		t.Fatalf("compaction during the read: %+v, %v", st, gcErr)
+	}
+	if err != nil || len(got) != 120 {
+		t.Fatalf("ReadEntries: %d entries, %v", len(got), err)
+	}
+	for e, b := range got {
+		if string(b) != string(entryBody(1, int64(e), int64(e)-1, 0, 700)) {
+			t.Fatalf("entry %d: wrong body", e)
+		}
+	}
+	if l := s.ledgers.acquireExisting(1); l != nil {
+		s.ledgers.release(l)
+		if l.refs != 0 {
+			t.Fatalf("ledger 1 holds %d references after the reads", l.refs)
 		}
 	}
 }
