@@ -149,9 +149,17 @@
 //     a torn tail, cut silently. Group k+1 is not delivered even if intact
 //     (it was never acknowledged, P2). Payloads are not probed because
 //     they are client data: an entry body may hold bytes that form a valid
-//     group header for its own file and offset, which must not turn a torn
-//     tail into corruption. (Only when k's header itself is lost are k's
-//     payload boundaries probed.)
+//     group header for its own file and offset. Two cases still probe
+//     payload boundaries, and there such a look-alike can turn a torn
+//     tail into a false *CorruptionError (the bookie then refuses to start
+//     until an operator looks; nothing acknowledged is lost): k's own
+//     header lost (k's payload is probed, and a k+1 found there is not
+//     trusted to say where it ends: probing goes on past it, so that a
+//     real k+2 is still found), and k+1's header lost while k's is valid
+//     (k+1's payload is probed). Closing them would mean not looking for
+//     k+2 behind a damaged k+1, i.e. cutting damage of synced data as a
+//     torn tail. An all-zero header block is preallocated space, never a
+//     header, whatever its checksum.
 //   - R4: if the file is followed by another, that file must record this
 //     file's end (its header's prev end, else its group headers', which
 //     must all agree) and the ends must be equal; otherwise a

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
@@ -92,19 +93,34 @@ func TestIOErrorFailsJournal(t *testing.T) {
 			mem := vfs.NewCrashableMem()
 			fault := &faultAfter{match: c.match, after: c.after}
 			var failures atomic.Int32
-			var failure error
+			var failure atomic.Pointer[error]
+			failed := make(chan struct{})
 			opts := smallOpts()
 			if !c.idle {
 				opts.PreallocBytes, opts.MaxFileBytes = 1<<20, 1<<20 // onePrealloc
 			}
-			opts.OnFailure = func(err error) { failures.Add(1); failure = err; fault.known.Store(true) }
+			// OnFailure runs on whichever goroutine met the error (the
+			// preallocator's, for the idle cases), concurrently with the
+			// test.
+			opts.OnFailure = func(err error) {
+				if failures.Add(1) == 1 {
+					failure.Store(&err)
+					fault.known.Store(true)
+					close(failed)
+				}
+			}
 			j, err := Open(errorfs.Wrap(mem, fault), testDir, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			rec := newRecorder()
 			appendLedgersMode(t, j, rec, 4, 150, true)
-			checkFailed(t, j, rec, fault, &failures, failure, c.idle)
+			select { // the idle cases' failure may come after the last append
+			case <-failed:
+			case <-time.After(time.Minute):
+				t.Fatal("the injected fault was never reported through OnFailure")
+			}
+			checkFailed(t, j, rec, fault, &failures, *failure.Load(), c.idle)
 
 			// Nothing unsynced was acknowledged: a crash that keeps none of
 			// the unsynced data still holds every ack; one that keeps all of

@@ -334,7 +334,11 @@ func putGroupHeader(b []byte, fileID uint64, offset int64, seq uint64, prevEnd i
 // damaged); err is set only for a header with a valid checksum that this
 // version cannot accept.
 func decodeGroupHeader(fileID uint64, offset int64, b []byte) (h groupHeader, ok bool, err error) {
-	if len(b) < GroupHeaderSize || binary.LittleEndian.Uint32(b) != groupCRC(fileID, offset, b) {
+	if len(b) < GroupHeaderSize || allZero(b[:GroupHeaderSize]) || binary.LittleEndian.Uint32(b) != groupCRC(fileID, offset, b) {
+		// All zeros is preallocated space, never a header (the writer's
+		// sequence numbers start at 1): at about one (file, offset) in
+		// 2^32 the CRC of zeros is zero, and a check that went on would
+		// call the zero tail of such a file corrupt at every start.
 		return h, false, nil
 	}
 	h = groupHeader{
@@ -354,4 +358,14 @@ func decodeGroupHeader(fileID uint64, offset int64, b []byte) (h groupHeader, ok
 		return h, false, fmt.Errorf("group header says the previous file ended at offset %d", h.prevEnd)
 	}
 	return h, true, nil
+}
+
+// allZero reports whether b holds only zero bytes.
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -382,9 +382,9 @@ func (r *fileReader) scanV2(start int64, fn ReplayFunc, sc *fileScan) error {
 		// have been written without it being synced. If the group's header
 		// is valid, its length says where the successor must be, and
 		// nothing else was written before that; else every later boundary
-		// is probed. The bytes inside a successor found by its valid
-		// header are its payload (client data, which may by chance or
-		// design hold a valid-looking header): they are skipped.
+		// is probed. The bytes inside a successor found where k's valid
+		// header puts it are its payload (client data, which may by chance
+		// or design hold a valid-looking header): they are skipped.
 		probe, succAt := alignUp(pos+1), int64(-1)
 		if ok {
 			probe = alignUp(pos + GroupHeaderSize + h.length)
@@ -405,7 +405,17 @@ func (r *fileReader) scanV2(start int64, fn ReplayFunc, sc *fileScan) error {
 				if err := r.pin(off, h2, sc); err != nil {
 					return err
 				}
-				off = alignUp(off + GroupHeaderSize + h2.length)
+				if succAt >= 0 {
+					// Where k's valid header puts k+1: it is k+1, and
+					// its payload is client data.
+					off = alignUp(off + GroupHeaderSize + h2.length)
+				} else {
+					// k's header is lost, so this may be a look-alike
+					// inside k's payload whose length would jump over
+					// the real k+1 and k+2 (the proof that k was
+					// synced): keep probing every boundary.
+					off += GroupAlignment
+				}
 				continue
 			}
 			return &CorruptionError{File: r.path, Offset: pos, Reason: fmt.Sprintf(
