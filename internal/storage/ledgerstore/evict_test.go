@@ -284,6 +284,70 @@ func TestEvictLACNeverBackwards(t *testing.T) {
 	}
 }
 
+// TestEvictLoweredExplicitLACPins: an explicit LAC written lower than an
+// earlier one lowers the index's but not the known LAC (LACs only go up), so
+// a reload would answer the lower one: the ledger stays.
+func TestEvictLoweredExplicitLACPins(t *testing.T) {
+	s := mustOpen(t, vfs.Default, evictConfig(t))
+	defer s.Close()
+	for _, v := range []int64{7, 3} {
+		if err := s.SetExplicitLAC(context.Background(), 9, masterKey(9), explicitBody(9, v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if lac, err := s.LastAddConfirmed(9); err != nil || lac != 7 {
+		t.Fatalf("LAC %d, %v; want 7", lac, err)
+	}
+	if k := sweepIdle(t, s); k != 0 || !cached(s, 9) {
+		t.Fatalf("evicted %d: a reload would lower the LAC from 7 to 3", k)
+	}
+	if lac, err := s.LastAddConfirmed(9); err != nil || lac != 7 {
+		t.Fatalf("LAC after the sweeps %d, %v; want 7", lac, err)
+	}
+	// A higher explicit LAC covers it again.
+	if err := s.SetExplicitLAC(context.Background(), 9, masterKey(9), explicitBody(9, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if k := sweepIdle(t, s); k != 1 {
+		t.Fatalf("explicit LAC 8: evicted %d, want 1", k)
+	}
+	if lac, err := s.LastAddConfirmed(9); err != nil || lac != 8 {
+		t.Fatalf("LAC after reload %d, %v; want 8", lac, err)
+	}
+}
+
+// TestEvictUnwrittenExplicitLACPins: an explicit LAC whose index write
+// failed is in memory only (the store turns read-only but keeps serving
+// reads): the ledger stays, or a reload would answer the index's explicit
+// LAC instead of the one readers were given. The entries' LAC covers the
+// known LAC, so only the explicit-LAC comparison keeps the ledger.
+func TestEvictUnwrittenExplicitLACPins(t *testing.T) {
+	s := mustOpen(t, vfs.Default, evictConfig(t))
+	defer s.Close()
+	for e := int64(0); e < 6; e++ {
+		mustAdd(t, s, 9, e, entryBody(9, e, 4, 0, 50))
+	}
+	mustFlush(t, s)
+	injected := errors.New("test: index state write failed")
+	s.stateFault.Store(&injected)
+	if err := s.SetExplicitLAC(context.Background(), 9, masterKey(9), explicitBody(9, 3)); !errors.Is(err, injected) {
+		t.Fatalf("SetExplicitLAC with a failing index: %v", err)
+	}
+	s.stateFault.Store(nil)
+	if s.Err() == nil {
+		t.Fatal("store not failed after a failed index write")
+	}
+	if k := sweepIdle(t, s); k != 0 || !cached(s, 9) {
+		t.Fatalf("evicted %d: the explicit LAC is only in memory", k)
+	}
+	if b, err := s.ExplicitLAC(9); err != nil || string(b) != string(explicitBody(9, 3)) {
+		t.Fatalf("explicit LAC after the sweeps: %x, %v", b, err)
+	}
+	if lac, err := s.LastAddConfirmed(9); err != nil || lac != 4 {
+		t.Fatalf("LAC after the sweeps %d, %v; want 4", lac, err)
+	}
+}
+
 // TestEvictWatchPins: a registered LAC watch (a waiting long poll) pins its
 // ledger; once woken it does not, and its cancel after eviction is
 // harmless.

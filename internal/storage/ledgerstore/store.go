@@ -67,6 +67,11 @@ type Store struct {
 	// of Checkpoint and DeleteLedger, to crash the file system between steps.
 	// Atomic: tests set it while the background loops run.
 	hook atomic.Pointer[func(point string)]
+	// stateFault, if set (tests only), is returned by the live operations'
+	// index state writes (putState) instead of writing: Pebble takes an
+	// unsynced write into its memtable and reports a WAL error only later,
+	// so a file-system fault cannot make PutState fail at the call.
+	stateFault atomic.Pointer[error]
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -441,6 +446,15 @@ func (s *Store) at(point string) {
 	if h := s.hook.Load(); h != nil {
 		(*h)(point)
 	}
+}
+
+// putState writes ledger id's state to sh's index (ops.go's writes; see
+// stateFault).
+func (s *Store) putState(sh *ledgerShard, id int64, st index.State) error {
+	if err := s.stateFault.Load(); err != nil {
+		return *err
+	}
+	return sh.ix.PutState(id, st)
 }
 
 // setHook installs (nil: removes) the test hook called by at.
