@@ -467,7 +467,11 @@ func TestEvictDeletedLedgers(t *testing.T) {
 // TestEvictConcurrent races sweeps against adds, fences, reads and watches
 // on a few ledgers: after Fence returns, no normal add succeeds (one
 // object per ledger, so one lock), every acknowledged entry reads back,
-// and no reader sees a LAC go backwards.
+// and no reader sees a LAC go backwards. Readers block on their watch (a
+// waiting long poll) until woken or a short timeout, so sweeps run while
+// watches wait; the even ledgers' entries carry LACs out of order (every
+// third one lower than its predecessor's), so sweeps meet known LACs above
+// what the last indexed entry says.
 func TestEvictConcurrent(t *testing.T) {
 	cfg := evictConfig(t)
 	s := mustOpen(t, vfs.Default, cfg)
@@ -505,6 +509,14 @@ func TestEvictConcurrent(t *testing.T) {
 			sweeps.Add(1)
 		}
 	}()
+	// lacOf is the LAC field entry e of ledger id carries; the last entry's
+	// is entries-2 either way.
+	lacOf := func(id, e int64) int64 {
+		if id%2 == 0 && e%3 == 1 {
+			return max(e-3, -1)
+		}
+		return e - 1
+	}
 	acked := make([][]int64, ledgers)
 	var work sync.WaitGroup
 	for l := range int64(ledgers) {
@@ -513,7 +525,7 @@ func TestEvictConcurrent(t *testing.T) {
 		go func() { // writer, then fencer
 			defer work.Done()
 			for e := int64(0); e < entries; e++ {
-				if err := addSync(t, s, id, e, entryBody(id, e, e-1, 0, 30), storage.AddOptions{}); err != nil {
+				if err := addSync(t, s, id, e, entryBody(id, e, lacOf(id, e), 0, 30), storage.AddOptions{}); err != nil {
 					t.Errorf("add %d/%d: %v", id, e, err)
 					return
 				}
@@ -551,10 +563,25 @@ func TestEvictConcurrent(t *testing.T) {
 					return
 				}
 				last = lac
+				// Wait on the watch like a long poll, until woken or a
+				// timeout (the writer may have finished: no wake comes).
 				done := make(chan struct{})
-				if _, cancel, err := s.WatchLAC(id, lac, func() { close(done) }); err == nil {
-					cancel()
+				wlac, cancel, err := s.WatchLAC(id, lac, func() { close(done) })
+				if err != nil {
+					t.Errorf("WatchLAC %d: %v", id, err)
+					return
 				}
+				if wlac < last {
+					t.Errorf("ledger %d: watch LAC went back from %d to %d", id, last, wlac)
+					return
+				}
+				if wlac == lac {
+					select {
+					case <-done:
+					case <-time.After(2 * time.Millisecond):
+					}
+				}
+				cancel()
 			}
 		}()
 	}
@@ -574,7 +601,7 @@ func TestEvictConcurrent(t *testing.T) {
 	for l := range int64(ledgers) {
 		id := l + 1
 		for _, e := range acked[l] {
-			mustRead(t, s, id, e, entryBody(id, e, e-1, 0, 30))
+			mustRead(t, s, id, e, entryBody(id, e, lacOf(id, e), 0, 30))
 		}
 		if info, err := s.LedgerInfo(id); err != nil || !info.Fenced || info.LastAddConfirmed != entries-2 {
 			t.Fatalf("ledger %d: %+v, %v", id, info, err)
