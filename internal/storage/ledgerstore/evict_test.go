@@ -36,6 +36,25 @@ func cached(s *Store, id int64) bool {
 	return sh.m[id] != nil
 }
 
+// checkShards checks the ledger map's invariants: every object in its
+// shard's list at its pos, the list and the map holding the same objects.
+func checkShards(t *testing.T, s *Store) {
+	t.Helper()
+	for i := range s.ledgers.shards {
+		sh := &s.ledgers.shards[i]
+		sh.Lock()
+		if len(sh.list) != len(sh.m) {
+			t.Errorf("shard %d: %d objects listed, %d mapped", i, len(sh.list), len(sh.m))
+		}
+		for pos, l := range sh.list {
+			if l.pos != pos || sh.m[l.id] != l {
+				t.Errorf("shard %d: ledger %d listed at %d, pos %d, mapped %v", i, l.id, pos, l.pos, sh.m[l.id] == l)
+			}
+		}
+		sh.Unlock()
+	}
+}
+
 // sweepIdle runs the two sweeps after which a ledger not used since is idle.
 func sweepIdle(t *testing.T, s *Store) int {
 	t.Helper()
@@ -469,11 +488,12 @@ func TestEvictDeletedLedgers(t *testing.T) {
 // object per ledger, so one lock), every acknowledged entry reads back,
 // and no reader sees a LAC go backwards. Readers block on their watch (a
 // waiting long poll) until woken or a short timeout, so sweeps run while
-// watches wait; the even ledgers' entries carry LACs out of order (every
+// watches wait; every other ledger's entries carry LACs out of order (every
 // third one lower than its predecessor's), so sweeps meet known LACs above
 // what the last indexed entry says.
 func TestEvictConcurrent(t *testing.T) {
 	cfg := evictConfig(t)
+	cfg.evictScanChunk = 1 // every object scanned under its own hold of the lock
 	s := mustOpen(t, vfs.Default, cfg)
 	defer s.Close()
 	const ledgers, entries = 8, 150
@@ -512,7 +532,7 @@ func TestEvictConcurrent(t *testing.T) {
 	// lacOf is the LAC field entry e of ledger id carries; the last entry's
 	// is entries-2 either way.
 	lacOf := func(id, e int64) int64 {
-		if id%2 == 0 && e%3 == 1 {
+		if (id/64)%2 == 0 && e%3 == 1 {
 			return max(e-3, -1)
 		}
 		return e - 1
@@ -520,7 +540,7 @@ func TestEvictConcurrent(t *testing.T) {
 	acked := make([][]int64, ledgers)
 	var work sync.WaitGroup
 	for l := range int64(ledgers) {
-		id := l + 1
+		id := 64*l + 1 // one shard: the sweep's chunks interleave with every ledger
 		work.Add(2)
 		go func() { // writer, then fencer
 			defer work.Done()
@@ -598,8 +618,9 @@ func TestEvictConcurrent(t *testing.T) {
 	t.Logf("%d sweep rounds, %d evictions during the run", sweeps.Load(), evictions.Load())
 	mustFlush(t, s)
 	sweepIdle(t, s)
+	checkShards(t, s)
 	for l := range int64(ledgers) {
-		id := l + 1
+		id := 64*l + 1 // one shard: the sweep's chunks interleave with every ledger
 		for _, e := range acked[l] {
 			mustRead(t, s, id, e, entryBody(id, e, lacOf(id, e), 0, 30))
 		}
@@ -630,6 +651,115 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatal(fmt.Sprintf("waiting for %s: not after a minute", what))
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestEvictChunks: a sweep scanning a shard a few objects per hold of its
+// lock evicts exactly the idle unpinned ledgers, with uses and new ledgers
+// arriving between its chunks (the hook runs while the lock is dropped),
+// and the shard's list stays consistent with its map.
+func TestEvictChunks(t *testing.T) {
+	cfg := evictConfig(t)
+	cfg.evictScanChunk = 3
+	s := mustOpen(t, vfs.Default, cfg)
+	defer s.Close()
+	// Ledgers 64*k+1 share one shard.
+	const n = 40
+	id := func(k int) int64 { return int64(64*k + 1) }
+	for k := range n {
+		mustAdd(t, s, id(k), 0, entryBody(id(k), 0, -1, 0, 10))
+	}
+	mustFlush(t, s)
+	// Every fifth ledger held through the sweeps.
+	var held []*ledger
+	for k := 0; k < n; k += 5 {
+		held = append(held, s.ledgers.acquire(id(k)))
+	}
+	if k := sweepIdle(t, s); k != n-len(held) {
+		t.Fatalf("evicted %d, want %d", k, n-len(held))
+	}
+	checkShards(t, s)
+	for k := range n {
+		if want := k%5 == 0; cached(s, id(k)) != want {
+			t.Fatalf("ledger %d cached %v, want %v", id(k), !want, want)
+		}
+	}
+	for _, l := range held {
+		s.ledgers.release(l)
+	}
+	// Evictions and new ledgers interleaved with the chunks: between any
+	// two sweeps, a new ledger and an evicted one are used.
+	for k := range n {
+		mustAdd(t, s, id(k), 1, entryBody(id(k), 1, 0, 0, 10))
+	}
+	mustFlush(t, s)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for k := n; k < 2*n; k++ {
+			mustAdd(t, s, id(k), 0, entryBody(id(k), 0, -1, 0, 10))
+			mustRead(t, s, id(k-n), 1, entryBody(id(k-n), 1, 0, 0, 10))
+		}
+	}()
+	for range 20 {
+		if _, err := s.EvictIdleLedgers(); err != nil {
+			t.Fatal(err)
+		}
+		checkShards(t, s)
+	}
+	<-done
+	mustFlush(t, s)
+	sweepIdle(t, s)
+	checkShards(t, s)
+	if c := s.CachedLedgers(); c != 0 {
+		t.Fatalf("%d ledgers cached after idle sweeps", c)
+	}
+	for k := range 2 * n {
+		mustRead(t, s, id(k), 0, entryBody(id(k), 0, -1, 0, 10))
+	}
+}
+
+// TestEvictLoopPaced: the background sweep checks at most
+// LedgerEvictionChecksPerSecond ledgers a second of the store's clock
+// (here 10 a second in bursts of 1: a check every 100 ms after the
+// first), and Close stops a sweep waiting for its pace.
+func TestEvictLoopPaced(t *testing.T) {
+	cfg := evictConfig(t)
+	clk := clock.NewManual(time.Unix(1000, 0))
+	cfg.Clock, cfg.Manual, cfg.LedgerIdleTime = clk, false, time.Minute
+	cfg.LedgerEvictionChecksPerSecond = 10
+	s := mustOpen(t, vfs.Default, cfg)
+	const n = 5
+	for l := int64(1); l <= n; l++ {
+		mustAdd(t, s, l, 0, entryBody(l, 0, -1, 0, 10))
+	}
+	mustFlush(t, s)
+	// The first sweep finds nothing idle yet; the second, a minute later,
+	// evicts one ledger at once and then one per 100 ms.
+	for range 2 {
+		waitFor(t, "the loops' timers", func() bool { return clk.Waiters() == 3 })
+		clk.Advance(time.Minute)
+	}
+	for left := n - 1; left > 0; left-- {
+		// The sweep's pacing timer is the third waiter (checkpoint, GC).
+		waitFor(t, "a paced check", func() bool { return s.CachedLedgers() == left && clk.Waiters() == 3 })
+		if c := s.CachedLedgers(); c != left {
+			t.Fatalf("%d cached before the pace allowed another check, want %d", c, left)
+		}
+		clk.Advance(100 * time.Millisecond)
+	}
+	waitFor(t, "the sweep's end", func() bool { return s.CachedLedgers() == 0 })
+	// A sweep waiting for its pace when the store closes stops.
+	for l := int64(1); l <= n; l++ {
+		mustRead(t, s, l, 0, entryBody(l, 0, -1, 0, 10))
+	}
+	for range 2 {
+		waitFor(t, "the loops' timers", func() bool { return clk.Waiters() == 3 })
+		clk.Advance(time.Minute)
+	}
+	waitFor(t, "a paced check", func() bool { return s.CachedLedgers() == n-1 && clk.Waiters() == 3 })
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -42,6 +42,9 @@ type Store struct {
 	stop chan struct{}
 	wg   sync.WaitGroup
 
+	// sweepMu serialises eviction sweeps (evict.go).
+	sweepMu sync.Mutex
+
 	// gcTrigger (capacity 1) asks the GC loop for a forced tick.
 	gcTrigger chan struct{}
 	gcState   struct {
@@ -378,13 +381,17 @@ func (s *Store) evictLoop() {
 	defer s.wg.Done()
 	t := s.cfg.Clock.NewTimer(s.cfg.LedgerIdleTime)
 	defer t.Stop()
+	var p *evictPacer
+	if s.cfg.LedgerEvictionChecksPerSecond > 0 {
+		p = newEvictPacer(s.cfg.Clock, s.stop, s.cfg.LedgerEvictionChecksPerSecond)
+	}
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C():
 		}
-		_, _ = s.EvictIdleLedgers()
+		_, _ = s.sweep(p)
 		t.Reset(s.cfg.LedgerIdleTime)
 	}
 }
