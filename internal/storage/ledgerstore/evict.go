@@ -408,6 +408,11 @@ func (s *Store) reloadsEqualLocked(l *ledger) (bool, error) {
 		// write of an entry goes through it, under l.mu): no read.
 		return l.mu.lac <= max(reloadLAC, l.mu.seenLAC), nil
 	}
+	// The last indexed entry's body was not seen by this object: its LAC
+	// was raised by an add of an earlier entry id (a recovery add
+	// rewriting one, with a higher LAC field) and no LAC read followed
+	// (loadLACLocked, which every LAC read runs, records the last entry as
+	// seen). Rare, so the entry read is paid only here.
 	b, err := s.readEntry(sh, l.id, last)
 	if err != nil {
 		return false, fmt.Errorf("ledgerstore: evicting ledger %d: %w", l.id, err)

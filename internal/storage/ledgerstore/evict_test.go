@@ -303,6 +303,32 @@ func TestEvictLACNeverBackwards(t *testing.T) {
 	}
 }
 
+// TestEvictUnseenLastEntryLAC: a LAC raised by a recovery add rewriting an
+// earlier entry, with no LAC read since (so the object did not see the
+// last indexed entry's body): the sweep reads that entry's LAC field, finds
+// it lower, and keeps the ledger.
+func TestEvictUnseenLastEntryLAC(t *testing.T) {
+	s := mustOpen(t, vfs.Default, evictConfig(t))
+	defer s.Close()
+	for e := int64(0); e <= 5; e++ {
+		mustAdd(t, s, 3, e, entryBody(3, e, 2, 0, 50))
+	}
+	mustFlush(t, s)
+	if k := sweepIdle(t, s); k != 1 {
+		t.Fatalf("evicted %d, want 1", k)
+	}
+	if err := addSync(t, s, 3, 3, entryBody(3, 3, 4, 1, 50), storage.AddOptions{Recovery: true}); err != nil {
+		t.Fatal(err)
+	}
+	mustFlush(t, s)
+	if k := sweepIdle(t, s); k != 0 || !cached(s, 3) {
+		t.Fatalf("evicted %d: a reload would lower the LAC from 4 to 2", k)
+	}
+	if lac, err := s.LastAddConfirmed(3); err != nil || lac != 4 {
+		t.Fatalf("LAC %d, %v; want 4", lac, err)
+	}
+}
+
 // TestEvictLoweredExplicitLACPins: an explicit LAC written lower than an
 // earlier one lowers the index's but not the known LAC (LACs only go up), so
 // a reload would answer the lower one: the ledger stays.
