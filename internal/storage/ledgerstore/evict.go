@@ -209,7 +209,9 @@ func (s *Store) CachedLedgers() int { return s.ledgers.len() }
 // ledger not used since before the previous sweep that nothing pins and
 // that a reload would rebuild exactly (see the comment at the top of
 // evict.go). It returns how many it dropped; an index read that fails
-// keeps its ledger and is returned (joined) after the sweep completes.
+// keeps its ledger, and the sweep goes on: it returns the first such error
+// with the count of the others. Close waits for a sweep in progress (the
+// sweep reads the indexes Close closes); a sweep after Close is refused.
 // A direct call is not paced (Config.LedgerEvictionChecksPerSecond paces
 // the loop's sweeps).
 func (s *Store) EvictIdleLedgers() (int, error) {
@@ -237,7 +239,8 @@ func (s *Store) sweep(p *evictPacer) (int, error) {
 	lm := &s.ledgers
 	epoch := lm.epoch.Add(1)
 	evicted := 0
-	var errs []error
+	var firstErr error
+	nerr := 0
 	var cand []*ledger
 	for i := range lm.shards {
 		sh := &lm.shards[i]
@@ -264,16 +267,20 @@ func (s *Store) sweep(p *evictPacer) (int, error) {
 			}
 			next = lo
 			sh.Unlock()
+			s.at("evict:chunk")
 			for j, l := range cand {
 				if p != nil && !p.wait() {
 					for _, l := range cand[j:] {
 						lm.release(l)
 					}
-					return evicted, errors.Join(append(errs, errors.New("ledgerstore: eviction sweep stopped: store closing"))...)
+					return evicted, errors.New("ledgerstore: eviction sweep stopped: store closing")
 				}
 				ok, err := s.evictOne(l)
 				if err != nil {
-					errs = append(errs, err)
+					if firstErr == nil {
+						firstErr = err
+					}
+					nerr++
 				}
 				if ok {
 					evicted++
@@ -284,7 +291,17 @@ func (s *Store) sweep(p *evictPacer) (int, error) {
 		sh.shrinkLocked()
 		sh.Unlock()
 	}
-	return evicted, errors.Join(errs...)
+	return evicted, sweepErr(firstErr, nerr)
+}
+
+// sweepErr is a sweep's error: the first of its n failed checks, with the
+// count of the others (one error per idle ledger would pile up when an
+// index fails).
+func sweepErr(first error, n int) error {
+	if n > 1 {
+		return fmt.Errorf("%w (and %d more ledgers kept for failed index reads)", first, n-1)
+	}
+	return first
 }
 
 // evictPacer spaces the background sweep's checks to at most rate a

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -799,6 +800,78 @@ func TestEvictAfterClose(t *testing.T) {
 	}
 	if _, err := s.EvictIdleLedgers(); err == nil {
 		t.Fatal("EvictIdleLedgers on a closed store: no error")
+	}
+}
+
+// TestEvictCloseWaitsForSweep: Close waits for a sweep in progress before
+// it closes the indexes the sweep reads (the sweep is held between its
+// chunks by the test hook while Close starts), and the sweep completes.
+func TestEvictCloseWaitsForSweep(t *testing.T) {
+	s := mustOpen(t, vfs.Default, evictConfig(t))
+	const n = 10
+	for l := int64(1); l <= n; l++ {
+		mustAdd(t, s, l, 0, entryBody(l, 0, -1, 0, 10))
+	}
+	mustFlush(t, s)
+	if k, err := s.EvictIdleLedgers(); err != nil || k != 0 {
+		t.Fatalf("first sweep: %d, %v", k, err)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	s.setHook(func(point string) {
+		if point == "evict:chunk" {
+			once.Do(func() {
+				close(entered)
+				<-release
+			})
+		}
+	})
+	type result struct {
+		k   int
+		err error
+	}
+	swept := make(chan result, 1)
+	go func() {
+		k, err := s.EvictIdleLedgers()
+		swept <- result{k, err}
+	}()
+	<-entered
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	waitFor(t, "Close to start", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.mu.closing
+	})
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) during a sweep", err)
+	default:
+	}
+	close(release)
+	if r := <-swept; r.err != nil || r.k != n {
+		t.Fatalf("sweep during Close: evicted %d, %v; want %d, nil", r.k, r.err, n)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EvictIdleLedgers(); err == nil {
+		t.Fatal("sweep after Close: no error")
+	}
+}
+
+// TestSweepErr: a sweep reports its first failed check and how many more.
+func TestSweepErr(t *testing.T) {
+	first := errors.New("index read failed")
+	if err := sweepErr(nil, 0); err != nil {
+		t.Fatalf("no failure: %v", err)
+	}
+	if err := sweepErr(first, 1); err != first {
+		t.Fatalf("one failure: %v", err)
+	}
+	err := sweepErr(first, 3)
+	if !errors.Is(err, first) || !strings.Contains(err.Error(), "and 2 more") {
+		t.Fatalf("three failures: %v", err)
 	}
 }
 

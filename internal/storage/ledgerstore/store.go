@@ -67,7 +67,8 @@ type Store struct {
 	}
 
 	// hook, if set (tests only, through setHook), is called at named points
-	// of Checkpoint and DeleteLedger, to crash the file system between steps.
+	// of Checkpoint and DeleteLedger, to crash the file system between steps
+	// (and between an eviction sweep's chunks).
 	// Atomic: tests set it while the background loops run.
 	hook atomic.Pointer[func(point string)]
 	// stateFault, if set (tests only), is returned by the live operations'
@@ -318,6 +319,10 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	close(s.stop)
 	s.wg.Wait()
+	// A sweep in progress (a direct EvictIdleLedgers call) still reads the
+	// indexes: wait for it; later ones see closing and stop at once.
+	s.sweepMu.Lock()
+	s.sweepMu.Unlock()
 	var errs []error
 	for _, jr := range s.journals {
 		errs = append(errs, jr.j.Close())
