@@ -129,6 +129,13 @@ type Config struct {
 	// DbLedgerStorage drops its transient ledger info after 10 minutes);
 	// negative: never evict.
 	LedgerIdleTime time.Duration
+	// LedgerEvictionChecksPerSecond paces the background sweep: at most
+	// that many idle ledgers checked a second (a check reads the ledger's
+	// index state and maybe its last entry, under the ledger's lock), in
+	// bursts of a tenth of it. Default 10000 (a million idle ledgers in
+	// under two minutes, well within the default period); negative:
+	// unpaced. Direct EvictIdleLedgers calls are never paced.
+	LedgerEvictionChecksPerSecond int
 
 	// Observer, if set, receives the journal's measurements (metrics).
 	Observer Observer
@@ -157,6 +164,9 @@ type Config struct {
 	// first open; see the package comment, "Lost data"). Default
 	// crypto/rand.Reader; tests and the simulator may pass a seeded source.
 	Entropy io.Reader
+
+	// evictScanChunk, if positive (tests only), replaces evictScanChunk.
+	evictScanChunk int
 
 	// openHook, if set (tests only), is installed as the store's hook
 	// before Open does anything, so that tests can crash the file system
@@ -209,6 +219,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.LedgerIdleTime == 0 {
 		c.LedgerIdleTime = 10 * time.Minute
+	}
+	if c.LedgerEvictionChecksPerSecond == 0 {
+		c.LedgerEvictionChecksPerSecond = 10000
 	}
 	if c.GCThreshold <= 0 {
 		c.GCThreshold = 0.2

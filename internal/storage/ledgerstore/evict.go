@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/foliodb/folio/internal/storage/index"
 )
@@ -75,6 +76,11 @@ import (
 //
 // Lock order: l.mu, then the shard's lock (the sweeper); acquire and release
 // take only the shard's lock, and nobody takes l.mu while holding it.
+//
+// Pacing: a sweep holds a shard's lock only to scan a chunk of its objects
+// (evictScanChunk; acquire waits meanwhile), and the background loop checks
+// at most Config.LedgerEvictionChecksPerSecond candidates a second (each
+// check reads the index up to twice). Sweeps run one at a time (sweepMu).
 
 // ledgerMap holds the ledger objects, sharded to spread lock contention.
 type ledgerMap struct {
@@ -87,6 +93,11 @@ type ledgerMap struct {
 type ledgerShardMap struct {
 	sync.Mutex
 	m map[int64]*ledger
+	// list holds m's objects, each at its pos, so that a sweep can scan
+	// the shard in chunks, dropping the lock in between (a Go map
+	// iteration cannot be resumed). Appended by acquire, swap-removed by
+	// eviction.
+	list []*ledger
 	// peak is the most objects m held since it was made: a Go map never
 	// shrinks, so a sweep that leaves m well below it copies m into a new
 	// one (the point of evicting is the memory).
@@ -112,6 +123,8 @@ func (lm *ledgerMap) acquire(id int64) *ledger {
 		l.mu.lastEntry, l.mu.lac = -1, -1
 		l.mu.seenEntry, l.mu.seenLAC = -1, -1
 		sh.m[id] = l
+		l.pos = len(sh.list)
+		sh.list = append(sh.list, l)
 		sh.peak = max(sh.peak, len(sh.m))
 	}
 	l.refs++
@@ -145,6 +158,35 @@ func (lm *ledgerMap) release(l *ledger) {
 	sh.Unlock()
 }
 
+// removeLocked drops l from the shard: from m, and from list by moving the
+// last object into l's place.
+// REQUIRES: sh locked, l in sh.
+func (sh *ledgerShardMap) removeLocked(l *ledger) {
+	delete(sh.m, l.id)
+	last := len(sh.list) - 1
+	moved := sh.list[last]
+	sh.list[l.pos], moved.pos = moved, l.pos
+	sh.list[last] = nil
+	sh.list = sh.list[:last]
+}
+
+// shrinkLocked copies m and list into smaller ones once they hold less
+// than a quarter of their peak: neither a Go map nor a slice's array
+// shrinks by itself, and the point of evicting is the memory.
+// REQUIRES: sh locked.
+func (sh *ledgerShardMap) shrinkLocked() {
+	if len(sh.m) >= sh.peak/4 {
+		return
+	}
+	// A fresh map sized to what is left (maps.Clone keeps the old size).
+	m := make(map[int64]*ledger, len(sh.m))
+	for id, l := range sh.m {
+		m[id] = l
+	}
+	sh.m, sh.peak = m, len(m)
+	sh.list = append([]*ledger(nil), sh.list...)
+}
+
 // len returns how many ledger objects the map holds.
 func (lm *ledgerMap) len() int {
 	n := 0
@@ -167,55 +209,140 @@ func (s *Store) CachedLedgers() int { return s.ledgers.len() }
 // ledger not used since before the previous sweep that nothing pins and
 // that a reload would rebuild exactly (see the comment at the top of
 // evict.go). It returns how many it dropped; an index read that fails
-// keeps its ledger and is returned (joined) after the sweep completes.
+// keeps its ledger, and the sweep goes on: it returns the first such error
+// with the count of the others. Close waits for a sweep in progress (the
+// sweep reads the indexes Close closes); a sweep after Close is refused.
+// A direct call is not paced (Config.LedgerEvictionChecksPerSecond paces
+// the loop's sweeps).
 func (s *Store) EvictIdleLedgers() (int, error) {
+	return s.sweep(nil)
+}
+
+// evictScanChunk is how many objects a sweep examines per hold of a
+// shard's lock.
+const evictScanChunk = 256
+
+// sweep is EvictIdleLedgers, its index checks paced by p (nil: unpaced).
+func (s *Store) sweep(p *evictPacer) (int, error) {
+	s.sweepMu.Lock()
+	defer s.sweepMu.Unlock()
 	s.mu.Lock()
 	closed := s.mu.closing
 	s.mu.Unlock()
 	if closed {
 		return 0, errors.New("ledgerstore: EvictIdleLedgers on a closed store")
 	}
+	chunk := evictScanChunk
+	if s.cfg.evictScanChunk > 0 {
+		chunk = s.cfg.evictScanChunk
+	}
 	lm := &s.ledgers
 	epoch := lm.epoch.Add(1)
 	evicted := 0
-	var errs []error
+	var firstErr error
+	nerr := 0
 	var cand []*ledger
 	for i := range lm.shards {
 		sh := &lm.shards[i]
-		cand = cand[:0]
+		// The shard's list is scanned from the end down, one chunk per
+		// hold of its lock: [next, len) is scanned. Evicting an object
+		// moves the last one (scanned, or appended since the sweep
+		// started: used, so no candidate) into a scanned place, so the
+		// unscanned part [0, next) never changes while the lock is
+		// dropped (sweeps are serialised by sweepMu).
 		sh.Lock()
-		for _, l := range sh.m {
-			// used+1 < epoch: not acquired during the epoch that just
-			// ended nor the current one.
-			if l.refs == 0 && l.used+1 < epoch {
-				l.refs++ // the sweeper's own reference
-				cand = append(cand, l)
-			}
-		}
+		next := len(sh.list)
 		sh.Unlock()
-		for _, l := range cand {
-			ok, err := s.evictOne(l)
-			if err != nil {
-				errs = append(errs, err)
+		for next > 0 {
+			cand = cand[:0]
+			sh.Lock()
+			lo := max(next-chunk, 0)
+			for _, l := range sh.list[lo:next] {
+				// used+1 < epoch: not acquired during the epoch that
+				// just ended nor the current one.
+				if l.refs == 0 && l.used+1 < epoch {
+					l.refs++ // the sweeper's own reference
+					cand = append(cand, l)
+				}
 			}
-			if ok {
-				evicted++
+			next = lo
+			sh.Unlock()
+			s.at("evict:chunk")
+			for j, l := range cand {
+				if p != nil && !p.wait() {
+					for _, l := range cand[j:] {
+						lm.release(l)
+					}
+					return evicted, errors.New("ledgerstore: eviction sweep stopped: store closing")
+				}
+				ok, err := s.evictOne(l)
+				if err != nil {
+					if firstErr == nil {
+						firstErr = err
+					}
+					nerr++
+				}
+				if ok {
+					evicted++
+				}
 			}
 		}
 		sh.Lock()
-		if len(sh.m) < sh.peak/4 {
-			// A fresh map sized to what is left (maps.Clone keeps the
-			// old size).
-			m := make(map[int64]*ledger, len(sh.m))
-			for id, l := range sh.m {
-				m[id] = l
-			}
-			sh.m, sh.peak = m, len(m)
-		}
+		sh.shrinkLocked()
 		sh.Unlock()
 	}
-	clear(cand)
-	return evicted, errors.Join(errs...)
+	return evicted, sweepErr(firstErr, nerr)
+}
+
+// sweepErr is a sweep's error: the first of its n failed checks, with the
+// count of the others (one error per idle ledger would pile up when an
+// index fails).
+func sweepErr(first error, n int) error {
+	if n > 1 {
+		return fmt.Errorf("%w (and %d more ledgers kept for failed index reads)", first, n-1)
+	}
+	return first
+}
+
+// evictPacer spaces the background sweep's checks to at most rate a
+// second on the store's clock, in bursts of up to burst: a token bucket
+// that lends (a check past the tokens waits for its debt to be repaid).
+// Used by the eviction loop's goroutine only.
+type evictPacer struct {
+	clock  Clock
+	stop   <-chan struct{}
+	rate   float64
+	burst  float64
+	tokens float64
+	last   time.Time
+}
+
+func newEvictPacer(c Clock, stop <-chan struct{}, perSecond int) *evictPacer {
+	p := &evictPacer{clock: c, stop: stop, rate: float64(perSecond), burst: float64(max(perSecond/10, 1))}
+	p.tokens, p.last = p.burst, c.Now()
+	return p
+}
+
+// wait takes one check's token, waiting on the clock for it if the bucket
+// is empty; false if the store closes meanwhile.
+func (p *evictPacer) wait() bool {
+	now := p.clock.Now()
+	if el := now.Sub(p.last); el > 0 {
+		p.tokens = min(p.burst, p.tokens+el.Seconds()*p.rate)
+	}
+	p.last = now
+	p.tokens--
+	if p.tokens >= 0 {
+		return true
+	}
+	t := p.clock.NewTimer(time.Duration(-p.tokens / p.rate * float64(time.Second)))
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-p.stop:
+		return false
+	}
 }
 
 // evictOne drops l if nothing but the sweeper holds it and a reload is
@@ -228,7 +355,7 @@ func (s *Store) evictOne(l *ledger) (bool, error) {
 	sh.Lock()
 	l.refs--
 	if ok && l.refs == 0 {
-		delete(sh.m, l.id)
+		sh.removeLocked(l)
 	} else {
 		ok = false
 	}
@@ -298,6 +425,11 @@ func (s *Store) reloadsEqualLocked(l *ledger) (bool, error) {
 		// write of an entry goes through it, under l.mu): no read.
 		return l.mu.lac <= max(reloadLAC, l.mu.seenLAC), nil
 	}
+	// The last indexed entry's body was not seen by this object: its LAC
+	// was raised by an add of an earlier entry id (a recovery add
+	// rewriting one, with a higher LAC field) and no LAC read followed
+	// (loadLACLocked, which every LAC read runs, records the last entry as
+	// seen). Rare, so the entry read is paid only here.
 	b, err := s.readEntry(sh, l.id, last)
 	if err != nil {
 		return false, fmt.Errorf("ledgerstore: evicting ledger %d: %w", l.id, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,6 +35,25 @@ func cached(s *Store, id int64) bool {
 	sh.Lock()
 	defer sh.Unlock()
 	return sh.m[id] != nil
+}
+
+// checkShards checks the ledger map's invariants: every object in its
+// shard's list at its pos, the list and the map holding the same objects.
+func checkShards(t *testing.T, s *Store) {
+	t.Helper()
+	for i := range s.ledgers.shards {
+		sh := &s.ledgers.shards[i]
+		sh.Lock()
+		if len(sh.list) != len(sh.m) {
+			t.Errorf("shard %d: %d objects listed, %d mapped", i, len(sh.list), len(sh.m))
+		}
+		for pos, l := range sh.list {
+			if l.pos != pos || sh.m[l.id] != l {
+				t.Errorf("shard %d: ledger %d listed at %d, pos %d, mapped %v", i, l.id, pos, l.pos, sh.m[l.id] == l)
+			}
+		}
+		sh.Unlock()
+	}
 }
 
 // sweepIdle runs the two sweeps after which a ledger not used since is idle.
@@ -284,6 +304,96 @@ func TestEvictLACNeverBackwards(t *testing.T) {
 	}
 }
 
+// TestEvictUnseenLastEntryLAC: a LAC raised by a recovery add rewriting an
+// earlier entry, with no LAC read since (so the object did not see the
+// last indexed entry's body): the sweep reads that entry's LAC field, finds
+// it lower, and keeps the ledger.
+func TestEvictUnseenLastEntryLAC(t *testing.T) {
+	s := mustOpen(t, vfs.Default, evictConfig(t))
+	defer s.Close()
+	for e := int64(0); e <= 5; e++ {
+		mustAdd(t, s, 3, e, entryBody(3, e, 2, 0, 50))
+	}
+	mustFlush(t, s)
+	if k := sweepIdle(t, s); k != 1 {
+		t.Fatalf("evicted %d, want 1", k)
+	}
+	if err := addSync(t, s, 3, 3, entryBody(3, 3, 4, 1, 50), storage.AddOptions{Recovery: true}); err != nil {
+		t.Fatal(err)
+	}
+	mustFlush(t, s)
+	if k := sweepIdle(t, s); k != 0 || !cached(s, 3) {
+		t.Fatalf("evicted %d: a reload would lower the LAC from 4 to 2", k)
+	}
+	if lac, err := s.LastAddConfirmed(3); err != nil || lac != 4 {
+		t.Fatalf("LAC %d, %v; want 4", lac, err)
+	}
+}
+
+// TestEvictLoweredExplicitLACPins: an explicit LAC written lower than an
+// earlier one lowers the index's but not the known LAC (LACs only go up), so
+// a reload would answer the lower one: the ledger stays.
+func TestEvictLoweredExplicitLACPins(t *testing.T) {
+	s := mustOpen(t, vfs.Default, evictConfig(t))
+	defer s.Close()
+	for _, v := range []int64{7, 3} {
+		if err := s.SetExplicitLAC(context.Background(), 9, masterKey(9), explicitBody(9, v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if lac, err := s.LastAddConfirmed(9); err != nil || lac != 7 {
+		t.Fatalf("LAC %d, %v; want 7", lac, err)
+	}
+	if k := sweepIdle(t, s); k != 0 || !cached(s, 9) {
+		t.Fatalf("evicted %d: a reload would lower the LAC from 7 to 3", k)
+	}
+	if lac, err := s.LastAddConfirmed(9); err != nil || lac != 7 {
+		t.Fatalf("LAC after the sweeps %d, %v; want 7", lac, err)
+	}
+	// A higher explicit LAC covers it again.
+	if err := s.SetExplicitLAC(context.Background(), 9, masterKey(9), explicitBody(9, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if k := sweepIdle(t, s); k != 1 {
+		t.Fatalf("explicit LAC 8: evicted %d, want 1", k)
+	}
+	if lac, err := s.LastAddConfirmed(9); err != nil || lac != 8 {
+		t.Fatalf("LAC after reload %d, %v; want 8", lac, err)
+	}
+}
+
+// TestEvictUnwrittenExplicitLACPins: an explicit LAC whose index write
+// failed is in memory only (the store turns read-only but keeps serving
+// reads): the ledger stays, or a reload would answer the index's explicit
+// LAC instead of the one readers were given. The entries' LAC covers the
+// known LAC, so only the explicit-LAC comparison keeps the ledger.
+func TestEvictUnwrittenExplicitLACPins(t *testing.T) {
+	s := mustOpen(t, vfs.Default, evictConfig(t))
+	defer s.Close()
+	for e := int64(0); e < 6; e++ {
+		mustAdd(t, s, 9, e, entryBody(9, e, 4, 0, 50))
+	}
+	mustFlush(t, s)
+	injected := errors.New("test: index state write failed")
+	s.stateFault.Store(&injected)
+	if err := s.SetExplicitLAC(context.Background(), 9, masterKey(9), explicitBody(9, 3)); !errors.Is(err, injected) {
+		t.Fatalf("SetExplicitLAC with a failing index: %v", err)
+	}
+	s.stateFault.Store(nil)
+	if s.Err() == nil {
+		t.Fatal("store not failed after a failed index write")
+	}
+	if k := sweepIdle(t, s); k != 0 || !cached(s, 9) {
+		t.Fatalf("evicted %d: the explicit LAC is only in memory", k)
+	}
+	if b, err := s.ExplicitLAC(9); err != nil || string(b) != string(explicitBody(9, 3)) {
+		t.Fatalf("explicit LAC after the sweeps: %x, %v", b, err)
+	}
+	if lac, err := s.LastAddConfirmed(9); err != nil || lac != 4 {
+		t.Fatalf("LAC after the sweeps %d, %v; want 4", lac, err)
+	}
+}
+
 // TestEvictWatchPins: a registered LAC watch (a waiting long poll) pins its
 // ledger; once woken it does not, and its cancel after eviction is
 // harmless.
@@ -403,9 +513,14 @@ func TestEvictDeletedLedgers(t *testing.T) {
 // TestEvictConcurrent races sweeps against adds, fences, reads and watches
 // on a few ledgers: after Fence returns, no normal add succeeds (one
 // object per ledger, so one lock), every acknowledged entry reads back,
-// and no reader sees a LAC go backwards.
+// and no reader sees a LAC go backwards. Readers block on their watch (a
+// waiting long poll) until woken or a short timeout, so sweeps run while
+// watches wait; every other ledger's entries carry LACs out of order (every
+// third one lower than its predecessor's), so sweeps meet known LACs above
+// what the last indexed entry says.
 func TestEvictConcurrent(t *testing.T) {
 	cfg := evictConfig(t)
+	cfg.evictScanChunk = 1 // every object scanned under its own hold of the lock
 	s := mustOpen(t, vfs.Default, cfg)
 	defer s.Close()
 	const ledgers, entries = 8, 150
@@ -441,15 +556,23 @@ func TestEvictConcurrent(t *testing.T) {
 			sweeps.Add(1)
 		}
 	}()
+	// lacOf is the LAC field entry e of ledger id carries; the last entry's
+	// is entries-2 either way.
+	lacOf := func(id, e int64) int64 {
+		if (id/64)%2 == 0 && e%3 == 1 {
+			return max(e-3, -1)
+		}
+		return e - 1
+	}
 	acked := make([][]int64, ledgers)
 	var work sync.WaitGroup
 	for l := range int64(ledgers) {
-		id := l + 1
+		id := 64*l + 1 // one shard: the sweep's chunks interleave with every ledger
 		work.Add(2)
 		go func() { // writer, then fencer
 			defer work.Done()
 			for e := int64(0); e < entries; e++ {
-				if err := addSync(t, s, id, e, entryBody(id, e, e-1, 0, 30), storage.AddOptions{}); err != nil {
+				if err := addSync(t, s, id, e, entryBody(id, e, lacOf(id, e), 0, 30), storage.AddOptions{}); err != nil {
 					t.Errorf("add %d/%d: %v", id, e, err)
 					return
 				}
@@ -487,10 +610,25 @@ func TestEvictConcurrent(t *testing.T) {
 					return
 				}
 				last = lac
+				// Wait on the watch like a long poll, until woken or a
+				// timeout (the writer may have finished: no wake comes).
 				done := make(chan struct{})
-				if _, cancel, err := s.WatchLAC(id, lac, func() { close(done) }); err == nil {
-					cancel()
+				wlac, cancel, err := s.WatchLAC(id, lac, func() { close(done) })
+				if err != nil {
+					t.Errorf("WatchLAC %d: %v", id, err)
+					return
 				}
+				if wlac < last {
+					t.Errorf("ledger %d: watch LAC went back from %d to %d", id, last, wlac)
+					return
+				}
+				if wlac == lac {
+					select {
+					case <-done:
+					case <-time.After(2 * time.Millisecond):
+					}
+				}
+				cancel()
 			}
 		}()
 	}
@@ -507,10 +645,11 @@ func TestEvictConcurrent(t *testing.T) {
 	t.Logf("%d sweep rounds, %d evictions during the run", sweeps.Load(), evictions.Load())
 	mustFlush(t, s)
 	sweepIdle(t, s)
+	checkShards(t, s)
 	for l := range int64(ledgers) {
-		id := l + 1
+		id := 64*l + 1 // one shard: the sweep's chunks interleave with every ledger
 		for _, e := range acked[l] {
-			mustRead(t, s, id, e, entryBody(id, e, e-1, 0, 30))
+			mustRead(t, s, id, e, entryBody(id, e, lacOf(id, e), 0, 30))
 		}
 		if info, err := s.LedgerInfo(id); err != nil || !info.Fenced || info.LastAddConfirmed != entries-2 {
 			t.Fatalf("ledger %d: %+v, %v", id, info, err)
@@ -542,6 +681,115 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// TestEvictChunks: a sweep scanning a shard a few objects per hold of its
+// lock evicts exactly the idle unpinned ledgers, with uses and new ledgers
+// arriving between its chunks (the hook runs while the lock is dropped),
+// and the shard's list stays consistent with its map.
+func TestEvictChunks(t *testing.T) {
+	cfg := evictConfig(t)
+	cfg.evictScanChunk = 3
+	s := mustOpen(t, vfs.Default, cfg)
+	defer s.Close()
+	// Ledgers 64*k+1 share one shard.
+	const n = 40
+	id := func(k int) int64 { return int64(64*k + 1) }
+	for k := range n {
+		mustAdd(t, s, id(k), 0, entryBody(id(k), 0, -1, 0, 10))
+	}
+	mustFlush(t, s)
+	// Every fifth ledger held through the sweeps.
+	var held []*ledger
+	for k := 0; k < n; k += 5 {
+		held = append(held, s.ledgers.acquire(id(k)))
+	}
+	if k := sweepIdle(t, s); k != n-len(held) {
+		t.Fatalf("evicted %d, want %d", k, n-len(held))
+	}
+	checkShards(t, s)
+	for k := range n {
+		if want := k%5 == 0; cached(s, id(k)) != want {
+			t.Fatalf("ledger %d cached %v, want %v", id(k), !want, want)
+		}
+	}
+	for _, l := range held {
+		s.ledgers.release(l)
+	}
+	// Evictions and new ledgers interleaved with the chunks: between any
+	// two sweeps, a new ledger and an evicted one are used.
+	for k := range n {
+		mustAdd(t, s, id(k), 1, entryBody(id(k), 1, 0, 0, 10))
+	}
+	mustFlush(t, s)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for k := n; k < 2*n; k++ {
+			mustAdd(t, s, id(k), 0, entryBody(id(k), 0, -1, 0, 10))
+			mustRead(t, s, id(k-n), 1, entryBody(id(k-n), 1, 0, 0, 10))
+		}
+	}()
+	for range 20 {
+		if _, err := s.EvictIdleLedgers(); err != nil {
+			t.Fatal(err)
+		}
+		checkShards(t, s)
+	}
+	<-done
+	mustFlush(t, s)
+	sweepIdle(t, s)
+	checkShards(t, s)
+	if c := s.CachedLedgers(); c != 0 {
+		t.Fatalf("%d ledgers cached after idle sweeps", c)
+	}
+	for k := range 2 * n {
+		mustRead(t, s, id(k), 0, entryBody(id(k), 0, -1, 0, 10))
+	}
+}
+
+// TestEvictLoopPaced: the background sweep checks at most
+// LedgerEvictionChecksPerSecond ledgers a second of the store's clock
+// (here 10 a second in bursts of 1: a check every 100 ms after the
+// first), and Close stops a sweep waiting for its pace.
+func TestEvictLoopPaced(t *testing.T) {
+	cfg := evictConfig(t)
+	clk := clock.NewManual(time.Unix(1000, 0))
+	cfg.Clock, cfg.Manual, cfg.LedgerIdleTime = clk, false, time.Minute
+	cfg.LedgerEvictionChecksPerSecond = 10
+	s := mustOpen(t, vfs.Default, cfg)
+	const n = 5
+	for l := int64(1); l <= n; l++ {
+		mustAdd(t, s, l, 0, entryBody(l, 0, -1, 0, 10))
+	}
+	mustFlush(t, s)
+	// The first sweep finds nothing idle yet; the second, a minute later,
+	// evicts one ledger at once and then one per 100 ms.
+	for range 2 {
+		waitFor(t, "the loops' timers", func() bool { return clk.Waiters() == 3 })
+		clk.Advance(time.Minute)
+	}
+	for left := n - 1; left > 0; left-- {
+		// The sweep's pacing timer is the third waiter (checkpoint, GC).
+		waitFor(t, "a paced check", func() bool { return s.CachedLedgers() == left && clk.Waiters() == 3 })
+		if c := s.CachedLedgers(); c != left {
+			t.Fatalf("%d cached before the pace allowed another check, want %d", c, left)
+		}
+		clk.Advance(100 * time.Millisecond)
+	}
+	waitFor(t, "the sweep's end", func() bool { return s.CachedLedgers() == 0 })
+	// A sweep waiting for its pace when the store closes stops.
+	for l := int64(1); l <= n; l++ {
+		mustRead(t, s, l, 0, entryBody(l, 0, -1, 0, 10))
+	}
+	for range 2 {
+		waitFor(t, "the loops' timers", func() bool { return clk.Waiters() == 3 })
+		clk.Advance(time.Minute)
+	}
+	waitFor(t, "a paced check", func() bool { return s.CachedLedgers() == n-1 && clk.Waiters() == 3 })
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestEvictAfterClose: a sweep on a closed store is refused, not run on
 // closed indexes.
 func TestEvictAfterClose(t *testing.T) {
@@ -552,6 +800,78 @@ func TestEvictAfterClose(t *testing.T) {
 	}
 	if _, err := s.EvictIdleLedgers(); err == nil {
 		t.Fatal("EvictIdleLedgers on a closed store: no error")
+	}
+}
+
+// TestEvictCloseWaitsForSweep: Close waits for a sweep in progress before
+// it closes the indexes the sweep reads (the sweep is held between its
+// chunks by the test hook while Close starts), and the sweep completes.
+func TestEvictCloseWaitsForSweep(t *testing.T) {
+	s := mustOpen(t, vfs.Default, evictConfig(t))
+	const n = 10
+	for l := int64(1); l <= n; l++ {
+		mustAdd(t, s, l, 0, entryBody(l, 0, -1, 0, 10))
+	}
+	mustFlush(t, s)
+	if k, err := s.EvictIdleLedgers(); err != nil || k != 0 {
+		t.Fatalf("first sweep: %d, %v", k, err)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	s.setHook(func(point string) {
+		if point == "evict:chunk" {
+			once.Do(func() {
+				close(entered)
+				<-release
+			})
+		}
+	})
+	type result struct {
+		k   int
+		err error
+	}
+	swept := make(chan result, 1)
+	go func() {
+		k, err := s.EvictIdleLedgers()
+		swept <- result{k, err}
+	}()
+	<-entered
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	waitFor(t, "Close to start", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.mu.closing
+	})
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) during a sweep", err)
+	default:
+	}
+	close(release)
+	if r := <-swept; r.err != nil || r.k != n {
+		t.Fatalf("sweep during Close: evicted %d, %v; want %d, nil", r.k, r.err, n)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EvictIdleLedgers(); err == nil {
+		t.Fatal("sweep after Close: no error")
+	}
+}
+
+// TestSweepErr: a sweep reports its first failed check and how many more.
+func TestSweepErr(t *testing.T) {
+	first := errors.New("index read failed")
+	if err := sweepErr(nil, 0); err != nil {
+		t.Fatalf("no failure: %v", err)
+	}
+	if err := sweepErr(first, 1); err != first {
+		t.Fatalf("one failure: %v", err)
+	}
+	err := sweepErr(first, 3)
+	if !errors.Is(err, first) || !strings.Contains(err.Error(), "and 2 more") {
+		t.Fatalf("three failures: %v", err)
 	}
 }
 

@@ -25,13 +25,16 @@ import (
 // only the callbacks free).
 type ledger struct {
 	id int64
-	// refs and used are guarded by the ledgerMap shard's lock, not by mu
+	// refs, used and pos are guarded by the ledgerMap shard's lock, not by mu
 	// (see evict.go): refs counts the holders of this object (operations
 	// in progress, registered LAC watches, the sweeper while it checks);
 	// used is the sweep epoch of the last acquire.
 	refs int
 	used uint64
-	mu   struct {
+	// pos is the object's place in its shard's list (evict.go), guarded
+	// by the shard's lock.
+	pos int
+	mu  struct {
 		sync.Mutex
 		loaded bool // state below reflects the index (or was created)
 		// known: the ledger exists here (it has a master key). A ledger

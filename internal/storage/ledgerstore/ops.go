@@ -120,7 +120,7 @@ func (s *Store) admitLocked(l *ledger, sh *ledgerShard, jr *journalShard, master
 	}
 	key := bytes.Clone(masterKey)
 	st := index.State{MasterKey: key}
-	if err := sh.ix.PutState(l.id, st); err != nil {
+	if err := s.putState(sh, l.id, st); err != nil {
 		s.fail(err)
 		return err
 	}
@@ -214,7 +214,7 @@ func (s *Store) Fence(ctx context.Context, ledgerID int64, masterKey []byte) err
 	}
 	if !l.mu.fenced {
 		l.mu.fenced = true
-		if err := sh.ix.PutState(ledgerID, l.stateLocked()); err != nil {
+		if err := s.putState(sh, ledgerID, l.stateLocked()); err != nil {
 			l.mu.Unlock()
 			s.fail(err)
 			return err
@@ -253,7 +253,7 @@ func (s *Store) SetExplicitLAC(ctx context.Context, ledgerID int64, masterKey, b
 	if lac, ok := explicitLACValue(body); ok {
 		l.raiseLACLocked(lac)
 	}
-	if err := sh.ix.PutState(ledgerID, l.stateLocked()); err != nil {
+	if err := s.putState(sh, ledgerID, l.stateLocked()); err != nil {
 		l.mu.Unlock()
 		s.fail(err)
 		return err

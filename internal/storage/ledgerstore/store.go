@@ -42,6 +42,9 @@ type Store struct {
 	stop chan struct{}
 	wg   sync.WaitGroup
 
+	// sweepMu serialises eviction sweeps (evict.go).
+	sweepMu sync.Mutex
+
 	// gcTrigger (capacity 1) asks the GC loop for a forced tick.
 	gcTrigger chan struct{}
 	gcState   struct {
@@ -64,9 +67,15 @@ type Store struct {
 	}
 
 	// hook, if set (tests only, through setHook), is called at named points
-	// of Checkpoint and DeleteLedger, to crash the file system between steps.
+	// of Checkpoint and DeleteLedger, to crash the file system between steps
+	// (and between an eviction sweep's chunks).
 	// Atomic: tests set it while the background loops run.
 	hook atomic.Pointer[func(point string)]
+	// stateFault, if set (tests only), is returned by the live operations'
+	// index state writes (putState) instead of writing: Pebble takes an
+	// unsynced write into its memtable and reports a WAL error only later,
+	// so a file-system fault cannot make PutState fail at the call.
+	stateFault atomic.Pointer[error]
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -310,6 +319,10 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	close(s.stop)
 	s.wg.Wait()
+	// A sweep in progress (a direct EvictIdleLedgers call) still reads the
+	// indexes: wait for it; later ones see closing and stop at once.
+	s.sweepMu.Lock()
+	s.sweepMu.Unlock()
 	var errs []error
 	for _, jr := range s.journals {
 		errs = append(errs, jr.j.Close())
@@ -373,13 +386,17 @@ func (s *Store) evictLoop() {
 	defer s.wg.Done()
 	t := s.cfg.Clock.NewTimer(s.cfg.LedgerIdleTime)
 	defer t.Stop()
+	var p *evictPacer
+	if s.cfg.LedgerEvictionChecksPerSecond > 0 {
+		p = newEvictPacer(s.cfg.Clock, s.stop, s.cfg.LedgerEvictionChecksPerSecond)
+	}
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C():
 		}
-		_, _ = s.EvictIdleLedgers()
+		_, _ = s.sweep(p)
 		t.Reset(s.cfg.LedgerIdleTime)
 	}
 }
@@ -441,6 +458,15 @@ func (s *Store) at(point string) {
 	if h := s.hook.Load(); h != nil {
 		(*h)(point)
 	}
+}
+
+// putState writes ledger id's state to sh's index (ops.go's writes; see
+// stateFault).
+func (s *Store) putState(sh *ledgerShard, id int64, st index.State) error {
+	if err := s.stateFault.Load(); err != nil {
+		return *err
+	}
+	return sh.ix.PutState(id, st)
 }
 
 // setHook installs (nil: removes) the test hook called by at.
