@@ -29,8 +29,10 @@ type ledgerPositions struct {
 
 // maxWindowGap bounds how many empty slots an entry may skip past a
 // ledger's window and still extend it (further, it goes to the spill map).
-// A bookie in an ensemble of E with write quorum Qw skips fewer than E
-// slots, so 7 keeps the windows of ensembles up to 8 dense. The bound is
+// A bookie in an ensemble of E with write quorum Qw skips E-Qw slots
+// between its stripes, so 7 keeps the windows dense for E - Qw ≤ 7 (E9
+// Qw2, E10 Qw3, ...); wider stripes spill every other entry to the map,
+// which is correct, only slower. The bound is
 // what keeps the window within the entryOverheadBytes charged per entry
 // even for sparse ids spaced just inside it: an entry adds at most
 // maxWindowGap+1 = 8 four-byte slots (32 B), and append's growth at most

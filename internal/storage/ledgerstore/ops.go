@@ -563,6 +563,7 @@ func (s *Store) DeleteLedger(ctx context.Context, ledgerID int64) error {
 	if !l.mu.known || l.mu.deleted {
 		return nil
 	}
+	s.deletions.Add(1) // before anything of the ledger is dropped
 	sh.el.DropLedger(ledgerID)
 	s.at("delete:dropped")
 	if err := sh.ix.DeleteLedger(ledgerID); err != nil {

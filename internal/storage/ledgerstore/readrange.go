@@ -42,6 +42,12 @@ func (s *Store) ReadEntries(ledgerID, firstEntryID int64, maxCount int, maxBytes
 		maxCount = maxRangeEntries
 	}
 	sh := s.shardFor(ledgerID)
+	// A deletion between here and the end may let the answer combine the
+	// old ledger's entries (index locations, cached bodies taken before)
+	// with a new ledger's of the same id (taken after): then only the
+	// first entry is answered, by a single read, and the reader asks again
+	// for the rest.
+	deletions := s.deletions.Load()
 	indexed := make(map[int64]entrylog.Location)
 	err = sh.ix.Entries(ledgerID, firstEntryID, func(id int64, loc entrylog.Location) bool {
 		if id != firstEntryID+int64(len(indexed)) {
@@ -64,6 +70,7 @@ func (s *Store) ReadEntries(ledgerID, firstEntryID int64, maxCount int, maxBytes
 	var stop error // why the run ended early (not absence, not a bound)
 	var total int64
 	for id := firstEntryID; len(slots) < maxCount; id++ {
+		s.at("readentries:slot")
 		var sl slot
 		var size int64
 		if b, ok := sh.el.ReadCachedEntry(ledgerID, id); ok {
@@ -104,6 +111,13 @@ func (s *Store) ReadEntries(ledgerID, firstEntryID int64, maxCount int, maxBytes
 
 	s.at("readentries:located")
 	res := sh.el.ReadMany(ledgerID, wants)
+	if s.deletions.Load() != deletions {
+		b, err := s.readEntry(sh, ledgerID, firstEntryID)
+		if err != nil {
+			return nil, err
+		}
+		return [][]byte{b}, nil
+	}
 	out := make([][]byte, 0, len(slots))
 	for i, sl := range slots {
 		if sl.want < 0 {

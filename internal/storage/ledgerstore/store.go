@@ -19,6 +19,11 @@ import (
 // Store is the bookie's storage engine; it implements storage.Store. See
 // the package comment for the design.
 type Store struct {
+	// deletions counts ledger deletions begun (DeleteLedger). A batch read
+	// that saw it change may have combined two incarnations of a ledger id
+	// deleted and created again while it ran (ReadEntries).
+	deletions atomic.Uint64
+
 	fs       vfs.FS
 	cfg      Config
 	storeID  StoreID
