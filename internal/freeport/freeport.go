@@ -1,6 +1,8 @@
-// Package freeport hands out TCP ports for tests that start servers in
-// other processes (bookies, etcd members, ZooKeeper, Java bookies), where a
-// listener cannot simply be passed along.
+// Package freeport hands out free TCP ports on 127.0.0.1 for servers whose
+// port must be known before they listen: tests that start servers in other
+// processes (bookies, etcd members, ZooKeeper, Java bookies), and
+// `folio standalone` / foliotest with port 0 (the bookie id holds the
+// port), where a listener cannot simply be passed along.
 //
 // Two things make "listen on port 0, close, hand the number over" flaky
 // when many test binaries run at once (go test ./... runs packages in

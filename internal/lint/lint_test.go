@@ -49,7 +49,7 @@ var layers = map[string][]string{
 	"internal/admin":                 {"internal/rereplication", "client", "internal/ledger", "internal/ledgerexec", "internal/transport", "internal/metadata", "internal/wire", "internal/digest"},
 	"internal/autorecovery":          {"internal/rereplication", "client", "internal/ledger", "internal/transport", "internal/metadata", "internal/wire", "internal/digest"},
 	"internal/standalone":            {"internal/bookie", "internal/autorecovery", "internal/admin", "internal/rereplication", "client", "internal/metadata", "internal/storage", "internal/wire", "internal/pki"},
-	"internal/testcluster":           {"internal/standalone", "internal/bookie", "internal/admin", "internal/rereplication", "internal/ledger", "internal/metadata", "internal/storage", "client", "internal/wire", "internal/digest", "internal/pki", "internal/freeport"},
+	"internal/testcluster":           {"internal/standalone", "internal/bookie", "internal/admin", "internal/rereplication", "internal/ledger", "internal/metadata", "internal/storage", "client", "internal/wire", "internal/digest", "internal/pki"},
 	"internal/sim":                   {"internal/ledger", "internal/ledgerexec", "internal/bookie", "internal/storage", "internal/metadata", "internal/wire", "internal/digest", "client", "internal/transport"},
 	"internal/metadata/formatpb":     {},
 	"internal/wire/v3/protocolpb":    {},
@@ -69,17 +69,17 @@ var layers = map[string][]string{
 	"internal/bench": {"client"},
 
 	// Test helpers below a layer that need more than it.
-	"internal/metadata/etcd/etcdtest": {"internal/metadata", "internal/pki"},      // a TLS etcd with a test CA
-	"internal/metadata/zk/zktest":     {"internal/metadata", "internal/freeport"}, // ZooKeeper processes for tests
-	"client/foliotest":                {"client", "internal/standalone"},          // the public in-process cluster for users' tests
+	"internal/metadata/etcd/etcdtest": {"internal/metadata", "internal/pki"}, // a TLS etcd with a test CA
+	"client/foliotest":                {"client", "internal/standalone"},     // the public in-process cluster for users' tests
 }
 
 // universal lists packages every package may import: leaf utilities with
 // no Folio imports of their own (internal/clock holds the wall clock the
 // process injects into pure packages, so it is not pure itself;
 // internal/tlsconf builds TLS configurations from PEM files for every end
-// of a connection).
-var universal = []string{"internal/clock", "internal/tlsconf"}
+// of a connection; internal/freeport hands out free loopback ports to
+// whatever must know a port before it listens).
+var universal = []string{"internal/clock", "internal/tlsconf", "internal/freeport"}
 
 // pure lists the packages (and everything below them) that must not touch
 // the network, the OS or the wall clock: they run inside the simulator.

@@ -56,6 +56,7 @@ import (
 	"github.com/foliodb/folio/internal/admin"
 	"github.com/foliodb/folio/internal/autorecovery"
 	"github.com/foliodb/folio/internal/bookie/server"
+	"github.com/foliodb/folio/internal/freeport"
 	"github.com/foliodb/folio/internal/metadata"
 	"github.com/foliodb/folio/internal/metadata/etcd/embedetcd"
 	"github.com/foliodb/folio/internal/pki"
@@ -214,9 +215,19 @@ func savePorts(dir string, p ports) error {
 	return os.Rename(tmp, filepath.Join(dir, portsFile))
 }
 
-// probePort binds host:port (0: any free port) and releases it, returning
-// the port. An explicit busy port is an error naming what it is for.
+// probePort binds host:port and releases it, returning the port; 0 takes
+// a free port from package freeport (below the ephemeral range, so no
+// outgoing connection of another process takes it before the bookie
+// listens, and reserved for this process). An explicit busy port is an
+// error naming what it is for.
 func probePort(port int, what string) (int, error) {
+	if port == 0 {
+		p, err := freeport.Take()
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", what, err)
+		}
+		return p, nil
+	}
 	l, err := net.Listen("tcp", net.JoinHostPort(Host, strconv.Itoa(port)))
 	if err != nil {
 		return 0, fmt.Errorf("%s port %d on %s is not available (a standalone keeps its ports: stop whatever holds it, or start from another --data-dir): %w", what, port, Host, err)

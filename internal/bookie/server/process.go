@@ -21,13 +21,14 @@ import (
 
 	"github.com/foliodb/folio/internal/bookie"
 	"github.com/foliodb/folio/internal/clock"
+	"github.com/foliodb/folio/internal/freeport"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/storage"
+	"github.com/foliodb/folio/internal/storage/ledgerstore"
 	"github.com/foliodb/folio/internal/wire"
 	// The metadata drivers a metadataServiceUri can name.
 	_ "github.com/foliodb/folio/internal/metadata/etcd"
 	_ "github.com/foliodb/folio/internal/metadata/zk"
-	"github.com/foliodb/folio/internal/storage"
-	"github.com/foliodb/folio/internal/storage/ledgerstore"
 )
 
 // ProcessOptions are what a bookie process takes besides its Config.
@@ -458,8 +459,13 @@ func serviceInfo(cfg *Config, addr string, noHTTP bool) (metadata.BookieServiceI
 	return info, nil
 }
 
-// freePort asks the kernel for a free port (tests' bookiePort=0).
+// freePort picks a free port for bookiePort=0 (tests): from package
+// freeport when the bookie listens on loopback or every interface (below
+// the ephemeral range, reserved for this process), else from the kernel.
 func freePort(host string) (int, error) {
+	if host == "" || host == "127.0.0.1" || host == "localhost" {
+		return freeport.Take()
+	}
 	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return 0, fmt.Errorf("find a free port: %w", err)

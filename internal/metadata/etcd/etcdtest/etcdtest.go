@@ -35,6 +35,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foliodb/folio/internal/freeport"
 	"github.com/foliodb/folio/internal/metadata/etcd/embedetcd"
 )
 
@@ -253,10 +254,9 @@ func (c *Cluster) URI(scope string) string {
 
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(embedetcd.DefaultHost, "0"))
+	p, err := freeport.Take()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
