@@ -132,3 +132,47 @@ func TestRecycledRecordNotExpiredByStaleDeadline(t *testing.T) {
 	default:
 	}
 }
+
+// TestSendOnRetiredPeerRefused: a Send that took a peer from the map just
+// before Prune retired it must not queue its request there. The retired
+// peer is out of the map, so neither the sweeper nor Close would ever see
+// a session it opened: the request would never be answered. peer.send
+// refuses (reports false, having touched nothing) and Send/SendTagged go
+// to a fresh peer. The interleaving is forced by calling peer and send
+// around the Prune.
+func TestSendOnRetiredPeerRefused(t *testing.T) {
+	b := newFakeBookie(t, func(c *fakeConn, req *wire.Request) { c.reply(req, wire.StatusOK, nil) })
+	tr := newTransport(t, Config{})
+	defer tr.Close()
+	p, err := tr.peer(b.addr(), 1, lanePlain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := tr.Prune(func(string) bool { return false }); n != 1 {
+		t.Fatalf("Prune forgot %d slots, want 1", n)
+	}
+	h := make(chanHandler, 4)
+	queued := p.send(addRequest(1, 0), nil, h, 5)
+	p.mu.Lock()
+	orphan := p.sess != nil
+	p.mu.Unlock()
+	if queued || orphan {
+		// End the orphan session ourselves: tr.Close cannot see it and
+		// would wait for its goroutines for ever.
+		p.close()
+		t.Fatalf("send on a retired peer: queued %v, opened a session outside the transport's map %v", queued, orphan)
+	}
+	select {
+	case r := <-h:
+		t.Fatalf("a refused send answered: %+v", r)
+	default:
+	}
+	// The public path gets a fresh peer and its answer.
+	tr.SendTagged(b.addr(), 1, addRequest(1, 0), h, 6)
+	if r := recvTagged(t, h); r.err != nil || r.tag != 6 || r.status != wire.StatusOK {
+		t.Fatalf("SendTagged after Prune: %+v", r)
+	}
+	if got := tr.Bookies(); !slices.Equal(got, []string{b.addr()}) {
+		t.Fatalf("bookies %v, want the fresh peer's", got)
+	}
+}
