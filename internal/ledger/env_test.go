@@ -24,7 +24,7 @@ type env struct {
 	// records recycles the writers' add records (a free list shared by
 	// every writer of the env, as the client shares one pool), so the
 	// scripted and property tests run with recycling on.
-	records freeList
+	records  freeList
 	dig      *digest.Digester
 	bookies  map[metadata.BookieID]*simBookie
 	order    []metadata.BookieID
