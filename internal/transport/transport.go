@@ -399,7 +399,12 @@ func (t *Transport) Send(bookie string, key int64, req *wire.Request, cb Respons
 			return
 		}
 		// Prune retired p between peer and send: the next peer call makes
-		// a fresh one.
+		// a fresh one. The loop ends: each retry follows a Prune that
+		// removed the peer this Send had looked up, and Prunes come from
+		// the caller's membership changes, a handful per bookie joining
+		// or leaving; a peer retires only while it has no request
+		// outstanding, so a Send cannot livelock against Prunes unless
+		// they run back to back for ever.
 	}
 }
 
@@ -417,6 +422,8 @@ func (t *Transport) SendTagged(bookie string, key int64, req *wire.Request, h Ha
 		if p.send(req, nil, h, tag) {
 			return
 		}
+		// Retired by a concurrent Prune: retry on a fresh peer (see Send
+		// for why this ends).
 	}
 }
 
