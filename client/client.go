@@ -237,7 +237,7 @@ func (c *Client) setMembership(writable, readOnly []metadata.BookieID) {
 		w.q.Push(ledger.WritableBookies{Bookies: slices.Clone(writable)})
 	}
 	c.health.prune(writable, readOnly)
-	c.pruneBookies(writable, readOnly, writers)
+	c.pruneBookies()
 	c.resolveLater()
 }
 
@@ -246,19 +246,30 @@ func (c *Client) setMembership(writable, readOnly []metadata.BookieID) {
 // open write handle (issue #22 §4): on a cluster whose bookies come and go
 // the client's per-bookie state stays bounded by the bookies it uses. The
 // transport keeps a connection with requests outstanding (a read of an
-// old ledger from a bookie that left, say) until a later change, and a
-// pruned bookie asked again is connected afresh, so nothing fails for it.
-// (Health state is pruned by bookieHealth.prune, script locations by
-// resolveLoop.)
-func (c *Client) pruneBookies(writable, readOnly []metadata.BookieID, writers []*WriteHandle) {
-	keep := make(map[metadata.BookieID]bool, len(writable)+len(readOnly))
-	for _, b := range writable {
+// old ledger from a bookie that left, say) and a reconnect backoff in use
+// (a dead bookie readers still ask keeps failing fast) until a later
+// prune, and a pruned bookie asked again is connected afresh, so nothing
+// fails for it. (Health state is pruned by bookieHealth.prune, script
+// locations by resolveLoop.)
+//
+// It runs on a membership change and when a write handle whose ensembles
+// hold an unregistered bookie closes (unregister), never on every close.
+// The membership and the handles are read, and the pruning done, under
+// c.mu, so two prunes never work from different snapshots: one that
+// started before a bookie joined cannot forget the joiner's connection
+// after a later one kept it. (Lock order: c.mu, then the transport's and
+// the resolver's locks; neither calls back into the client.)
+func (c *Client) pruneBookies() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keep := make(map[metadata.BookieID]bool, len(c.mu.writable)+len(c.mu.readOnly))
+	for _, b := range c.mu.writable {
 		keep[b] = true
 	}
-	for _, b := range readOnly {
+	for _, b := range c.mu.readOnly {
 		keep[b] = true
 	}
-	for _, w := range writers {
+	for w := range c.mu.writers {
 		if md := w.meta.Load(); md != nil {
 			for _, e := range md.ensembles {
 				for _, b := range e.Bookies {
@@ -269,6 +280,12 @@ func (c *Client) pruneBookies(writable, readOnly []metadata.BookieID, writers []
 	}
 	c.tr.Prune(func(b string) bool { return keep[metadata.BookieID(b)] })
 	c.resolver.Prune(func(b metadata.BookieID) bool { return keep[b] })
+}
+
+// registeredLocked reports whether b is a writable or read-only bookie.
+// Called with c.mu held.
+func (c *Client) registeredLocked(b metadata.BookieID) bool {
+	return slices.Contains(c.mu.writable, b) || slices.Contains(c.mu.readOnly, b)
 }
 
 func (c *Client) writable() []metadata.BookieID {

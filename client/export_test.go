@@ -27,13 +27,4 @@ func WritableCount(c *Client) int { return len(c.writable()) }
 
 // PruneNow runs the pruning of a membership change with c's current
 // membership and open write handles.
-func PruneNow(c *Client) {
-	c.mu.Lock()
-	writable, readOnly := c.mu.writable, c.mu.readOnly
-	writers := make([]*WriteHandle, 0, len(c.mu.writers))
-	for w := range c.mu.writers {
-		writers = append(writers, w)
-	}
-	c.mu.Unlock()
-	c.pruneBookies(writable, readOnly, writers)
-}
+func PruneNow(c *Client) { c.pruneBookies() }

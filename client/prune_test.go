@@ -16,7 +16,8 @@ import (
 // keeps their connections while an open write handle's ensemble holds
 // them, and once that handle is closed holds no per-bookie state for them
 // (transport connections, remembered addresses, health), so its memory
-// stays bounded where bookies come and go.
+// stays bounded where bookies come and go; the old ledger still reads,
+// and a bookie that left and comes back under its id is written to again.
 func TestPerBookieStatePrunedWhenBookiesLeave(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -95,18 +96,61 @@ func TestPerBookieStatePrunedWhenBookiesLeave(t *testing.T) {
 		}
 	}
 
-	// A pruned bookie is connected afresh when asked again: a new ledger
-	// on the three remaining bookies works, and so does reading the old
-	// one from them (E6 Qw6: every entry is on each).
-	w2, err := c.CreateLedger(ctx, client.LedgerOptions{EnsembleSize: 3, WriteQuorumSize: 3, AckQuorumSize: 2})
+	// The old ledger (E6 Qw6: every entry is on each bookie) reads from
+	// the three that stayed: their connections were kept, and the reads
+	// of the three that left fail over to them.
+	r, err := c.OpenLedger(ctx, w.ID(), client.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w2.Append(ctx, []byte("after")); err != nil {
+	readEntries(t, ctx, r, 10)
+
+	// A bookie that left comes back under the same id (same directory
+	// and port): the client, which forgot its connection, connects
+	// afresh. A ledger on all four registered bookies includes it.
+	back := leaving[0]
+	back.Start()
+	back.WaitRegistered(false)
+	waitFor(t, ctx, "the client sees the returning bookie", func() bool { return client.WritableCount(c) == 4 })
+	w2, err := c.CreateLedger(ctx, client.LedgerOptions{EnsembleSize: 4, WriteQuorumSize: 4, AckQuorumSize: 4})
+	if err != nil {
 		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := w2.Append(ctx, []byte("entry")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := w2.Close(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if !slices.Contains(client.ConnectedBookies(c), string(back.ID)) {
+		t.Errorf("no connection to the returning bookie %s after writing a ledger on it: %v", back.ID, client.ConnectedBookies(c))
+	}
+	r2, err := c.OpenLedger(ctx, w2.ID(), client.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readEntries(t, ctx, r2, 5)
+	// And the old ledger still reads, the returning bookie among its
+	// replicas again.
+	readEntries(t, ctx, r, 10)
+}
+
+// readEntries reads entries 0 … n-1 of r and checks each is "entry".
+func readEntries(t *testing.T, ctx context.Context, r *client.ReadHandle, n int64) {
+	t.Helper()
+	entries, err := r.Read(ctx, 0, n-1)
+	if err != nil {
+		t.Fatalf("read ledger %d: %v", r.ID(), err)
+	}
+	if int64(len(entries)) != n {
+		t.Fatalf("read ledger %d: %d entries, want %d", r.ID(), len(entries), n)
+	}
+	for i, e := range entries {
+		if e.ID != int64(i) || string(e.Payload) != "entry" {
+			t.Fatalf("read ledger %d: entry %d is %d %q", r.ID(), i, e.ID, e.Payload)
+		}
 	}
 }
 

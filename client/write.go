@@ -544,19 +544,32 @@ func (w *WriteHandle) failAll(err error) {
 	}
 }
 
-// unregister removes the handle from the client's writers and prunes the
-// per-bookie state only it kept (Client.pruneBookies).
+// unregister removes the handle from the client's writers and, if its
+// ensembles hold a bookie that is no longer registered, prunes the
+// per-bookie state only it kept (Client.pruneBookies). A handle on
+// registered bookies only leaves nothing to prune: the last membership
+// change kept all of them anyway, so closing many handles costs no prune
+// each.
 func (w *WriteHandle) unregister() {
 	c := w.c
 	c.mu.Lock()
 	delete(c.mu.writers, w)
-	writable, readOnly := c.mu.writable, c.mu.readOnly
-	writers := make([]*WriteHandle, 0, len(c.mu.writers))
-	for o := range c.mu.writers {
-		writers = append(writers, o)
+	stale := false
+	if md := w.meta.Load(); md != nil {
+	find:
+		for _, e := range md.ensembles {
+			for _, b := range e.Bookies {
+				if !c.registeredLocked(metadata.BookieID(b)) {
+					stale = true
+					break find
+				}
+			}
+		}
 	}
 	c.mu.Unlock()
-	c.pruneBookies(writable, readOnly, writers)
+	if stale {
+		c.pruneBookies()
+	}
 }
 
 // addRecordPool holds the ledger writers' per-entry records between adds,

@@ -147,12 +147,20 @@ func TestMaxNumEnsembleChanges(t *testing.T) {
 		t.Fatalf("want one ensemble change: %s", ledgerState(md))
 	}
 	// The replacement: the entries it holds have their other copy on a
-	// live bookie, so everything acknowledged reads back.
-	bookieByID(t, cl, md.LastEnsemble().Ensemble[0]).Kill()
+	// live bookie, so everything acknowledged reads back. It is paused
+	// while the ten appends are queued and killed after: the adds that
+	// need it wait until all ten are in the handle's queue, ahead of the
+	// failure, so each append is pending when the change is refused
+	// (killed first, its refused connect could stop the handle before
+	// the last AppendAsync calls, which would then fail with
+	// ErrLedgerClosed instead).
+	second := bookieByID(t, cl, md.LastEnsemble().Ensemble[0])
+	second.Pause()
 	futures := make([]*client.AppendFuture, 10)
 	for i := range futures {
 		futures[i] = w.AppendAsync(payloadOf(w.ID(), int64(100+i)))
 	}
+	second.Kill()
 	last, failed := int64(99), 0
 	for i, f := range futures {
 		id, err := f.Wait(ctx)

@@ -21,6 +21,10 @@ import (
 // it; it plays the part of the client shell and the servers.
 type env struct {
 	ledgerID int64
+	// records recycles the writers' add records (a free list shared by
+	// every writer of the env, as the client shares one pool), so the
+	// scripted and property tests run with recycling on.
+	records  freeList
 	dig      *digest.Digester
 	bookies  map[metadata.BookieID]*simBookie
 	order    []metadata.BookieID

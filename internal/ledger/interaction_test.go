@@ -103,7 +103,8 @@ func (e *env) run(t *testing.T, d *datadriven.TestData) {
 	case "writer":
 		w, err := NewWriter(WriterConfig{LedgerID: e.ledgerID, Metadata: e.store.md, Version: e.store.version, Placement: e.policy, Writable: e.writable,
 			AddQuorumTimeout: time.Duration(argInt(t, d, "quorum-timeout", 0)) * time.Second, DelayEnsembleChange: d.HasArg("delay"),
-			MaxEnsembleChanges: argInt(t, d, "max-changes", 0), ExplicitIDs: d.HasArg("explicit"), AckedAdhering: e.ruleArg(t, d, name)})
+			MaxEnsembleChanges: argInt(t, d, "max-changes", 0), ExplicitIDs: d.HasArg("explicit"), AckedAdhering: e.ruleArg(t, d, name),
+			AddRecords: e.records.records()})
 		if err != nil {
 			t.Fatal(err)
 		}

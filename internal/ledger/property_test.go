@@ -59,7 +59,7 @@ func runWriterScheduleMode(seed uint64, explicit bool) string {
 	// The writer options (writer_options.go) vary too: they must keep
 	// every safety property.
 	cfg := WriterConfig{LedgerID: e.ledgerID, Metadata: e.store.md, Version: e.store.version, Placement: e.policy, Writable: e.writable,
-		DelayEnsembleChange: r.IntN(2) == 0, ExplicitIDs: explicit}
+		DelayEnsembleChange: r.IntN(2) == 0, ExplicitIDs: explicit, AddRecords: e.records.records()}
 	if r.IntN(3) == 0 {
 		cfg.AddQuorumTimeout = time.Duration(4+r.IntN(20)) * time.Second
 	}

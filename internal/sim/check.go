@@ -51,6 +51,12 @@ const (
 	NoInvalidFragments = "NoInvalidFragments"
 	// LedgerIsClosed (liveness): once faults heal, every ledger is closed.
 	LedgerIsClosed = "LedgerIsClosed"
+	// AppendsComplete (liveness): once faults heal, every append a live
+	// writer accepted completes (acknowledged, or failed by the writer)
+	// before the writer is closed: none hangs for ever. Explicit-id
+	// writers are left out (an id above a gap completes only once the
+	// gap is written, and the tail writes nothing new).
+	AppendsComplete = "AppendsComplete"
 	// LACNeverAhead: a LAC handed to a reader never passes the ledger's
 	// true LAC: the highest entry its writer acknowledged, or the end it
 	// was closed at. TryReadLastAddConfirmed, which takes one bookie's

@@ -201,6 +201,7 @@ var driverCheck = map[string]string{
 	MetadataOnlyMovesForward: "Driver: no check for it; the metadata writes are in the script (store prints them).",
 	NoOutOfOrderEntries:      "Driver: a VIOLATION at an out-of-order acknowledgement; reads have no equivalent.",
 	LedgerIsClosed:           "Driver: check reports the ledger not closed, once the script's events ran.",
+	AppendsComplete:          "Driver: the script's last events leave the adds pending (no add complete line for them before the close).",
 	AllAckedEntriesAreReadable: "Driver: no equivalent: the driver's bookies lose nothing in a crash " +
 		"(storage defects belong in a storage test).",
 	LACNeverAhead: "Driver: no equivalent for the reader's LAC (the script leaves readers out); lacs shows " +

@@ -392,7 +392,7 @@ func (w *world) appendOne(a *actor) bool {
 	if a.explicit {
 		return w.writeAtOne(a)
 	}
-	if !a.live() || a.writer.Err() != nil || a.closeAsked || a.writer.LastAddPushed() >= maxEntriesLedger {
+	if !a.live() || a.writer.Err() != nil || a.closeAsked || a.writer.LastAddPushed() >= maxEntriesLedger || w.phase == "liveness" {
 		return false
 	}
 	id := a.writer.LastAddPushed() + 1
@@ -796,6 +796,17 @@ func (w *world) runLiveness() {
 			n.resume()
 		}
 	}
+	// AppendsComplete: the writers take no new append (appendOne), and
+	// those still in flight complete before the writers are closed (a
+	// close fails the pending ones, which would hide a hung add).
+	drainEnd := w.now + w.cfg.LivenessTimeout
+	w.runUntil(func() bool { return !w.appendsInFlight() || w.now > drainEnd })
+	for _, a := range w.actors {
+		if a.kind == kindWriter && !a.explicit && a.live() && !a.closeAsked && a.inflight > 0 {
+			w.violate(AppendsComplete, a.led.id, "%s: %d appends (up to e%d, LAC %d) still in flight %s after healing every fault",
+				a.name, a.inflight, a.writer.LastAddPushed(), a.writer.LastAddConfirmed(), fmtTime(w.cfg.LivenessTimeout))
+		}
+	}
 	for _, a := range w.actors {
 		if a.kind == kindWriter && a.live() && !a.closeAsked {
 			a.closeAsked = true
@@ -827,6 +838,17 @@ func (w *world) runLiveness() {
 			w.violate("LedgerIsClosed", l.id, "ledger %d is not closed %s after healing every fault: %s", l.id, fmtTime(w.cfg.LivenessTimeout), ledger.FormatMetadata(md))
 		}
 	}
+}
+
+// appendsInFlight reports whether a live writer (explicit-id ones left
+// out, see AppendsComplete) has appends in flight.
+func (w *world) appendsInFlight() bool {
+	for _, a := range w.actors {
+		if a.kind == kindWriter && !a.explicit && a.live() && !a.closeAsked && a.inflight > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *world) closed(l *ledgerRec) bool {

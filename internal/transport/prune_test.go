@@ -1,8 +1,12 @@
 package transport
 
 import (
+	"context"
 	"errors"
+	"net"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,5 +134,119 @@ func TestRecycledRecordNotExpiredByStaleDeadline(t *testing.T) {
 	case r := <-h:
 		t.Fatalf("a second answer: %+v", r)
 	default:
+	}
+}
+
+// TestSendOnRetiredPeerRefused: a Send that took a peer from the map just
+// before Prune retired it must not queue its request there. The retired
+// peer is out of the map, so neither the sweeper nor Close would ever see
+// a session it opened: the request would never be answered. peer.send
+// refuses (reports false, having touched nothing) and Send/SendTagged go
+// to a fresh peer. The interleaving is forced by calling peer and send
+// around the Prune.
+func TestSendOnRetiredPeerRefused(t *testing.T) {
+	b := newFakeBookie(t, func(c *fakeConn, req *wire.Request) { c.reply(req, wire.StatusOK, nil) })
+	tr := newTransport(t, Config{})
+	defer tr.Close()
+	p, err := tr.peer(b.addr(), 1, lanePlain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := tr.Prune(func(string) bool { return false }); n != 1 {
+		t.Fatalf("Prune forgot %d slots, want 1", n)
+	}
+	h := make(chanHandler, 4)
+	queued := p.send(addRequest(1, 0), nil, h, 5)
+	p.mu.Lock()
+	orphan := p.sess != nil
+	p.mu.Unlock()
+	if queued || orphan {
+		// End the orphan session ourselves: tr.Close cannot see it and
+		// would wait for its goroutines for ever.
+		p.close()
+		t.Fatalf("send on a retired peer: queued %v, opened a session outside the transport's map %v", queued, orphan)
+	}
+	select {
+	case r := <-h:
+		t.Fatalf("a refused send answered: %+v", r)
+	default:
+	}
+	// The public path gets a fresh peer and its answer.
+	tr.SendTagged(b.addr(), 1, addRequest(1, 0), h, 6)
+	if r := recvTagged(t, h); r.err != nil || r.tag != 6 || r.status != wire.StatusOK {
+		t.Fatalf("SendTagged after Prune: %+v", r)
+	}
+	if got := tr.Bookies(); !slices.Equal(got, []string{b.addr()}) {
+		t.Fatalf("bookies %v, want the fresh peer's", got)
+	}
+}
+
+// TestPruneKeepsReconnectBackoff: a dead bookie's reconnect backoff
+// survives Prune while it is in use, so requests to it (a reader of an old
+// ledger on a bookie that left) keep failing fast instead of each waiting
+// for a connect; a failing slot nobody asks any more is pruned once its
+// wait is over, so dead bookies do not accumulate.
+func TestPruneKeepsReconnectBackoff(t *testing.T) {
+	const dead = "192.0.2.1:3181"
+	var dials atomic.Int32
+	clk := clock.NewManual(time.Unix(1000, 0))
+	tr := newTransport(t, Config{
+		Clock: clk, TimeoutTick: time.Hour,
+		ReconnectBackoff: time.Second, MaxReconnectBackoff: 8 * time.Second,
+		Dialer: func(context.Context, string, string) (net.Conn, error) {
+			dials.Add(1)
+			return nil, errors.New("connection refused (test dialer)")
+		},
+	})
+	defer tr.Close()
+	h := make(chanHandler, 4)
+	none := func(string) bool { return false }
+	fastFail := func(what string) {
+		t.Helper()
+		before := dials.Load()
+		tr.SendTagged(dead, 1, addRequest(1, 0), h, 2)
+		r := recvTagged(t, h)
+		if !errors.Is(r.err, ErrBookieUnavailable) || !strings.Contains(r.err.Error(), "next attempt in") || dials.Load() != before {
+			t.Fatalf("%s: %v after %d dials (had %d), want a fast failure without a dial", what, r.err, dials.Load(), before)
+		}
+	}
+
+	tr.SendTagged(dead, 1, addRequest(1, 0), h, 1)
+	if r := recvTagged(t, h); !errors.Is(r.err, ErrBookieUnavailable) || dials.Load() != 1 {
+		t.Fatalf("first send: %v after %d dials, want a failed connect", r.err, dials.Load())
+	}
+	// The wait (1 s) is on: Prune keeps the slot, the next send fails fast.
+	if n := tr.Prune(none); n != 0 {
+		t.Fatalf("Prune forgot %d slots during the reconnect backoff", n)
+	}
+	fastFail("after a Prune during the backoff")
+
+	// The wait is over, but the slot was asked since the last Prune:
+	// kept, and the backoff keeps growing (2 s after the second failure).
+	clk.Advance(time.Second)
+	if n := tr.Prune(none); n != 0 {
+		t.Fatalf("Prune forgot %d slots of a failing bookie still asked", n)
+	}
+	tr.SendTagged(dead, 1, addRequest(1, 0), h, 3)
+	if r := recvTagged(t, h); !errors.Is(r.err, ErrBookieUnavailable) || dials.Load() != 2 {
+		t.Fatalf("send after the wait: %v after %d dials, want a second failed connect", r.err, dials.Load())
+	}
+	clk.Advance(1500 * time.Millisecond) // within the doubled wait
+	if n := tr.Prune(none); n != 0 {
+		t.Fatalf("Prune forgot %d slots during the doubled backoff", n)
+	}
+	fastFail("after a Prune during the doubled backoff")
+
+	// Nobody asks any more: the first Prune past the wait clears the
+	// mark, the next one forgets the slot.
+	clk.Advance(time.Second)
+	if n := tr.Prune(none); n != 0 {
+		t.Fatalf("Prune forgot %d slots sent to since the previous Prune", n)
+	}
+	if n := tr.Prune(none); n != 1 {
+		t.Fatalf("Prune forgot %d slots of an idle failing bookie, want 1", n)
+	}
+	if got := tr.Bookies(); len(got) != 0 {
+		t.Fatalf("bookies %v after pruning the dead one", got)
 	}
 }

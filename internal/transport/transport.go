@@ -399,7 +399,12 @@ func (t *Transport) Send(bookie string, key int64, req *wire.Request, cb Respons
 			return
 		}
 		// Prune retired p between peer and send: the next peer call makes
-		// a fresh one.
+		// a fresh one. The loop ends: each retry follows a Prune that
+		// removed the peer this Send had looked up, and Prunes come from
+		// the caller's membership changes, a handful per bookie joining
+		// or leaving; a peer retires only while it has no request
+		// outstanding, so a Send cannot livelock against Prunes unless
+		// they run back to back for ever.
 	}
 }
 
@@ -417,6 +422,8 @@ func (t *Transport) SendTagged(bookie string, key int64, req *wire.Request, h Ha
 		if p.send(req, nil, h, tag) {
 			return
 		}
+		// Retired by a concurrent Prune: retry on a fresh peer (see Send
+		// for why this ends).
 	}
 }
 
@@ -425,15 +432,25 @@ var errRetired = errors.New("connection closed: the bookie left the cluster and 
 
 // Prune forgets every connection slot (and its reconnect backoff) of the
 // bookies keep reports false for, closing its connection, provided no
-// request is outstanding on it; a slot with requests outstanding is kept
-// (a later Prune takes it once they are answered or timed out). It returns
-// the number of slots forgotten. A later Send to a pruned bookie connects
-// afresh, as the first Send did, so Prune never fails a request: it bounds
-// the per-bookie state of a client that talked to bookies that are gone
-// (issue #22 §4; with Kubernetes, ids change with addresses). keep is
-// called with the transport's lock held: it must not call back into the
-// Transport.
+// request is outstanding on it and its reconnect backoff is not in use; a
+// slot kept for either reason is taken by a later Prune once its requests
+// are answered or timed out and its backoff is idle. It returns the number
+// of slots forgotten. A later Send to a pruned bookie connects afresh, as
+// the first Send did, so Prune never fails a request: it bounds the
+// per-bookie state of a client that talked to bookies that are gone (issue
+// #22 §4; with Kubernetes, ids change with addresses). keep is called with
+// the transport's lock held: it must not call back into the Transport.
+//
+// A slot's backoff is in use while its next connect is not yet allowed
+// (a Send fails fast instead of dialing), or while its connects are
+// failing (failures > 0) and it was sent to since the previous Prune: a
+// dead bookie that readers still ask (a read handle, a recovery, a long
+// poll) keeps failing fast, and its backoff keeps growing, whatever the
+// membership does. A failing slot nobody asks any more goes at a later
+// Prune (the first that finds its wait over and it not sent to since the
+// previous one that looked at it), so dead bookies do not accumulate.
 func (t *Transport) Prune(keep func(bookie string) bool) int {
+	now := t.cfg.Clock.Now()
 	t.mu.Lock()
 	var retired []*session
 	n := 0
@@ -441,7 +458,7 @@ func (t *Transport) Prune(keep func(bookie string) bool) int {
 		if keep(k.addr) {
 			continue
 		}
-		s, ok := p.retire()
+		s, ok := p.retire(now)
 		if !ok {
 			continue
 		}
@@ -471,15 +488,22 @@ func (t *Transport) Bookies() []string {
 	return slices.Compact(out)
 }
 
-// retire marks p retired if no request is outstanding on it, and returns
-// its live session (to close) and true; false leaves p as it was. A send
-// that finds p retired (it took p from the map before Prune removed it)
-// reports false, and Transport.Send asks for a fresh peer. Lock order:
-// Transport.mu, then peer.mu (nothing takes them the other way round).
-func (p *peer) retire() (*session, bool) {
+// retire marks p retired if no request is outstanding on it and its
+// reconnect backoff is not in use at now (see Prune), and returns its live
+// session (to close) and true; false leaves p as it was, save that the
+// sent-since-Prune mark is cleared. A send that finds p retired (it took p
+// from the map before Prune removed it) reports false, and Transport.Send
+// asks for a fresh peer. Lock order: Transport.mu, then peer.mu (nothing
+// takes them the other way round).
+func (p *peer) retire(now time.Time) (*session, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	sent := p.sentSincePrune
+	p.sentSincePrune = false
 	if s := p.sess; s != nil && len(s.pending) > 0 {
+		return nil, false
+	}
+	if now.Before(p.retryAt) || p.failures > 0 && sent {
 		return nil, false
 	}
 	p.retired = true
@@ -643,6 +667,10 @@ type peer struct {
 	// retired: Prune removed p from the transport's map; sends go to a
 	// fresh peer instead (send reports false).
 	retired bool
+	// sentSincePrune: a send came since the last Prune that looked at p
+	// without keep (it keeps a failing slot that is still asked, see
+	// Prune).
+	sentSincePrune bool
 }
 
 // session is one TCP connection's lifetime. Fields are guarded by peer.mu
@@ -691,6 +719,7 @@ func (p *peer) send(req *wire.Request, cb ResponseFunc, h Handler, tag int64) bo
 		fail(ErrClosed)
 		return true
 	}
+	p.sentSincePrune = true
 	s := p.sess
 	if s == nil {
 		if now.Before(p.retryAt) {
