@@ -429,20 +429,7 @@ func (r *FileReader) Read(ledgerID, entryID int64, loc Location) ([]byte, error)
 		}
 		return nil, fmt.Errorf("entrylog: read %s at offset %d: %w", path, loc.Offset, err)
 	}
-	rec, total, _, reason := parseRecord(buf)
-	switch {
-	case reason != "":
-	case total == 0:
-		reason = "truncated record"
-	case rec.ledgerID != ledgerID || rec.entryID != entryID:
-		reason = fmt.Sprintf("record holds ledger %d entry %d, want ledger %d entry %d", rec.ledgerID, rec.entryID, ledgerID, entryID)
-	case len(rec.body) != int(loc.Size):
-		reason = fmt.Sprintf("record body is %d bytes, index says %d", len(rec.body), loc.Size)
-	}
-	if reason != "" {
-		return nil, &CorruptionError{File: path, Offset: loc.Offset, Reason: reason}
-	}
-	return rec.body, nil
+	return verifyRecord(path, buf, loc, ledgerID, entryID)
 }
 
 // Close closes the files the reader opened.
