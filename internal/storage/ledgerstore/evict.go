@@ -162,6 +162,11 @@ func (lm *ledgerMap) release(l *ledger) {
 // last object into l's place.
 // REQUIRES: sh locked, l in sh.
 func (sh *ledgerShardMap) removeLocked(l *ledger) {
+	if l.pos >= len(sh.list) || sh.list[l.pos] != l || sh.m[l.id] != l {
+		// Removing by a stale position would drop another live object
+		// (two objects for one id afterwards, or one never swept again).
+		panic(fmt.Sprintf("ledgerstore: ledger %d's object is not where the shard says", l.id))
+	}
 	delete(sh.m, l.id)
 	last := len(sh.list) - 1
 	moved := sh.list[last]
@@ -254,6 +259,7 @@ func (s *Store) sweep(p *evictPacer) (int, error) {
 		next := len(sh.list)
 		sh.Unlock()
 		for next > 0 {
+			clear(cand) // no pointers to evicted objects kept until the sweep ends
 			cand = cand[:0]
 			sh.Lock()
 			lo := max(next-chunk, 0)
@@ -275,7 +281,7 @@ func (s *Store) sweep(p *evictPacer) (int, error) {
 					}
 					return evicted, errors.New("ledgerstore: eviction sweep stopped: store closing")
 				}
-				ok, err := s.evictOne(l)
+				ok, err := s.evictOne(l, epoch)
 				if err != nil {
 					if firstErr == nil {
 						firstErr = err
@@ -345,16 +351,18 @@ func (p *evictPacer) wait() bool {
 	}
 }
 
-// evictOne drops l if nothing but the sweeper holds it and a reload is
-// equivalent; it gives back the sweeper's reference either way.
-func (s *Store) evictOne(l *ledger) (bool, error) {
+// evictOne drops l if nothing but the sweeper holds it, nothing used it
+// since it was picked in this sweep's epoch, and a reload is equivalent;
+// it gives back the sweeper's reference either way. (A paced sweep may
+// reach a candidate long after picking it: one used meanwhile stays.)
+func (s *Store) evictOne(l *ledger, epoch uint64) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ok, err := s.reloadsEqualLocked(l)
 	sh := s.ledgers.shard(l.id)
 	sh.Lock()
 	l.refs--
-	if ok && l.refs == 0 {
+	if ok && l.refs == 0 && l.used+1 < epoch {
 		sh.removeLocked(l)
 	} else {
 		ok = false

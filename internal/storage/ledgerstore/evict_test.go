@@ -263,7 +263,9 @@ func TestEvictHeldReferencePins(t *testing.T) {
 	l.refs++ // the sweeper's reference, as EvictIdleLedgers takes it
 	sh.Unlock()
 	held := s.ledgers.acquire(9)
-	if ok, err := s.evictOne(l); ok || err != nil || !cached(s, 9) {
+	// An epoch under which the object counts as idle: only the
+	// operation's reference keeps it.
+	if ok, err := s.evictOne(l, s.ledgers.epoch.Load()+2); ok || err != nil || !cached(s, 9) {
 		t.Fatalf("evictOne with an operation holding the object: %v, %v", ok, err)
 	}
 	s.ledgers.release(held)
@@ -898,4 +900,44 @@ func TestEvictLoop(t *testing.T) {
 		waitFor(t, "the sweep", func() bool { return s.ledgers.epoch.Load() > epoch })
 	}
 	mustRead(t, s, 5, 0, entryBody(5, 0, -1, 0, 10))
+}
+
+// A ledger used after a paced sweep picked it as a candidate, before the
+// sweep reached it, stays (evict.go's contract: only ledgers unused since
+// before the previous sweep are dropped).
+func TestEvictSkipsCandidateUsedAfterPicking(t *testing.T) {
+	cfg := evictConfig(t)
+	cfg.evictScanChunk = 8
+	s := mustOpen(t, vfs.Default, cfg)
+	defer s.Close()
+	id := func(k int) int64 { return int64(64*k + 1) } // one shard
+	const n = 3
+	for k := range n {
+		mustAdd(t, s, id(k), 0, entryBody(id(k), 0, -1, 0, 10))
+	}
+	mustFlush(t, s)
+	if _, err := s.EvictIdleLedgers(); err != nil { // the epoch in which they were used ends
+		t.Fatal(err)
+	}
+	s.setHook(func(p string) {
+		if p == "evict:chunk" { // the candidates are picked; none reached yet
+			for k := range n {
+				mustRead(t, s, id(k), 0, entryBody(id(k), 0, -1, 0, 10))
+			}
+		}
+	})
+	k, err := s.EvictIdleLedgers()
+	s.setHook(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k != 0 {
+		t.Fatalf("evicted %d of %d ledgers used after the sweep picked them", k, n)
+	}
+	for i := range n {
+		if !cached(s, id(i)) {
+			t.Fatalf("ledger %d was evicted", id(i))
+		}
+	}
+	checkShards(t, s)
 }
