@@ -278,6 +278,29 @@ func (b *cmpBookie) waitListening(t *testing.T) {
 	}
 }
 
+// minRowFreeBytes is the free space a write row needs on the bookies'
+// disk to start: a 20 s row of 64 KiB entries writes about 12 GiB
+// (payload × Qw 2 × journal and entry log) on the faster bookies.
+const minRowFreeBytes = 16 << 30
+
+// destroy stops the cluster's bookies and removes their data (the logs
+// stay until the test ends). Each
+// row runs on a cluster of its own: data left by one row (tens of GiB for
+// the 64 KiB rows, with Java's five 2 GiB journal backups per bookie) must
+// neither fill the disk under the next nor leave it garbage collection or
+// compaction to do while it is measured.
+func (c *cmpCluster) destroy(t *testing.T) {
+	t.Helper()
+	for _, b := range c.bookies {
+		b.proc.terminate()
+		for _, sub := range []string{"journal", "ledgers"} {
+			if err := os.RemoveAll(filepath.Join(b.dir, sub)); err != nil {
+				t.Errorf("remove %s: %v", sub, err)
+			}
+		}
+	}
+}
+
 // restart stops every bookie gracefully and starts them again.
 func (c *cmpCluster) restart(t *testing.T) {
 	t.Helper()
@@ -353,12 +376,12 @@ func startBenchProcess(t *testing.T, argv []string, logPath string) *javaServer 
 }
 
 // newCmpCluster prepares (and starts) the three bookies of cluster key on
-// the ZooKeeper srv, under chroot /bcmp-<key>. Both implementations get
+// the ZooKeeper srv, under chroot /bcmp-<tag>. Both implementations get
 // their journal and ledger directories in one temporary directory (one
 // disk) and the same write and read-ahead cache sizes.
-func newCmpCluster(t *testing.T, key, classpath string, srv *zktest.Server, raw *gozk.Conn) *cmpCluster {
+func newCmpCluster(t *testing.T, key, tag, classpath string, srv *zktest.Server, raw *gozk.Conn) *cmpCluster {
 	t.Helper()
-	chroot := "/bcmp-" + key
+	chroot := "/bcmp-" + tag
 	c := &cmpCluster{key: key, uri: zkURI(srv, "hierarchical", chroot+"/ledgers"), java: key != "folio"}
 	common := map[string]string{
 		"advertisedAddress":                 "127.0.0.1",
@@ -446,33 +469,33 @@ func BenchCompare(t *testing.T) {
 	cacheState := map[string]string{}
 	for _, key := range s.clusters {
 		t.Run(key, func(t *testing.T) {
-			c := newCmpCluster(t, key, classpath, srv, raw)
 			for _, w := range cmpWorkloads {
 				if !slices.Contains(s.rows, w.name) {
 					continue
 				}
 				switch w.kind {
 				case "read":
+					c := newCmpCluster(t, key, key+"-"+w.name, classpath, srv, raw)
 					rs, state := runCatchup(t, c, w, s, classpath, log4j)
 					rows = append(rows, rs...)
 					cacheState[key] = state
+					c.destroy(t)
 				default:
 					for _, d := range s.drivers {
-						r := cmpRow{workload: w, cluster: key}
-						if d == "java" {
-							r.driver = "Java"
+						r := cmpRow{workload: w, cluster: key, driver: map[string]string{"java": "Java", "go": "Go"}[d]}
+						c := newCmpCluster(t, key, key+"-"+w.name+"-"+d, classpath, srv, raw)
+						if free := freeBytes(c.bookies[0].dir); free < minRowFreeBytes {
+							r.err = fmt.Sprintf("not run: %d MiB free on the bookies' disk, fewer than %d MiB", free>>20, minRowFreeBytes>>20)
+						} else if d == "java" {
 							runJavaRow(t, c, w, s, classpath, log4j, &r)
 						} else {
-							r.driver = "Go"
 							runGoRow(t, c, w, s, &r)
 						}
+						c.destroy(t)
 						logRow(t, r)
 						rows = append(rows, r)
 					}
 				}
-			}
-			for _, b := range c.bookies {
-				b.proc.terminate()
 			}
 		})
 	}
