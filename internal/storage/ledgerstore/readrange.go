@@ -33,21 +33,24 @@ func (s *Store) ReadEntries(ledgerID, firstEntryID int64, maxCount int, maxBytes
 		}
 		return [][]byte{b}, nil
 	}
+	// A deletion during the call may let the answer combine the old
+	// ledger's entries (index locations, cached bodies taken before) with
+	// a new ledger's of the same id (taken after): then only the first
+	// entry is answered, by a single read, and the reader asks again for
+	// the rest. The count is taken before lookup: a deletion counted
+	// already holds the ledger's lock until it is complete, so lookup sees
+	// it done; any later one changes the count.
+	deletions := s.deletions.Load()
 	l, err := s.lookup(ledgerID)
 	if err != nil {
 		return nil, err
 	}
 	defer s.ledgers.release(l)
+	s.at("readentries:lookedup")
 	if maxCount <= 0 || maxCount > maxRangeEntries {
 		maxCount = maxRangeEntries
 	}
 	sh := s.shardFor(ledgerID)
-	// A deletion between here and the end may let the answer combine the
-	// old ledger's entries (index locations, cached bodies taken before)
-	// with a new ledger's of the same id (taken after): then only the
-	// first entry is answered, by a single read, and the reader asks again
-	// for the rest.
-	deletions := s.deletions.Load()
 	indexed := make(map[int64]entrylog.Location)
 	err = sh.ix.Entries(ledgerID, firstEntryID, func(id int64, loc entrylog.Location) bool {
 		if id != firstEntryID+int64(len(indexed)) {
