@@ -270,12 +270,8 @@ func (c *Client) pruneBookies() {
 		keep[b] = true
 	}
 	for w := range c.mu.writers {
-		if md := w.meta.Load(); md != nil {
-			for _, e := range md.ensembles {
-				for _, b := range e.Bookies {
-					keep[metadata.BookieID(b)] = true
-				}
-			}
+		for b := range w.ensembleBookies() {
+			keep[b] = true
 		}
 	}
 	c.tr.Prune(func(b string) bool { return keep[metadata.BookieID(b)] })

@@ -1,10 +1,9 @@
 package client
 
 import (
-	"github.com/foliodb/folio/internal/wire"
-
 	"context"
 	"fmt"
+	"iter"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/foliodb/folio/internal/ledger"
 	"github.com/foliodb/folio/internal/ledgerexec"
 	"github.com/foliodb/folio/internal/metadata"
+	"github.com/foliodb/folio/internal/wire"
 )
 
 // WriteHandle appends to a ledger this client created. It is safe for
@@ -555,20 +555,33 @@ func (w *WriteHandle) unregister() {
 	c.mu.Lock()
 	delete(c.mu.writers, w)
 	stale := false
-	if md := w.meta.Load(); md != nil {
-	find:
-		for _, e := range md.ensembles {
-			for _, b := range e.Bookies {
-				if !c.registeredLocked(metadata.BookieID(b)) {
-					stale = true
-					break find
-				}
-			}
+	for b := range w.ensembleBookies() {
+		if !c.registeredLocked(b) {
+			stale = true
+			break
 		}
 	}
 	c.mu.Unlock()
 	if stale {
 		c.pruneBookies()
+	}
+}
+
+// ensembleBookies yields the bookies of the handle's ensembles, as last
+// published in its metadata (repeats included).
+func (w *WriteHandle) ensembleBookies() iter.Seq[metadata.BookieID] {
+	return func(yield func(metadata.BookieID) bool) {
+		md := w.meta.Load()
+		if md == nil {
+			return
+		}
+		for _, e := range md.ensembles {
+			for _, b := range e.Bookies {
+				if !yield(metadata.BookieID(b)) {
+					return
+				}
+			}
+		}
 	}
 }
 

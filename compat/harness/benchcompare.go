@@ -284,11 +284,11 @@ func (b *cmpBookie) waitListening(t *testing.T) {
 const minRowFreeBytes = 16 << 30
 
 // destroy stops the cluster's bookies and removes their data (the logs
-// stay until the test ends). Each
-// row runs on a cluster of its own: data left by one row (tens of GiB for
-// the 64 KiB rows, with Java's five 2 GiB journal backups per bookie) must
-// neither fill the disk under the next nor leave it garbage collection or
-// compaction to do while it is measured.
+// stay until the test ends). Each row runs on a cluster of its own: data
+// left by one row (tens of GiB for the 64 KiB rows, with Java's five 2 GiB
+// journal backups per bookie) must neither fill the disk under the next
+// nor leave it garbage collection or compaction to do while it is
+// measured.
 func (c *cmpCluster) destroy(t *testing.T) {
 	t.Helper()
 	for _, b := range c.bookies {
@@ -482,7 +482,10 @@ func BenchCompare(t *testing.T) {
 					c.destroy(t)
 				default:
 					for _, d := range s.drivers {
-						r := cmpRow{workload: w, cluster: key, driver: map[string]string{"java": "Java", "go": "Go"}[d]}
+						r := cmpRow{workload: w, cluster: key, driver: "Go"}
+						if d == "java" {
+							r.driver = "Java"
+						}
 						c := newCmpCluster(t, key, key+"-"+w.name+"-"+d, classpath, srv, raw)
 						if free := freeBytes(c.bookies[0].dir); free < minRowFreeBytes {
 							r.err = fmt.Sprintf("not run: %d MiB free on the bookies' disk, fewer than %d MiB", free>>20, minRowFreeBytes>>20)
