@@ -223,16 +223,28 @@ func (c *Client) watchBookies(events <-chan metadata.BookiesEvent) {
 }
 
 // setMembership publishes the registered bookies to placement and the
-// write handles at once, then has the topology script resolve newcomers
+// write handles at once, drops the reconnect backoff of bookies that
+// registered (again), then has the topology script resolve newcomers
 // in the background and prunes per-bookie state of bookies that left.
 func (c *Client) setMembership(writable, readOnly []metadata.BookieID) {
 	c.mu.Lock()
+	var joined []metadata.BookieID
+	for _, b := range slices.Concat(writable, readOnly) {
+		if !c.registeredLocked(b) {
+			joined = append(joined, b)
+		}
+	}
 	c.mu.writable, c.mu.readOnly = writable, readOnly
 	writers := make([]*WriteHandle, 0, len(c.mu.writers))
 	for w := range c.mu.writers {
 		writers = append(writers, w)
 	}
 	c.mu.Unlock()
+	for _, b := range joined {
+		// Registered (again): connect at once, whatever backoff its
+		// absence earned.
+		c.tr.Registered(string(b))
+	}
 	for _, w := range writers {
 		w.q.Push(ledger.WritableBookies{Bookies: slices.Clone(writable)})
 	}

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -248,5 +249,42 @@ func TestPruneKeepsReconnectBackoff(t *testing.T) {
 	}
 	if got := tr.Bookies(); len(got) != 0 {
 		t.Fatalf("bookies %v after pruning the dead one", got)
+	}
+}
+
+// TestRegisteredDropsReconnectBackoff: a bookie that registers again is
+// dialed at the next send, not failed fast for the rest of the backoff
+// its absence earned.
+func TestRegisteredDropsReconnectBackoff(t *testing.T) {
+	const bookie = "192.0.2.1:3181"
+	var dials atomic.Int32
+	clk := clock.NewManual(time.Unix(1000, 0))
+	tr := newTransport(t, Config{
+		Clock: clk, TimeoutTick: time.Hour,
+		ReconnectBackoff: time.Second, MaxReconnectBackoff: 8 * time.Second,
+		Dialer: func(context.Context, string, string) (net.Conn, error) {
+			dials.Add(1)
+			return nil, errors.New("connection refused (test dialer)")
+		},
+	})
+	defer tr.Close()
+	h := make(chanHandler, 4)
+	tr.SendTagged(bookie, 1, addRequest(1, 0), h, 1)
+	if r := recvTagged(t, h); !errors.Is(r.err, ErrBookieUnavailable) || dials.Load() != 1 {
+		t.Fatalf("first send: %v after %d dials, want a failed connect", r.err, dials.Load())
+	}
+	tr.SendTagged(bookie, 1, addRequest(1, 0), h, 2)
+	if r := recvTagged(t, h); !strings.Contains(fmt.Sprint(r.err), "next attempt in") || dials.Load() != 1 {
+		t.Fatalf("send during the backoff: %v after %d dials, want a fast failure", r.err, dials.Load())
+	}
+	tr.Registered("192.0.2.2:3181") // another bookie: no effect on this one
+	tr.SendTagged(bookie, 1, addRequest(1, 0), h, 3)
+	if r := recvTagged(t, h); !strings.Contains(fmt.Sprint(r.err), "next attempt in") || dials.Load() != 1 {
+		t.Fatalf("send after another bookie registered: %v after %d dials, want a fast failure", r.err, dials.Load())
+	}
+	tr.Registered(bookie)
+	tr.SendTagged(bookie, 1, addRequest(1, 0), h, 4)
+	if r := recvTagged(t, h); !errors.Is(r.err, ErrBookieUnavailable) || dials.Load() != 2 {
+		t.Fatalf("send after the bookie registered: %v after %d dials, want a fresh connect", r.err, dials.Load())
 	}
 }

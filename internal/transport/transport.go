@@ -475,6 +475,26 @@ func (t *Transport) Prune(keep func(bookie string) bool) int {
 	return n
 }
 
+// Registered tells the transport that bookie has registered (again): the
+// reconnect backoff of its connection slots, kept from connects that
+// failed while it was away, is dropped, so the next Send dials at once.
+// Registration is the bookie's own word that it serves: without this a
+// bookie back from a restart would fail fast for what is left of a
+// backoff (up to MaxReconnectBackoff) that its absence earned, and
+// writers would replace it meanwhile.
+func (t *Transport) Registered(bookie string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, p := range t.mu.peers {
+		if k.addr != bookie {
+			continue
+		}
+		p.mu.Lock()
+		p.failures, p.retryAt = 0, time.Time{}
+		p.mu.Unlock()
+	}
+}
+
 // Bookies returns the bookies the transport holds connection state for,
 // sorted (tests of Prune).
 func (t *Transport) Bookies() []string {
