@@ -131,7 +131,13 @@ func (s *Store) ReadEntries(ledgerID, firstEntryID int64, maxCount int, maxBytes
 		if errors.Is(r.Err, entrylog.ErrLogRemoved) {
 			// Compacted away since the lookup: the single read looks the
 			// entry up again.
+			s.at("readentries:reread")
 			r.Body, r.Err = s.readEntry(sh, ledgerID, firstEntryID+int64(i))
+			if i > 0 && s.deletions.Load() != deletions {
+				// A deletion since the count: the read may have found a
+				// successor's entry. Answer the entries before it.
+				return out, nil
+			}
 		}
 		if r.Err != nil {
 			if i == 0 {

@@ -384,3 +384,55 @@ func TestReadEntriesLogRemovedMidRead(t *testing.T) {
 		}
 	}
 }
+
+// A ledger deleted and written again while ReadEntries looks up entries
+// whose logs a compaction removed: the re-read of such an entry must not
+// put the new ledger's entry after the old ledger's in one answer.
+func TestReadEntriesRereadAfterDeletion(t *testing.T) {
+	s, _, _ := compactionStore(t, &CompactionPolicy{MajorThreshold: 0.7, MajorInterval: time.Hour},
+		func(c *Config) { c.ReadCacheBytes, c.ReadAheadBytes = -1, -1 })
+	defer s.Close()
+	var gcErr error
+	rereads := 0
+	s.setHook(func(p string) {
+		switch p {
+		case "readentries:located":
+			_, _, gcErr = s.GCTick(true)
+		case "readentries:reread":
+			if rereads++; rereads != 2 {
+				return
+			}
+			if err := s.DeleteLedger(contextBackground(), 1); err != nil {
+				t.Error(err)
+			}
+			for e := int64(0); e < 120; e++ {
+				mustAdd(t, s, 1, e, entryBody(1, e, e-1, 1, 700))
+			}
+		}
+	})
+	got, err := s.ReadEntries(1, 0, 0, 1<<30, 4)
+	s.setHook(nil)
+	if gcErr != nil {
+		t.Fatal(gcErr)
+	}
+	if rereads < 2 {
+		t.Fatalf("%d entries re-read; the deletion never ran inside the read", rereads)
+	}
+	if err != nil || len(got) == 0 {
+		t.Fatalf("ReadEntries: %d entries, %v", len(got), err)
+	}
+	old, fresh := 0, 0
+	for e, b := range got {
+		switch string(b) {
+		case string(entryBody(1, int64(e), int64(e)-1, 0, 700)):
+			old++
+		case string(entryBody(1, int64(e), int64(e)-1, 1, 700)):
+			fresh++
+		default:
+			t.Fatalf("entry %d: bytes of neither incarnation", e)
+		}
+	}
+	if old > 0 && fresh > 0 {
+		t.Fatalf("one answer holds %d entries of the deleted ledger and %d of the new one", old, fresh)
+	}
+}
