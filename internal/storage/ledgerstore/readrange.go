@@ -133,10 +133,17 @@ func (s *Store) ReadEntries(ledgerID, firstEntryID int64, maxCount int, maxBytes
 			// entry up again.
 			s.at("readentries:reread")
 			r.Body, r.Err = s.readEntry(sh, ledgerID, firstEntryID+int64(i))
-			if i > 0 && s.deletions.Load() != deletions {
+			if s.deletions.Load() != deletions {
 				// A deletion since the count: the read may have found a
-				// successor's entry. Answer the entries before it.
-				return out, nil
+				// successor's entry. Answer the entries before it, or
+				// this one alone if it is the first.
+				if i > 0 {
+					return out, nil
+				}
+				if r.Err != nil {
+					return nil, r.Err
+				}
+				return [][]byte{r.Body}, nil
 			}
 		}
 		if r.Err != nil {
